@@ -1,0 +1,24 @@
+include(GoogleTest)
+
+# heatsink_add_test_dir(NAME DIR LABEL LIBS...)
+# Builds every *_test.cc directly inside DIR into one GoogleTest executable NAME,
+# linked against LIBS, and registers each test case with ctest under LABEL.
+# New test files are picked up by re-running cmake (CONFIGURE_DEPENDS).
+function(heatsink_add_test_dir name dir label)
+  file(GLOB srcs CONFIGURE_DEPENDS "${dir}/*_test.cc")
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${name} ${srcs})
+  target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${name}
+    DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${label}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# heatsink_add_bench(NAME SOURCE LIBS...)
+function(heatsink_add_bench name src)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE ${ARGN} benchmark::benchmark)
+endfunction()

@@ -1,0 +1,47 @@
+// File: core/base/check.h
+//
+// Always-on checks for programmer errors. A failed check prints the file, line
+// and condition through the installed failure handler and aborts. Operating
+// errors (bad input, exhausted limits, races with other clients) are never
+// checks: they return absl::Status.
+//
+// core/ does no I/O of its own, so the message goes to a handler that the
+// process installs (the default writes to stderr through the C library's
+// abort path via absl's raw logging, which is not a core I/O dependency).
+#ifndef HEATSINK_CORE_BASE_CHECK_H_
+#define HEATSINK_CORE_BASE_CHECK_H_
+
+#include "absl/strings/string_view.h"
+
+namespace heatsink {
+
+// Called with a formatted message just before abort(). Never returns.
+[[noreturn]] void CheckFailed(const char* file, int line, const char* condition,
+                              absl::string_view detail);
+
+}  // namespace heatsink
+
+#define HS_CHECK(cond)                                          \
+  do {                                                          \
+    if (!(cond)) [[unlikely]] {                                 \
+      ::heatsink::CheckFailed(__FILE__, __LINE__, #cond, "");   \
+    }                                                           \
+  } while (false)
+
+#define HS_CHECK_MSG(cond, detail)                                  \
+  do {                                                              \
+    if (!(cond)) [[unlikely]] {                                     \
+      ::heatsink::CheckFailed(__FILE__, __LINE__, #cond, (detail)); \
+    }                                                               \
+  } while (false)
+
+#define HS_CHECK_OK(expr)                                                         \
+  do {                                                                            \
+    const ::absl::Status hs_check_ok_status_ = (expr);                            \
+    if (!hs_check_ok_status_.ok()) [[unlikely]] {                                 \
+      ::heatsink::CheckFailed(__FILE__, __LINE__, #expr,                          \
+                              hs_check_ok_status_.ToString());                    \
+    }                                                                             \
+  } while (false)
+
+#endif  // HEATSINK_CORE_BASE_CHECK_H_

@@ -1,0 +1,40 @@
+// File: core/env/data_mover.h
+//
+// Moves bytes between store segments on behalf of a store worker. The
+// simulator models the transfer as a network flow; the runtime moves real
+// bytes (plain TCP, or UCX with RDMA verbs where a device exists).
+//
+// Contract: StartCopy returns at once; `done` is called exactly once, later,
+// with OK when every byte of the range has landed at the target, or with an
+// error status (UNAVAILABLE for transport failures, NOT_FOUND for an unknown
+// segment, OUT_OF_RANGE for a range outside a segment). `done` is never called
+// inside StartCopy. Thread-safe.
+#ifndef HEATSINK_CORE_ENV_DATA_MOVER_H_
+#define HEATSINK_CORE_ENV_DATA_MOVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "core/model/ids.h"
+
+namespace heatsink {
+
+struct CopyRange {
+  SegmentId source_segment;
+  uint64_t source_offset = 0;
+  SegmentId target_segment;
+  uint64_t target_offset = 0;
+  uint64_t size_bytes = 0;
+};
+
+class DataMover {
+ public:
+  virtual ~DataMover() = default;
+  virtual void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) = 0;
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_ENV_DATA_MOVER_H_
