@@ -1,0 +1,260 @@
+#include "sim/decision_log.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace heatsink::sim {
+namespace {
+
+using nlohmann::json;
+
+absl::Status LineError(const std::string& source, int64_t line, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": ", what));
+}
+
+absl::StatusOr<std::optional<std::string>> OptString(const json& j, const char* field) {
+  const auto it = j.find(field);
+  if (it == j.end()) return absl::InvalidArgumentError(absl::StrCat("missing field '", field, "'"));
+  if (it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat("field '", field, "' must be a string or null"));
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+absl::StatusOr<std::optional<uint64_t>> OptUnsigned(const json& j, const char* field) {
+  const auto it = j.find(field);
+  if (it == j.end()) return absl::InvalidArgumentError(absl::StrCat("missing field '", field, "'"));
+  if (it->is_null()) return std::optional<uint64_t>();
+  if (!it->is_number_unsigned()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field '", field, "' must be a non-negative integer or null"));
+  }
+  return std::optional<uint64_t>(it->get<uint64_t>());
+}
+
+absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("a record must be a JSON object");
+  DecisionRecord r;
+  const auto t = j.find("t_ns");
+  if (t == j.end() || !t->is_number_integer()) {
+    return absl::InvalidArgumentError("field 't_ns' must be an integer");
+  }
+  r.t_ns = t->get<int64_t>();
+  auto kind = OptString(j, "kind");
+  if (!kind.ok()) return kind.status();
+  if (*kind == "heat") r.kind = DecisionKind::kHeat;
+  else if (*kind == "warmup") r.kind = DecisionKind::kWarmup;
+  else if (*kind == "proposal") r.kind = DecisionKind::kProposal;
+  else return absl::InvalidArgumentError("field 'kind' must be heat, warmup or proposal");
+  for (auto [field, out] : {std::pair{"tenant", &r.tenant}, std::pair{"key", &r.key}}) {
+    auto v = OptString(j, field);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::InvalidArgumentError(absl::StrCat("field '", field, "' must not be null"));
+    *out = **v;
+  }
+  auto rd = OptString(j, "requester_domain");
+  if (!rd.ok()) return rd.status();
+  r.requester_domain = *rd;
+  auto td = OptString(j, "target_domain");
+  if (!td.ok()) return td.status();
+  r.target_domain = *td;
+  auto outcome = OptString(j, "outcome");
+  if (!outcome.ok()) return outcome.status();
+  if (*outcome == "accepted") r.outcome = DecisionOutcome::kAccepted;
+  else if (*outcome == "would_propose") r.outcome = DecisionOutcome::kWouldPropose;
+  else if (*outcome == "rejected") r.outcome = DecisionOutcome::kRejected;
+  else return absl::InvalidArgumentError("field 'outcome' must be accepted, would_propose or rejected");
+  auto reason = OptString(j, "reason");
+  if (!reason.ok()) return reason.status();
+  if (reason->has_value()) {
+    r.reason = ParseRejectReason(**reason);
+    if (!r.reason) return absl::InvalidArgumentError(absl::StrCat("unknown reason '", **reason, "'"));
+  }
+  if (r.reason.has_value() != (r.outcome == DecisionOutcome::kRejected)) {
+    return absl::InvalidArgumentError("'reason' must be set exactly when outcome is rejected");
+  }
+  auto src = OptUnsigned(j, "source_segment");
+  if (!src.ok()) return src.status();
+  if (*src) r.source_segment = SegmentId(**src);
+  auto tgt = OptUnsigned(j, "target_segment");
+  if (!tgt.ok()) return tgt.status();
+  if (*tgt) r.target_segment = SegmentId(**tgt);
+  auto lease = OptUnsigned(j, "lease_id");
+  if (!lease.ok()) return lease.status();
+  if (*lease) r.lease_id = LeaseId(**lease);
+  auto version = OptUnsigned(j, "version");
+  if (!version.ok()) return version.status();
+  r.version = *version;
+  return r;
+}
+
+using Identity = std::tuple<int64_t, int, std::string, std::string, std::string, std::string>;
+
+Identity IdentityOf(const DecisionRecord& r) {
+  return {r.t_ns, static_cast<int>(r.kind), r.tenant, r.key,
+          r.requester_domain.value_or("\x01null"), r.target_domain.value_or("\x01null")};
+}
+
+std::string Describe(const DecisionRecord& r) {
+  return absl::StrCat(DecisionOutcomeName(r.outcome),
+                      r.reason ? absl::StrCat("/", RejectReasonName(*r.reason)) : "");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<LoggedDecision>> ParseDecisionLog(const std::string& text,
+                                                             const std::string& source_name,
+                                                             const DecisionLogLimits& limits) {
+  std::vector<LoggedDecision> out;
+  size_t pos = 0;
+  int64_t line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    ++line_no;
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (static_cast<int64_t>(line.size()) > limits.line_bytes_max) {
+      return LineError(source_name, line_no,
+                       absl::StrCat("line longer than ", limits.line_bytes_max, " bytes"));
+    }
+    if (static_cast<int64_t>(out.size()) >= limits.records_max) {
+      return LineError(source_name, line_no,
+                       absl::StrCat("more than ", limits.records_max, " records"));
+    }
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return LineError(source_name, line_no, "not valid JSON");
+    auto rec = ParseRecord(j);
+    if (!rec.ok()) return LineError(source_name, line_no, std::string(rec.status().message()));
+    out.push_back(LoggedDecision{std::move(*rec), line_no, std::move(line)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<LoggedDecision>> ReadDecisionLogFile(const std::string& path,
+                                                                const DecisionLogLimits& limits) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ParseDecisionLog(ss.str(), path, limits);
+}
+
+DecisionDiff DiffDecisionLogs(const std::vector<LoggedDecision>& a,
+                              const std::vector<LoggedDecision>& b) {
+  // Queue B's records per identity in file order, then walk A in file order.
+  std::map<Identity, std::vector<const LoggedDecision*>> by_identity;
+  for (const LoggedDecision& d : b) by_identity[IdentityOf(d.record)].push_back(&d);
+  std::map<Identity, size_t> taken;
+  DecisionDiff diff;
+  for (const LoggedDecision& d : a) {
+    const Identity id = IdentityOf(d.record);
+    auto it = by_identity.find(id);
+    size_t& next = taken[id];
+    if (it == by_identity.end() || next >= it->second.size()) {
+      diff.removed.push_back({&d, nullptr});
+      continue;
+    }
+    const LoggedDecision* other = it->second[next++];
+    if (FormatDecisionJson(d.record) != FormatDecisionJson(other->record)) {
+      diff.changed.push_back({&d, other});
+    }
+  }
+  for (const auto& [id, list] : by_identity) {
+    const size_t used = taken.count(id) ? taken[id] : 0;
+    for (size_t i = used; i < list.size(); ++i) diff.added.push_back({nullptr, list[i]});
+  }
+  std::sort(diff.added.begin(), diff.added.end(),
+            [](const DecisionChange& x, const DecisionChange& y) { return x.b->line < y.b->line; });
+  return diff;
+}
+
+std::string FormatDecisionDiff(const DecisionDiff& diff, const std::vector<LoggedDecision>& a,
+                               const std::vector<LoggedDecision>& b, const std::string& name_a,
+                               const std::string& name_b, int keys_max) {
+  std::string out;
+  if (diff.equal()) {
+    absl::StrAppend(&out, "decision logs equal: ", a.size(), " records\n");
+    return out;
+  }
+  absl::StrAppend(&out, "decision logs differ: ", diff.added.size(), " added, ",
+                  diff.removed.size(), " removed, ", diff.changed.size(), " changed (", name_a,
+                  ": ", a.size(), " records, ", name_b, ": ", b.size(), " records)\n");
+
+  // By outcome/reason: what each side decided in the differing records.
+  std::map<std::string, std::pair<int64_t, int64_t>> by_reason;  // label -> (in A, in B)
+  std::map<std::string, int64_t> by_key;
+  auto note = [&](const DecisionChange& c) {
+    if (c.a) ++by_reason[Describe(c.a->record)].first;
+    if (c.b) ++by_reason[Describe(c.b->record)].second;
+    const DecisionRecord& r = c.a ? c.a->record : c.b->record;
+    ++by_key[absl::StrCat(r.tenant, "/", r.key)];
+  };
+  for (const auto* list : {&diff.removed, &diff.added, &diff.changed}) {
+    for (const DecisionChange& c : *list) note(c);
+  }
+  absl::StrAppend(&out, "\nby outcome/reason (differing records in A -> in B):\n");
+  for (const auto& [label, counts] : by_reason) {
+    absl::StrAppendFormat(&out, "  %-40s %8d -> %d\n", label, counts.first, counts.second);
+  }
+  std::vector<std::pair<int64_t, std::string>> keys;
+  for (const auto& [k, n] : by_key) keys.emplace_back(-n, k);
+  std::sort(keys.begin(), keys.end());
+  absl::StrAppend(&out, "\nby key (", keys.size(), " keys):\n");
+  for (size_t i = 0; i < keys.size() && static_cast<int>(i) < keys_max; ++i) {
+    absl::StrAppendFormat(&out, "  %-40s %8d\n", keys[i].second, -keys[i].first);
+  }
+  if (static_cast<int>(keys.size()) > keys_max) {
+    absl::StrAppend(&out, "  ... ", keys.size() - keys_max, " more keys\n");
+  }
+
+  // First divergence in time order (ties: A's line order, then B's).
+  const DecisionChange* first = nullptr;
+  auto earlier = [](const DecisionChange& x, const DecisionChange& y) {
+    const LoggedDecision* px = x.a ? x.a : x.b;
+    const LoggedDecision* py = y.a ? y.a : y.b;
+    return std::pair(px->record.t_ns, px->line) < std::pair(py->record.t_ns, py->line);
+  };
+  for (const auto* list : {&diff.removed, &diff.added, &diff.changed}) {
+    for (const DecisionChange& c : *list) {
+      if (first == nullptr || earlier(c, *first)) first = &c;
+    }
+  }
+  const char* kind = first->a == nullptr ? "added" : first->b == nullptr ? "removed" : "changed";
+  const DecisionRecord& fr = (first->a ? first->a : first->b)->record;
+  absl::StrAppend(&out, "\nfirst divergence (", kind, ") at t_ns=", fr.t_ns, " key ", fr.tenant,
+                  "/", fr.key, ":\n");
+  auto context = [&](const std::vector<LoggedDecision>& log, const LoggedDecision* at,
+                     const std::string& name) {
+    // Where this log has no such record, show what it has around that time.
+    size_t idx = 0;
+    if (at != nullptr) {
+      idx = static_cast<size_t>(at - log.data());
+    } else {
+      while (idx < log.size() && log[idx].record.t_ns < fr.t_ns) ++idx;
+      absl::StrAppend(&out, "  ", name, ": (no such record; neighbours shown)\n");
+    }
+    const size_t lo = idx >= 2 ? idx - 2 : 0;
+    for (size_t i = lo; i <= idx + (at == nullptr ? 1 : 0) && i < log.size(); ++i) {
+      const bool marked = at != nullptr && i == idx;
+      absl::StrAppend(&out, "  ", name, ":", log[i].line, (marked ? " > " : "   "), log[i].text,
+                      "\n");
+    }
+  };
+  context(a, first->a, name_a);
+  context(b, first->b, name_b);
+  return out;
+}
+
+}  // namespace heatsink::sim
