@@ -10,13 +10,13 @@ void ManualClock::SetNs(TimeNs t) {
 }
 
 void ManualExecutor::Post(absl::AnyInvocable<void() &&> fn) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.emplace(Key{clock_->NowNs(), next_seq_++}, std::move(fn));
 }
 
 TimerId ManualExecutor::PostAfter(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn) {
   HS_CHECK(delay_ns >= 0);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const uint64_t seq = next_seq_++;
   const Key key{clock_->NowNs() + delay_ns, seq};
   queue_.emplace(key, std::move(fn));
@@ -25,7 +25,7 @@ TimerId ManualExecutor::PostAfter(DurationNs delay_ns, absl::AnyInvocable<void()
 }
 
 bool ManualExecutor::Cancel(TimerId id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = timers_.find(id);
   if (it == timers_.end()) return false;
   queue_.erase(it->second);
@@ -34,7 +34,7 @@ bool ManualExecutor::Cancel(TimerId id) {
 }
 
 bool ManualExecutor::PopDue(TimeNs limit, absl::AnyInvocable<void() &&>& fn) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (queue_.empty()) return false;
   auto it = queue_.begin();
   if (it->first.first > limit) return false;
@@ -60,12 +60,12 @@ int64_t ManualExecutor::RunUntil(TimeNs t) {
 }
 
 TimeNs ManualExecutor::NextDueNs() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return queue_.empty() ? -1 : queue_.begin()->first.first;
 }
 
 size_t ManualExecutor::pending() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return queue_.size();
 }
 

@@ -18,7 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "core/base/mutex.h"
 #include "core/env/env.h"
 
 namespace heatsink {
@@ -61,7 +61,7 @@ class ManualExecutor final : public Executor {
   bool PopDue(TimeNs limit, absl::AnyInvocable<void() &&>& fn);
 
   ManualClock* const clock_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;  // heatsink::Mutex: visible to ThreadSanitizer
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<Key, absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TimerId, Key> timers_ ABSL_GUARDED_BY(mu_);

@@ -62,6 +62,7 @@ absl::string_view DecisionKindName(DecisionKind k) {
     case DecisionKind::kProposal: return "proposal";
   }
   HS_CHECK_MSG(false, "bad DecisionKind");
+  return {};  // not reached; some sanitizer builds cannot prove it
 }
 
 absl::string_view DecisionOutcomeName(DecisionOutcome o) {
@@ -71,6 +72,7 @@ absl::string_view DecisionOutcomeName(DecisionOutcome o) {
     case DecisionOutcome::kRejected: return "rejected";
   }
   HS_CHECK_MSG(false, "bad DecisionOutcome");
+  return {};  // not reached; some sanitizer builds cannot prove it
 }
 
 absl::string_view RejectReasonName(RejectReason r) {
@@ -78,6 +80,7 @@ absl::string_view RejectReasonName(RejectReason r) {
     if (reason == r) return word;
   }
   HS_CHECK_MSG(false, "RejectReason without a word");
+  return {};  // not reached; some sanitizer builds cannot prove it
 }
 
 std::optional<RejectReason> ParseRejectReason(absl::string_view word) {
