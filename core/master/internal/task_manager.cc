@@ -1,0 +1,189 @@
+#include "core/master/internal/task_manager.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+
+namespace heatsink::master_internal {
+
+TaskManager::TaskManager(const MasterKnobs& knobs) : knobs_(knobs) {}
+
+absl::StatusOr<TaskId> TaskManager::Submit(ClientId client, const ReplicaCopyPayload& payload,
+                                           std::shared_ptr<SegmentHandle> source,
+                                           std::shared_ptr<SegmentHandle> target, TimeNs now) {
+  HS_CHECK(client.valid());
+  MutexLock lock(&mu_);
+  if (static_cast<int64_t>(tasks_.size()) >= knobs_.tasks_max) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("tasks_max (", knobs_.tasks_max, ") tasks are queued or running"));
+  }
+  ClientQueues& q = queues_[client];
+  if (static_cast<int64_t>(q.pending.size()) >= knobs_.pending_tasks_per_client_max) {
+    return absl::ResourceExhaustedError(absl::StrCat("client ", client.value, " has ",
+                                                     "pending_tasks_per_client_max (",
+                                                     knobs_.pending_tasks_per_client_max,
+                                                     ") pending tasks"));
+  }
+  const TaskId id(next_id_++);
+  TaskRecord r;
+  r.task.id = id;
+  r.task.type = TaskType::kReplicaCopy;
+  r.task.status = TaskStatus::kPending;
+  r.task.assigned_client = client;
+  r.task.copy = payload;
+  r.task.created_ns = now;
+  r.task.updated_ns = now;
+  r.source = std::move(source);
+  r.target = std::move(target);
+  tasks_.emplace(id, std::move(r));
+  q.pending.push_back(id);
+  return id;
+}
+
+std::vector<Task> TaskManager::Fetch(ClientId client, size_t max, TimeNs now) {
+  MutexLock lock(&mu_);
+  std::vector<Task> out;
+  auto qit = queues_.find(client);
+  if (qit == queues_.end()) return out;
+  ClientQueues& q = qit->second;
+  while (out.size() < max && !q.pending.empty() &&
+         static_cast<int64_t>(q.processing.size()) < knobs_.processing_tasks_per_client_max) {
+    const TaskId id = q.pending.front();
+    q.pending.pop_front();
+    TaskRecord& r = tasks_.at(id);
+    r.task.status = TaskStatus::kProcessing;
+    r.task.updated_ns = now;
+    r.fetched_ns = now;
+    q.processing.insert(id);
+    out.push_back(r.task);
+  }
+  return out;
+}
+
+std::optional<TaskRecord> TaskManager::Find(TaskId id) const {
+  MutexLock lock(&mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool TaskManager::MarkStarted(TaskId id, ReplicaId target_replica, TimeNs now) {
+  MutexLock lock(&mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end() || it->second.phase != CopyPhase::kNotStarted) return false;
+  it->second.phase = CopyPhase::kStarted;
+  it->second.target_replica = target_replica;
+  it->second.task.updated_ns = now;
+  return true;
+}
+
+bool TaskManager::SetPhase(TaskId id, CopyPhase from, CopyPhase to, TimeNs now) {
+  MutexLock lock(&mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end() || it->second.phase != from) return false;
+  it->second.phase = to;
+  it->second.task.updated_ns = now;
+  return true;
+}
+
+std::optional<TaskRecord> TaskManager::Remove(TaskId id) {
+  MutexLock lock(&mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return std::nullopt;
+  TaskRecord r = std::move(it->second);
+  tasks_.erase(it);
+  auto qit = queues_.find(r.task.assigned_client);
+  HS_CHECK(qit != queues_.end());
+  ClientQueues& q = qit->second;
+  if (r.task.status == TaskStatus::kPending) {
+    auto pos = std::find(q.pending.begin(), q.pending.end(), id);
+    HS_CHECK(pos != q.pending.end());
+    q.pending.erase(pos);
+  } else {
+    HS_CHECK(q.processing.erase(id) == 1);
+  }
+  if (q.pending.empty() && q.processing.empty()) queues_.erase(qit);
+  return r;
+}
+
+bool TaskManager::IsTimedOut(const TaskRecord& r, TimeNs now) const {
+  // A pending task's clock starts at creation; a processing task's at fetch
+  // (copy phase changes do not restart it: the whole copy must fit).
+  if (r.task.status == TaskStatus::kPending) {
+    return IsExpired(now, r.task.created_ns + knobs_.pending_task_timeout_ns());
+  }
+  return IsExpired(now, r.fetched_ns + knobs_.processing_task_timeout_ns());
+}
+
+std::vector<TaskId> TaskManager::TimedOut(TimeNs now) const {
+  MutexLock lock(&mu_);
+  std::vector<TaskId> out;
+  for (const auto& [id, r] : tasks_) {
+    if (IsTimedOut(r, now)) out.push_back(id);
+  }
+  return out;
+}
+
+TaskCounts TaskManager::Counts() const {
+  MutexLock lock(&mu_);
+  TaskCounts c;
+  for (const auto& [client, q] : queues_) {
+    c.pending += static_cast<int64_t>(q.pending.size());
+    c.processing += static_cast<int64_t>(q.processing.size());
+  }
+  return c;
+}
+
+TaskCounts TaskManager::CountsFor(ClientId client) const {
+  MutexLock lock(&mu_);
+  TaskCounts c;
+  auto it = queues_.find(client);
+  if (it == queues_.end()) return c;
+  c.pending = static_cast<int64_t>(it->second.pending.size());
+  c.processing = static_cast<int64_t>(it->second.processing.size());
+  return c;
+}
+
+std::vector<TaskRecord> TaskManager::All() const {
+  MutexLock lock(&mu_);
+  std::vector<TaskRecord> out;
+  out.reserve(tasks_.size());
+  for (const auto& [id, r] : tasks_) out.push_back(r);
+  return out;
+}
+
+absl::Status TaskManager::CheckQueues() const {
+  MutexLock lock(&mu_);
+  size_t queued = 0;
+  for (const auto& [client, q] : queues_) {
+    if (static_cast<int64_t>(q.pending.size()) > knobs_.pending_tasks_per_client_max ||
+        static_cast<int64_t>(q.processing.size()) > knobs_.processing_tasks_per_client_max) {
+      return absl::InternalError(absl::StrCat("client ", client.value, " task queues over their limits"));
+    }
+    for (TaskId id : q.pending) {
+      auto it = tasks_.find(id);
+      if (it == tasks_.end() || it->second.task.status != TaskStatus::kPending ||
+          it->second.task.assigned_client != client) {
+        return absl::InternalError(absl::StrCat("pending task ", id.value, " inconsistent"));
+      }
+    }
+    for (TaskId id : q.processing) {
+      auto it = tasks_.find(id);
+      if (it == tasks_.end() || it->second.task.status != TaskStatus::kProcessing ||
+          it->second.task.assigned_client != client) {
+        return absl::InternalError(absl::StrCat("processing task ", id.value, " inconsistent"));
+      }
+    }
+    queued += q.pending.size() + q.processing.size();
+  }
+  if (queued != tasks_.size()) {
+    return absl::InternalError(absl::StrCat(tasks_.size(), " tasks but ", queued, " queued"));
+  }
+  if (static_cast<int64_t>(tasks_.size()) > knobs_.tasks_max) {
+    return absl::InternalError("task table over tasks_max");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace heatsink::master_internal

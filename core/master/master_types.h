@@ -1,0 +1,326 @@
+// File: core/master/master_types.h
+//
+// Plain request/response structs of MasterService (the runtime maps them 1:1
+// to protobuf messages), the task and payload types, and the read-only views
+// that other core components (replication, the simulator) use to look at
+// segments and objects without reaching into the master's tables.
+//
+// Names follow Mooncake Store: a segment is a MEMORY region mounted by a store
+// client; an object has one or more replicas, each in one segment; a
+// REPLICA_COPY task asks the client owning the source replica to copy it to a
+// target segment.
+#ifndef HEATSINK_CORE_MASTER_MASTER_TYPES_H_
+#define HEATSINK_CORE_MASTER_MASTER_TYPES_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/env/data_mover.h"
+#include "core/env/time.h"
+#include "core/model/ids.h"
+
+namespace heatsink {
+
+// ---------------------------------------------------------------------------
+// Enumerations
+// ---------------------------------------------------------------------------
+
+// Only MEMORY replicas exist in this model (Mooncake also has DISK).
+enum class ReplicaKind { kMemory };
+
+// PROCESSING: bytes are being written (by a put or a copy); never readable.
+// COMPLETE: readable.
+enum class ReplicaStatus { kProcessing, kComplete };
+
+// Who created the replica: PutStart or a REPLICA_COPY task's CopyStart.
+enum class ReplicaOrigin { kPut, kCopy };
+
+enum class TaskType { kReplicaCopy };
+
+// PENDING: queued for its client. PROCESSING: fetched by the client.
+enum class TaskStatus { kPending, kProcessing };
+
+// Why a replica left the master. Observers (dynamic replication's recreate
+// cooldown) decide which causes matter to them.
+enum class RemovalCause {
+  kEviction,       // high-watermark or allocation-failure eviction
+  kUnmount,        // its segment was unmounted by the owner
+  kClientDead,     // its segment's owner missed heartbeats for client_live_ttl_sec
+  kRemove,         // an explicit Remove of the object
+  kPutRevoked,     // PutRevoke of an unfinished put
+  kPutDiscarded,   // an unfinished put passed put_start_discard_timeout_sec
+  kCopyRevoked,    // CopyRevoke, or a failed MarkTaskComplete, of a started copy
+  kCopyTimedOut,   // a started copy's task passed processing_task_timeout_sec
+  kCopyCancelled,  // a started copy's task was cancelled (CancelCopyTask, source gone)
+};
+
+absl::string_view ReplicaStatusName(ReplicaStatus s);
+absl::string_view ReplicaOriginName(ReplicaOrigin o);
+absl::string_view TaskTypeName(TaskType t);
+absl::string_view TaskStatusName(TaskStatus s);
+absl::string_view RemovalCauseName(RemovalCause c);
+
+// ---------------------------------------------------------------------------
+// Segments and replica descriptors
+// ---------------------------------------------------------------------------
+
+// Identity of a mounted segment. Immutable while mounted and shared (not
+// copied) by every replica on it and every descriptor handed out, so the read
+// path copies no strings.
+struct SegmentLocation {
+  SegmentId id;
+  std::string name;
+  ClientId owner;
+  HostId host;
+  Domain domain;  // normalised: never empty
+  std::string transport_endpoint;
+};
+
+// What a reader or writer needs to reach one replica's bytes.
+struct ReplicaDescriptor {
+  ReplicaId replica_id;
+  ReplicaKind kind = ReplicaKind::kMemory;
+  ReplicaStatus status = ReplicaStatus::kProcessing;
+  ReplicaOrigin origin = ReplicaOrigin::kPut;
+  SegmentId segment_id;
+  uint64_t offset = 0;  // byte offset inside the segment
+  uint64_t size_bytes = 0;
+  Version version = 0;  // the object version these bytes belong to
+  // Reserved for dynamic replication: a replica created by a leased copy.
+  bool dynamic = false;
+  LeaseId lease_id;
+  // Host, domain, transport endpoint. Never null in master output.
+  std::shared_ptr<const SegmentLocation> location;
+};
+
+// ---------------------------------------------------------------------------
+// Requests and responses
+// ---------------------------------------------------------------------------
+
+struct RegisterClientRequest {
+  ClientId client_id;  // chosen by the client; must be valid (non-zero)
+  HostId host;
+  Domain domain;  // empty = default
+};
+
+struct MountSegmentRequest {
+  SegmentId segment_id;  // chosen by the client; must be valid (non-zero)
+  std::string name;
+  HostId host;
+  Domain domain;  // empty = default
+  uint64_t capacity_bytes = 0;
+  std::string transport_endpoint;
+  // False: existing replicas stay readable but nothing new is placed here.
+  bool allocatable = true;
+};
+
+struct PutStartRequest {
+  ObjectName name;  // empty tenant = default
+  uint64_t size_bytes = 0;
+  uint32_t replica_num = 1;  // distinct segments, all or nothing
+  // Tried first, in order; any not usable (unknown, full, not allocatable)
+  // falls back to the allocation strategy.
+  std::vector<SegmentId> preferred_segments;
+};
+
+struct PutStartResponse {
+  Version version = 0;
+  // PROCESSING replicas the writer fills before PutEnd, in allocation order.
+  std::vector<ReplicaDescriptor> replicas;
+};
+
+// PutEnd and PutRevoke present the version PutStart returned, so a writer
+// whose put was discarded cannot finish a later put of the same key.
+struct PutEndRequest {
+  ObjectName name;
+  Version version = 0;
+};
+struct PutRevokeRequest {
+  ObjectName name;
+  Version version = 0;
+};
+
+struct GetReplicaListRequest {
+  ObjectName name;
+  // Who reads and from where; the heat window keys on these (stage 2: domain).
+  ClientId requester;
+  Domain requester_domain;  // empty = default
+};
+
+struct GetReplicaListResponse {
+  Version version = 0;
+  uint64_t size_bytes = 0;
+  // COMPLETE replicas in master order (put replicas first, then copies).
+  std::vector<ReplicaDescriptor> replicas;
+  // The read lease this call granted or extended: the object is neither
+  // evicted nor removed before this time.
+  TimeNs lease_expiry_ns = 0;
+};
+
+struct BatchGetReplicaListRequest {
+  std::vector<ObjectName> names;
+  ClientId requester;
+  Domain requester_domain;
+};
+
+struct BatchGetReplicaListResponse {
+  // One result per requested name, same order.
+  std::vector<absl::StatusOr<GetReplicaListResponse>> results;
+};
+
+struct RemoveRequest {
+  ObjectName name;
+};
+
+// What a REPLICA_COPY task asks its client to do.
+struct ReplicaCopyPayload {
+  ObjectName name;
+  Version version = 0;  // the object version the copy belongs to (fence)
+  ReplicaId source_replica;
+  SegmentId source_segment;
+  uint64_t source_offset = 0;
+  SegmentId target_segment;
+  uint64_t size_bytes = 0;
+  // Invalid (0) for ordinary copies. Reserved for dynamic replication: the
+  // lease that authorised the copy; such tasks go through the Leased* (later
+  // Dynamic*) copy calls, never the ordinary ones.
+  LeaseId lease_id;
+
+  bool leased() const { return lease_id.valid(); }
+};
+
+struct Task {
+  TaskId id;
+  TaskType type = TaskType::kReplicaCopy;
+  TaskStatus status = TaskStatus::kPending;
+  ClientId assigned_client;  // owner of the source segment
+  ReplicaCopyPayload copy;
+  TimeNs created_ns = 0;
+  TimeNs updated_ns = 0;  // when it last changed status
+};
+
+// An ordinary copy request (Mooncake's Copy): copy `name` to
+// `target_segment`, from `source_segment` when given, else from the COMPLETE
+// replica the master picks with a stable tie-break.
+struct CopyTaskRequest {
+  ObjectName name;
+  SegmentId target_segment;
+  SegmentId source_segment;  // optional (0: master picks)
+};
+
+// A copy decided elsewhere (dynamic replication's placement): every field is
+// checked against the master's state when the task is created.
+struct CopyPlan {
+  ObjectName name;
+  Version version = 0;
+  ReplicaId source_replica;
+  SegmentId target_segment;
+  LeaseId lease_id;  // valid: the task carries a dynamic (leased) payload
+};
+
+struct CopyTaskResponse {
+  TaskId task_id;
+  ClientId source_client;
+  ReplicaCopyPayload payload;
+};
+
+// Presented by the task's client at CopyStart, CopyEnd and CopyRevoke: the
+// task id plus the version and lease id recorded in the task, so a stale task
+// can neither start, complete nor revoke a newer copy.
+struct CopyTaskFence {
+  TaskId task_id;
+  Version version = 0;
+  LeaseId lease_id;  // 0 for ordinary copies
+};
+using CopyStartRequest = CopyTaskFence;
+using CopyEndRequest = CopyTaskFence;
+using CopyRevokeRequest = CopyTaskFence;
+
+struct CopyStartResponse {
+  ReplicaId target_replica;
+  // The bytes to move: source replica to the reserved target range.
+  CopyRange range;
+};
+
+struct FetchTasksResponse {
+  std::vector<Task> tasks;  // oldest first
+};
+
+struct MarkTaskCompleteRequest {
+  TaskId task_id;
+  bool succeeded = false;
+  std::string message;  // why it failed (for logs)
+};
+
+// ---------------------------------------------------------------------------
+// Read-only views
+// ---------------------------------------------------------------------------
+
+// Load of one segment as the master knows it. Reads themselves go from reader
+// to store directly, so the master counts the replica lists it handed out
+// that named the segment, not bytes read.
+struct SegmentLoadView {
+  int64_t copy_tasks_as_source = 0;        // copy tasks created, not finished
+  int64_t copies_in_flight_as_source = 0;  // copies started, not ended/revoked
+  int64_t copies_in_flight_as_target = 0;
+  int64_t replica_lists_served_total = 0;  // monotonic; difference it over time
+};
+
+struct SegmentView {
+  SegmentLocation location;
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;      // COMPLETE + put PROCESSING + discarded-put bytes
+  uint64_t reserved_bytes = 0;  // copy targets between CopyStart and CopyEnd
+  uint64_t free_bytes = 0;      // capacity - used - reserved
+  bool allocatable = true;
+  bool unmounting = false;
+  int64_t replica_count = 0;
+  SegmentLoadView load;
+};
+
+struct ObjectView {
+  ObjectName name;
+  Version version = 0;
+  uint64_t size_bytes = 0;
+  std::vector<ReplicaDescriptor> replicas;  // every replica, any status
+  TimeNs lease_expiry_ns = 0;
+  TaskId replication_task;  // the key's one replication task, if any
+  bool put_in_progress = false;
+  ClientId put_client;
+};
+
+// Aggregate state and counters for reports and tests.
+struct MasterStats {
+  int64_t objects = 0;
+  int64_t segments = 0;
+  int64_t clients = 0;
+  int64_t tasks_pending = 0;
+  int64_t tasks_processing = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t reserved_bytes = 0;
+  int64_t discarded_puts = 0;
+  // Monotonic counters.
+  int64_t puts_completed_total = 0;
+  int64_t puts_revoked_total = 0;
+  int64_t puts_discarded_total = 0;
+  int64_t eviction_passes_total = 0;
+  int64_t evicted_objects_total = 0;
+  uint64_t evicted_bytes_total = 0;
+  int64_t copy_tasks_created_total = 0;
+  int64_t copies_completed_total = 0;
+  int64_t copies_revoked_total = 0;
+  int64_t tasks_succeeded_total = 0;
+  int64_t tasks_failed_total = 0;
+  int64_t tasks_timed_out_total = 0;
+  int64_t tasks_cancelled_total = 0;
+  int64_t clients_reaped_total = 0;
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_MASTER_MASTER_TYPES_H_

@@ -1,0 +1,259 @@
+// MasterService: read-only views, statistics and CheckInvariants.
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/status_macros.h"
+#include "core/master/master_service.h"
+
+namespace heatsink {
+
+using master_internal::CopyPhase;
+using master_internal::SegmentAccounting;
+
+std::vector<SegmentView> MasterService::ListSegments() const { return segments_.List(); }
+
+std::optional<SegmentView> MasterService::GetSegment(SegmentId id) const {
+  return segments_.Get(id);
+}
+
+std::optional<SegmentLoadView> MasterService::GetSegmentLoad(SegmentId id) const {
+  std::shared_ptr<master_internal::SegmentHandle> handle = segments_.FindMounted(id);
+  if (handle == nullptr) return std::nullopt;
+  return handle->Load();
+}
+
+absl::StatusOr<ObjectView> MasterService::GetObjectView(const ObjectName& object) const {
+  HS_ASSIGN_OR_RETURN(const ObjectNameRef name, CheckName(object));
+  Shard& shard = shards_.For(name);
+  MutexLock lock(&shard.mu);
+  auto it = shard.objects.find(name);
+  if (it == shard.objects.end()) {
+    return absl::NotFoundError(absl::StrCat("object '", name.key, "' not found"));
+  }
+  const ObjectMeta& meta = it->second;
+  ObjectView view;
+  view.name = it->first;
+  view.version = meta.version;
+  view.size_bytes = meta.size;
+  view.replicas.reserve(meta.replicas.size());
+  for (const ReplicaRecord& r : meta.replicas) view.replicas.push_back(r.Describe());
+  view.lease_expiry_ns = meta.lease_expiry_ns;
+  view.replication_task = meta.replication_task;
+  view.put_in_progress = meta.put_in_progress;
+  view.put_client = meta.put_client;
+  return view;
+}
+
+std::optional<Task> MasterService::GetTask(TaskId id) const {
+  std::optional<TaskRecord> record = tasks_.Find(id);
+  if (!record.has_value()) return std::nullopt;
+  return record->task;
+}
+
+MasterStats MasterService::Stats() const {
+  MasterStats s;
+  s.objects = object_count_.load(std::memory_order_relaxed);
+  s.segments = segments_.segment_count();
+  s.clients = clients_.size();
+  const master_internal::TaskCounts tasks = tasks_.Counts();
+  s.tasks_pending = tasks.pending;
+  s.tasks_processing = tasks.processing;
+  const master_internal::UsageTotals totals = segments_.Totals();
+  s.capacity_bytes = totals.capacity_bytes;
+  s.used_bytes = totals.used_bytes;
+  s.reserved_bytes = totals.reserved_bytes;
+  s.discarded_puts = segments_.discarded_put_count();
+  auto load = [](const auto& a) { return a.load(std::memory_order_relaxed); };
+  s.puts_completed_total = load(counters_.puts_completed);
+  s.puts_revoked_total = load(counters_.puts_revoked);
+  s.puts_discarded_total = load(counters_.puts_discarded);
+  s.eviction_passes_total = load(counters_.eviction_passes);
+  s.evicted_objects_total = load(counters_.evicted_objects);
+  s.evicted_bytes_total = load(counters_.evicted_bytes);
+  s.copy_tasks_created_total = load(counters_.copy_tasks_created);
+  s.copies_completed_total = load(counters_.copies_completed);
+  s.copies_revoked_total = load(counters_.copies_revoked);
+  s.tasks_succeeded_total = load(counters_.tasks_succeeded);
+  s.tasks_failed_total = load(counters_.tasks_failed);
+  s.tasks_timed_out_total = load(counters_.tasks_timed_out);
+  s.tasks_cancelled_total = load(counters_.tasks_cancelled);
+  s.clients_reaped_total = load(counters_.clients_reaped);
+  return s;
+}
+
+namespace {
+
+absl::Status Violation(const std::string& what) {
+  return absl::InternalError(absl::StrCat("master invariant violated: ", what));
+}
+
+// What the object table says each segment should hold.
+struct Expected {
+  uint64_t used = 0;
+  uint64_t reserved = 0;
+  int64_t replicas = 0;
+  int64_t copy_tasks_as_source = 0;
+  int64_t copies_as_source = 0;
+  int64_t copies_as_target = 0;
+};
+
+}  // namespace
+
+absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Every shard, in lock order, then the segment table and the task manager
+  // (each snapshot taken under its own lock while all shards are held, so
+  // nothing that changes objects can run in between).
+  for (size_t i = 0; i < shards_.size(); ++i) shards_.at(i).mu.Lock();
+  absl::Status status = [&]() -> absl::Status {
+    const std::vector<SegmentAccounting> accounting = segments_.Accounting();
+    HS_RETURN_IF_ERROR(tasks_.CheckQueues());
+    std::map<TaskId, TaskRecord> tasks;
+    for (TaskRecord& r : tasks_.All()) tasks.emplace(r.task.id, std::move(r));
+    std::map<SegmentId, Expected> expected;
+    std::map<SegmentId, const master_internal::SegmentHandle*> instances;
+    for (const SegmentAccounting& a : accounting) {
+      expected[a.id];
+      instances[a.id] = a.instance;
+    }
+
+    int64_t objects = 0;
+    const Version version_bound = next_version_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      for (const auto& [name, meta] : shards_.at(i).objects) {
+        ++objects;
+        const std::string where = absl::StrCat("object ", name.tenant, "/", name.key);
+        if (meta.replicas.empty()) return Violation(where + " has no replica");
+        if (meta.version == 0 || meta.version >= version_bound) {
+          return Violation(absl::StrCat(where, " has version ", meta.version, " out of range"));
+        }
+        if (static_cast<int64_t>(meta.replicas.size()) > knobs_.replicas_per_object_max) {
+          return Violation(where + " has more than replicas_per_object_max replicas");
+        }
+        std::set<SegmentId> seen;
+        for (const ReplicaRecord& r : meta.replicas) {
+          const std::string rw = absl::StrCat(where, " replica ", r.id.value);
+          if (r.version != meta.version) {
+            return Violation(absl::StrCat(rw, " ", ReplicaStatusName(r.status), " has stale version ",
+                                          r.version, " (object ", meta.version, ")"));
+          }
+          if (r.size != meta.size) return Violation(rw + " size differs from the object's");
+          if (!seen.insert(r.segment_id()).second) {
+            return Violation(absl::StrCat(where, " has two replicas on segment ", r.segment_id().value));
+          }
+          auto e = expected.find(r.segment_id());
+          if (e == expected.end() || instances[r.segment_id()] != r.segment.get()) {
+            return Violation(absl::StrCat(rw, " is on unknown or unmounted segment ",
+                                          r.segment_id().value));
+          }
+          (r.holds_reserved() ? e->second.reserved : e->second.used) += r.size;
+          e->second.replicas += 1;
+          if (meta.put_in_progress &&
+              (r.origin != ReplicaOrigin::kPut || r.status != ReplicaStatus::kProcessing)) {
+            return Violation(rw + " is not a PROCESSING put replica during the put");
+          }
+          if (!meta.put_in_progress && r.origin == ReplicaOrigin::kPut &&
+              r.status != ReplicaStatus::kComplete) {
+            return Violation(rw + " is a PROCESSING put replica after PutEnd");
+          }
+          if (r.holds_reserved()) {
+            auto t = tasks.find(meta.replication_task);
+            if (t == tasks.end() || t->second.phase != CopyPhase::kStarted ||
+                t->second.target_replica != r.id) {
+              return Violation(rw + " is a PROCESSING copy target without a started task");
+            }
+          }
+        }
+        if (meta.replication_task.valid()) {
+          auto t = tasks.find(meta.replication_task);
+          if (t == tasks.end()) {
+            return Violation(absl::StrCat(where, " holds missing task ", meta.replication_task.value));
+          }
+        }
+      }
+    }
+    if (objects != object_count_.load(std::memory_order_relaxed)) {
+      return Violation(absl::StrCat(objects, " objects but the count says ",
+                                    object_count_.load(std::memory_order_relaxed)));
+    }
+
+    for (const auto& [id, record] : tasks) {
+      const ReplicaCopyPayload& p = record.task.copy;
+      const std::string where = absl::StrCat("task ", id.value);
+      const ObjectNameRef name{p.name.tenant, p.name.key};
+      auto it = shards_.For(name).objects.find(name);
+      if (it == shards_.For(name).objects.end()) return Violation(where + " outlived its object");
+      ObjectMeta& meta = it->second;
+      if (meta.replication_task != id) return Violation(where + " does not hold its key's slot");
+      if (meta.version != p.version) return Violation(where + " has a stale version");
+      const ReplicaRecord* source = meta.FindReplica(p.source_replica);
+      if (source == nullptr || source->status != ReplicaStatus::kComplete ||
+          source->segment_id() != p.source_segment) {
+        return Violation(where + " lost its COMPLETE source replica");
+      }
+      if (record.task.assigned_client != source->segment->location.owner) {
+        return Violation(where + " is not assigned to the source segment's owner");
+      }
+      if (instances[p.source_segment] != record.source.get() ||
+          instances[p.target_segment] != record.target.get()) {
+        return Violation(where + " refers to a segment instance that is no longer mounted");
+      }
+      expected[p.source_segment].copy_tasks_as_source += 1;
+      const ReplicaRecord* target =
+          record.target_replica.valid() ? meta.FindReplica(record.target_replica) : nullptr;
+      switch (record.phase) {
+        case CopyPhase::kNotStarted:
+        case CopyPhase::kRevoked:
+          if (target != nullptr) return Violation(where + " has a target replica it should not");
+          break;
+        case CopyPhase::kStarted:
+          if (target == nullptr || !target->holds_reserved()) {
+            return Violation(where + " started without a PROCESSING target replica");
+          }
+          expected[p.source_segment].copies_as_source += 1;
+          expected[p.target_segment].copies_as_target += 1;
+          break;
+        case CopyPhase::kEnded:
+          if (target == nullptr || target->status != ReplicaStatus::kComplete) {
+            return Violation(where + " ended without a COMPLETE target replica");
+          }
+          break;
+      }
+    }
+
+    for (const SegmentAccounting& a : accounting) {
+      const Expected& e = expected[a.id];
+      const std::string where = absl::StrCat("segment ", a.id.value);
+      if (a.used_bytes + a.reserved_bytes != a.allocator_allocated_bytes) {
+        return Violation(absl::StrCat(where, " used ", a.used_bytes, " + reserved ",
+                                      a.reserved_bytes, " != allocated ",
+                                      a.allocator_allocated_bytes));
+      }
+      if (a.used_bytes != e.used + a.discarded_bytes) {
+        return Violation(absl::StrCat(where, " used ", a.used_bytes, " != replica bytes ", e.used,
+                                      " + discarded ", a.discarded_bytes));
+      }
+      if (a.reserved_bytes != e.reserved) {
+        return Violation(absl::StrCat(where, " reserved ", a.reserved_bytes,
+                                      " != copy-target bytes ", e.reserved));
+      }
+      if (a.used_bytes + a.reserved_bytes > a.capacity_bytes) {
+        return Violation(where + " holds more than its capacity");
+      }
+      if (a.replica_count != e.replicas) {
+        return Violation(absl::StrCat(where, " counts ", a.replica_count, " replicas, objects say ",
+                                      e.replicas));
+      }
+      if (a.load.copy_tasks_as_source != e.copy_tasks_as_source ||
+          a.load.copies_in_flight_as_source != e.copies_as_source ||
+          a.load.copies_in_flight_as_target != e.copies_as_target) {
+        return Violation(where + " load counters disagree with the task table");
+      }
+    }
+    return absl::OkStatus();
+  }();
+  for (size_t i = shards_.size(); i > 0; --i) shards_.at(i - 1).mu.Unlock();
+  return status;
+}
+
+}  // namespace heatsink

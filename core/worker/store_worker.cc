@@ -1,0 +1,366 @@
+#include "core/worker/store_worker.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/mutex.h"
+#include "core/base/check.h"
+
+namespace heatsink {
+
+absl::Status StoreWorkerOptions::Validate() const {
+  if (!client_id.valid()) return absl::InvalidArgumentError("store worker: client_id 0 is invalid");
+  const std::pair<const char*, int64_t> positives[] = {
+      {"heartbeat_interval_ms", heartbeat_interval_ms},
+      {"fetch_interval_ms", fetch_interval_ms},
+      {"fetch_batch_max", fetch_batch_max},
+      {"copies_in_flight_max", copies_in_flight_max},
+      {"retry_interval_ms", retry_interval_ms},
+  };
+  for (const auto& [name, value] : positives) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("store worker: ", name, " must be >= 1, got ", value));
+    }
+  }
+  for (const MountSegmentRequest& s : segments) {
+    if (!s.segment_id.valid()) {
+      return absl::InvalidArgumentError("store worker: a segment has id 0");
+    }
+  }
+  return absl::OkStatus();
+}
+
+class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core> {
+ public:
+  Core(Env* env, MasterClient* master, DataMover* mover, StoreWorkerOptions options)
+      : env_(env), master_(master), mover_(mover), options_(std::move(options)) {}
+
+  void Start() {
+    {
+      MutexLock lock(&mu_);
+      if (started_) return;
+      started_ = true;
+    }
+    BeginRegistration();
+  }
+
+  void Stop() {
+    MutexLock lock(&mu_);
+    started_ = false;
+    state_ = StoreWorkerState::kStopped;
+    ++epoch_;  // callbacks of the current registration chain become stale
+    for (TimerId* t : {&heartbeat_timer_, &fetch_timer_, &retry_timer_}) {
+      if (*t != kNoTimer) env_->executor->Cancel(*t);
+      *t = kNoTimer;
+    }
+  }
+
+  StoreWorkerState state() const {
+    MutexLock lock(&mu_);
+    return state_;
+  }
+  StoreWorkerStats stats() const {
+    MutexLock lock(&mu_);
+    return stats_;
+  }
+  int64_t copies_in_flight() const {
+    MutexLock lock(&mu_);
+    return in_flight_;
+  }
+
+ private:
+  // A callback that runs `f(core, args...)` only while the worker exists.
+  template <typename F>
+  auto Weak(F f) {
+    return [weak = weak_from_this(), f = std::move(f)](auto&&... args) mutable {
+      if (std::shared_ptr<Core> self = weak.lock()) {
+        f(*self, std::forward<decltype(args)>(args)...);
+      }
+    };
+  }
+
+  // --- Registration and mounting ------------------------------------------
+
+  void BeginRegistration() {
+    uint64_t epoch = 0;
+    {
+      MutexLock lock(&mu_);
+      if (!started_) return;
+      state_ = StoreWorkerState::kRegistering;
+      epoch = ++epoch_;
+    }
+    RegisterClientRequest req{options_.client_id, options_.host, options_.domain};
+    master_->RegisterClient(req, Weak([epoch](Core& c, absl::Status s) {
+                              c.OnRegistered(epoch, std::move(s));
+                            }));
+  }
+
+  void OnRegistered(uint64_t epoch, absl::Status s) {
+    {
+      MutexLock lock(&mu_);
+      if (!started_ || epoch != epoch_) return;
+      if (!s.ok()) {
+        ScheduleRetryLocked();
+        return;
+      }
+      ++stats_.registrations;
+      state_ = StoreWorkerState::kMounting;
+    }
+    MountNext(epoch, 0);
+  }
+
+  void MountNext(uint64_t epoch, size_t index) {
+    if (index == options_.segments.size()) {
+      EnterRunning(epoch);
+      return;
+    }
+    master_->MountSegment(options_.client_id, options_.segments[index],
+                          Weak([epoch, index](Core& c, absl::Status s) {
+                            c.OnMounted(epoch, index, std::move(s));
+                          }));
+  }
+
+  void OnMounted(uint64_t epoch, size_t index, absl::Status s) {
+    {
+      MutexLock lock(&mu_);
+      if (!started_ || epoch != epoch_) return;
+      if (!s.ok()) {
+        ScheduleRetryLocked();
+        return;
+      }
+    }
+    MountNext(epoch, index + 1);
+  }
+
+  void EnterRunning(uint64_t epoch) {
+    MutexLock lock(&mu_);
+    if (!started_ || epoch != epoch_) return;
+    state_ = StoreWorkerState::kRunning;
+    if (heartbeat_timer_ == kNoTimer) ScheduleHeartbeatLocked();
+    if (fetch_timer_ == kNoTimer) ScheduleFetchLocked();
+  }
+
+  void ScheduleRetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (retry_timer_ != kNoTimer) return;
+    retry_timer_ = env_->executor->PostAfter(MsToNs(options_.retry_interval_ms),
+                                             Weak([](Core& c) {
+                                               {
+                                                 MutexLock lock(&c.mu_);
+                                                 c.retry_timer_ = kNoTimer;
+                                               }
+                                               c.BeginRegistration();
+                                             }));
+  }
+
+  // --- Heartbeats -----------------------------------------------------------
+
+  void ScheduleHeartbeatLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    heartbeat_timer_ = env_->executor->PostAfter(MsToNs(options_.heartbeat_interval_ms),
+                                                 Weak([](Core& c) { c.OnHeartbeatTimer(); }));
+  }
+
+  void OnHeartbeatTimer() {
+    uint64_t epoch = 0;
+    {
+      MutexLock lock(&mu_);
+      heartbeat_timer_ = kNoTimer;
+      if (state_ != StoreWorkerState::kRunning) return;
+      ScheduleHeartbeatLocked();
+      epoch = epoch_;
+    }
+    master_->Heartbeat(options_.client_id, Weak([epoch](Core& c, absl::Status s) {
+                         c.OnHeartbeat(epoch, std::move(s));
+                       }));
+  }
+
+  void OnHeartbeat(uint64_t epoch, absl::Status s) {
+    {
+      MutexLock lock(&mu_);
+      if (s.ok()) return;
+      ++stats_.heartbeats_failed;
+      // NOT_FOUND: the master declared us dead and unmounted our segments;
+      // anything else (a lost message) is retried by the next heartbeat.
+      if (!absl::IsNotFound(s) || epoch != epoch_ || state_ != StoreWorkerState::kRunning) return;
+    }
+    BeginRegistration();
+  }
+
+  // --- Tasks ----------------------------------------------------------------
+
+  void ScheduleFetchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    fetch_timer_ = env_->executor->PostAfter(MsToNs(options_.fetch_interval_ms),
+                                             Weak([](Core& c) { c.OnFetchTimer(); }));
+  }
+
+  void OnFetchTimer() {
+    size_t batch = 0;
+    {
+      MutexLock lock(&mu_);
+      fetch_timer_ = kNoTimer;
+      if (state_ != StoreWorkerState::kRunning) return;
+      ScheduleFetchLocked();
+      if (fetch_outstanding_ || in_flight_ >= options_.copies_in_flight_max) return;
+      batch = static_cast<size_t>(
+          std::min(options_.fetch_batch_max, options_.copies_in_flight_max - in_flight_));
+      fetch_outstanding_ = true;
+    }
+    master_->FetchTasks(options_.client_id, batch,
+                        Weak([](Core& c, absl::StatusOr<FetchTasksResponse> r) {
+                          c.OnFetched(std::move(r));
+                        }));
+  }
+
+  void OnFetched(absl::StatusOr<FetchTasksResponse> response) {
+    {
+      MutexLock lock(&mu_);
+      fetch_outstanding_ = false;
+      if (!response.ok()) return;  // the next fetch tick retries
+      stats_.tasks_fetched += static_cast<int64_t>(response->tasks.size());
+      in_flight_ += static_cast<int64_t>(response->tasks.size());
+    }
+    for (const Task& task : response->tasks) RunTask(task);
+  }
+
+  static CopyTaskFence FenceOf(const Task& task) {
+    return CopyTaskFence{task.id, task.copy.version, task.copy.lease_id};
+  }
+
+  // The dispatch point between ordinary and dynamic (leased) copies.
+  void StartCopyCall(const Task& task, MasterClient::Callback<CopyStartResponse> done) {
+    if (task.copy.leased()) {
+      master_->DynamicReplicaCopyStart(options_.client_id, FenceOf(task), std::move(done));
+    } else {
+      master_->CopyStart(options_.client_id, FenceOf(task), std::move(done));
+    }
+  }
+  void EndCopyCall(const Task& task, MasterClient::StatusCallback done) {
+    if (task.copy.leased()) {
+      master_->DynamicReplicaCopyEnd(options_.client_id, FenceOf(task), std::move(done));
+    } else {
+      master_->CopyEnd(options_.client_id, FenceOf(task), std::move(done));
+    }
+  }
+  void RevokeCopyCall(const Task& task, MasterClient::StatusCallback done) {
+    if (task.copy.leased()) {
+      master_->DynamicReplicaCopyRevoke(options_.client_id, FenceOf(task), std::move(done));
+    } else {
+      master_->CopyRevoke(options_.client_id, FenceOf(task), std::move(done));
+    }
+  }
+
+  void RunTask(const Task& task) {
+    if (task.type != TaskType::kReplicaCopy) {
+      Report(task, false, absl::StrCat("unsupported task type ", TaskTypeName(task.type)));
+      return;
+    }
+    if (task.copy.leased()) {
+      MutexLock lock(&mu_);
+      ++stats_.dynamic_tasks;
+    }
+    StartCopyCall(task, Weak([task](Core& c, absl::StatusOr<CopyStartResponse> r) {
+                    c.OnCopyStarted(task, std::move(r));
+                  }));
+  }
+
+  void OnCopyStarted(const Task& task, absl::StatusOr<CopyStartResponse> started) {
+    if (!started.ok()) {
+      {
+        MutexLock lock(&mu_);
+        ++stats_.copies_failed;
+      }
+      // Nothing was reserved: no revoke, just report.
+      Report(task, false, absl::StrCat("CopyStart: ", started.status().ToString()));
+      return;
+    }
+    {
+      MutexLock lock(&mu_);
+      ++stats_.copies_started;
+    }
+    mover_->StartCopy(started->range, Weak([task](Core& c, absl::Status s) {
+                        c.OnTransferred(task, std::move(s));
+                      }));
+  }
+
+  void OnTransferred(const Task& task, absl::Status transferred) {
+    if (!transferred.ok()) {
+      {
+        MutexLock lock(&mu_);
+        ++stats_.copies_failed;
+      }
+      Revoke(task, absl::StrCat("transfer: ", transferred.ToString()));
+      return;
+    }
+    EndCopyCall(task, Weak([task](Core& c, absl::Status s) { c.OnEnded(task, std::move(s)); }));
+  }
+
+  void OnEnded(const Task& task, absl::Status ended) {
+    if (!ended.ok()) {
+      {
+        MutexLock lock(&mu_);
+        ++stats_.copies_failed;
+      }
+      // The target may still be reserved (for example a lost reply); revoking
+      // a copy that is no longer in progress fails harmlessly.
+      Revoke(task, absl::StrCat("CopyEnd: ", ended.ToString()));
+      return;
+    }
+    {
+      MutexLock lock(&mu_);
+      ++stats_.copies_completed;
+    }
+    Report(task, true, "");
+  }
+
+  void Revoke(const Task& task, std::string reason) {
+    RevokeCopyCall(task, Weak([task, reason = std::move(reason)](Core& c, absl::Status s) {
+                     c.Report(task, false,
+                              s.ok() ? reason : absl::StrCat(reason, "; CopyRevoke: ", s.ToString()));
+                   }));
+  }
+
+  void Report(const Task& task, bool succeeded, std::string message) {
+    MarkTaskCompleteRequest req{task.id, succeeded, std::move(message)};
+    master_->MarkTaskComplete(options_.client_id, req, Weak([](Core& c, absl::Status) {
+                                MutexLock lock(&c.mu_);
+                                --c.in_flight_;
+                                ++c.stats_.tasks_reported;
+                              }));
+  }
+
+  Env* const env_;
+  MasterClient* const master_;
+  DataMover* const mover_;
+  const StoreWorkerOptions options_;
+
+  mutable Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  StoreWorkerState state_ ABSL_GUARDED_BY(mu_) = StoreWorkerState::kStopped;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  TimerId heartbeat_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  TimerId fetch_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  TimerId retry_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  bool fetch_outstanding_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  StoreWorkerStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+StoreWorker::StoreWorker(Env* env, MasterClient* master, DataMover* mover,
+                         StoreWorkerOptions options) {
+  HS_CHECK(env != nullptr && master != nullptr && mover != nullptr);
+  HS_CHECK_OK(options.Validate());
+  core_ = std::make_shared<Core>(env, master, mover, std::move(options));
+}
+
+StoreWorker::~StoreWorker() { core_->Stop(); }
+
+void StoreWorker::Start() { core_->Start(); }
+void StoreWorker::Stop() { core_->Stop(); }
+StoreWorkerState StoreWorker::state() const { return core_->state(); }
+StoreWorkerStats StoreWorker::stats() const { return core_->stats(); }
+int64_t StoreWorker::copies_in_flight() const { return core_->copies_in_flight(); }
+
+}  // namespace heatsink

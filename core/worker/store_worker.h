@@ -1,0 +1,96 @@
+// File: core/worker/store_worker.h
+//
+// Store-worker logic as a state machine on the Env (no I/O of its own):
+//
+//   kRegistering --RegisterClient ok--> kMounting --all MountSegment ok--> kRunning
+//        ^                                                                   |
+//        +------------- Heartbeat NOT_FOUND (the master reaped us) ----------+
+//
+// While running it heartbeats every `heartbeat_interval_ms` and fetches tasks
+// every `fetch_interval_ms` (at most `fetch_batch_max` per call, and never more
+// than `copies_in_flight_max` copies at once). Each REPLICA_COPY task runs
+//
+//   CopyStart -> DataMover::StartCopy(range) -> CopyEnd -> MarkTaskComplete(ok)
+//
+// and on a failed transfer or CopyEnd: CopyRevoke -> MarkTaskComplete(failed);
+// on a failed CopyStart: MarkTaskComplete(failed). A task whose payload carries
+// a lease id takes the Dynamic* calls at the same three points
+// (StoreWorker::Core::StartCopyCall/EndCopyCall/RevokeCopyCall is the dispatch).
+// Failed registration or mounting retries after `retry_interval_ms`.
+//
+// Lifetime: callbacks hold only a weak reference to the worker's state, so a
+// destroyed worker's late callbacks do nothing. Stop() cancels the timers; a
+// copy already in flight still finishes its chain.
+//
+// Thread safety: all methods are thread-safe; callbacks may arrive on any
+// thread.
+#ifndef HEATSINK_CORE_WORKER_STORE_WORKER_H_
+#define HEATSINK_CORE_WORKER_STORE_WORKER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/env/data_mover.h"
+#include "core/env/env.h"
+#include "core/master/master_types.h"
+#include "core/worker/master_client.h"
+
+namespace heatsink {
+
+struct StoreWorkerOptions {
+  ClientId client_id;
+  HostId host;
+  Domain domain;  // empty = default
+  std::vector<MountSegmentRequest> segments;  // mounted in this order
+  // Mooncake's client pings every second; client_live_ttl_sec must cover a
+  // few missed heartbeats.
+  int64_t heartbeat_interval_ms = 1'000;
+  int64_t fetch_interval_ms = 100;
+  int64_t fetch_batch_max = 16;  // must not exceed the master's fetch_tasks_batch_max
+  int64_t copies_in_flight_max = 16;
+  int64_t retry_interval_ms = 1'000;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+enum class StoreWorkerState { kStopped, kRegistering, kMounting, kRunning };
+
+struct StoreWorkerStats {
+  int64_t registrations = 0;  // successful RegisterClient calls
+  int64_t heartbeats_failed = 0;
+  int64_t tasks_fetched = 0;
+  int64_t copies_started = 0;    // CopyStart succeeded
+  int64_t copies_completed = 0;  // CopyEnd succeeded
+  int64_t copies_failed = 0;     // start, transfer or end failed
+  int64_t dynamic_tasks = 0;     // tasks that took the Dynamic* calls
+  int64_t tasks_reported = 0;    // MarkTaskComplete answered (any status)
+};
+
+class StoreWorker {
+ public:
+  // REQUIRES: options.Validate().ok() (checked); env, master and mover outlive
+  // every callback the worker can still receive.
+  StoreWorker(Env* env, MasterClient* master, DataMover* mover, StoreWorkerOptions options);
+  ~StoreWorker();
+  StoreWorker(const StoreWorker&) = delete;
+  StoreWorker& operator=(const StoreWorker&) = delete;
+
+  // Registers, mounts, then heartbeats and fetches until Stop(). No-op when
+  // already started.
+  void Start();
+  void Stop();
+
+  StoreWorkerState state() const;
+  StoreWorkerStats stats() const;
+  int64_t copies_in_flight() const;
+
+ private:
+  class Core;
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_WORKER_STORE_WORKER_H_

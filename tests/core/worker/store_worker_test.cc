@@ -1,0 +1,420 @@
+// Covers the store worker state machine against a real MasterService through
+// LocalMasterClient: registration and mounting, the full copy loop
+// (CopyStart -> DataMover -> CopyEnd -> MarkTaskComplete) with a fake
+// DataMover, revoke on a failed transfer, a failed CopyStart, fetch batch and
+// in-flight limits, heartbeats keeping the client alive, re-registration after
+// the master reaped it, the Dynamic* dispatch for leased tasks, and late
+// callbacks after the worker is gone. Also checks that LocalMasterClient never
+// runs a callback inside the call.
+#include <deque>
+#include <memory>
+
+#include "core/env/manual_env.h"
+#include "core/master/master_service.h"
+#include "core/worker/local_master_client.h"
+#include "core/worker/store_worker.h"
+#include "gtest/gtest.h"
+#include "tests/core/master/master_test_util.h"
+
+namespace heatsink {
+namespace {
+
+using testing::Name;
+
+// Records copies; completes them when the test says so, with the status the
+// test chooses.
+class FakeDataMover final : public DataMover {
+ public:
+  void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) override {
+    ranges.push_back(range);
+    pending.push_back(std::move(done));
+  }
+  // Completes the oldest pending copy.
+  void CompleteOne(absl::Status status) {
+    ASSERT_FALSE(pending.empty());
+    auto done = std::move(pending.front());
+    pending.pop_front();
+    std::move(done)(std::move(status));
+  }
+  std::vector<CopyRange> ranges;
+  std::deque<absl::AnyInvocable<void(absl::Status) &&>> pending;
+};
+
+// Counts which copy calls a worker makes, then forwards them.
+class CountingMasterClient final : public MasterClient {
+ public:
+  explicit CountingMasterClient(MasterClient* inner) : inner_(inner) {}
+  void RegisterClient(const RegisterClientRequest& r, StatusCallback d) override {
+    inner_->RegisterClient(r, std::move(d));
+  }
+  void Heartbeat(ClientId c, StatusCallback d) override {
+    if (drop_heartbeats) {
+      std::move(d)(absl::UnavailableError("dropped"));
+      return;
+    }
+    inner_->Heartbeat(c, std::move(d));
+  }
+  void MountSegment(ClientId c, const MountSegmentRequest& r, StatusCallback d) override {
+    ++mounts;
+    inner_->MountSegment(c, r, std::move(d));
+  }
+  void UnmountSegment(ClientId c, SegmentId s, StatusCallback d) override {
+    inner_->UnmountSegment(c, s, std::move(d));
+  }
+  void PutStart(ClientId c, const PutStartRequest& r, Callback<PutStartResponse> d) override {
+    inner_->PutStart(c, r, std::move(d));
+  }
+  void PutEnd(ClientId c, const PutEndRequest& r, StatusCallback d) override {
+    inner_->PutEnd(c, r, std::move(d));
+  }
+  void PutRevoke(ClientId c, const PutRevokeRequest& r, StatusCallback d) override {
+    inner_->PutRevoke(c, r, std::move(d));
+  }
+  void GetReplicaList(const GetReplicaListRequest& r, Callback<GetReplicaListResponse> d) override {
+    inner_->GetReplicaList(r, std::move(d));
+  }
+  void BatchGetReplicaList(const BatchGetReplicaListRequest& r,
+                           Callback<BatchGetReplicaListResponse> d) override {
+    inner_->BatchGetReplicaList(r, std::move(d));
+  }
+  void Remove(const RemoveRequest& r, StatusCallback d) override { inner_->Remove(r, std::move(d)); }
+  void FetchTasks(ClientId c, size_t n, Callback<FetchTasksResponse> d) override {
+    fetch_batches.emplace_back(c, n);
+    inner_->FetchTasks(c, n, std::move(d));
+  }
+  void MarkTaskComplete(ClientId c, const MarkTaskCompleteRequest& r, StatusCallback d) override {
+    reports.push_back(r);
+    inner_->MarkTaskComplete(c, r, std::move(d));
+  }
+  void CopyStart(ClientId c, const CopyStartRequest& r, Callback<CopyStartResponse> d) override {
+    ++ordinary_calls;
+    inner_->CopyStart(c, r, std::move(d));
+  }
+  void CopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
+    ++ordinary_calls;
+    inner_->CopyEnd(c, r, std::move(d));
+  }
+  void CopyRevoke(ClientId c, const CopyRevokeRequest& r, StatusCallback d) override {
+    ++ordinary_calls;
+    ++revokes;
+    inner_->CopyRevoke(c, r, std::move(d));
+  }
+  void DynamicReplicaCopyStart(ClientId c, const CopyStartRequest& r,
+                               Callback<CopyStartResponse> d) override {
+    ++dynamic_calls;
+    inner_->DynamicReplicaCopyStart(c, r, std::move(d));
+  }
+  void DynamicReplicaCopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
+    ++dynamic_calls;
+    inner_->DynamicReplicaCopyEnd(c, r, std::move(d));
+  }
+  void DynamicReplicaCopyRevoke(ClientId c, const CopyRevokeRequest& r,
+                                StatusCallback d) override {
+    ++dynamic_calls;
+    inner_->DynamicReplicaCopyRevoke(c, r, std::move(d));
+  }
+
+  bool drop_heartbeats = false;
+  int mounts = 0;
+  int ordinary_calls = 0;
+  int dynamic_calls = 0;
+  int revokes = 0;
+  std::vector<std::pair<ClientId, size_t>> fetch_batches;
+  std::vector<MarkTaskCompleteRequest> reports;
+
+ private:
+  MasterClient* const inner_;
+};
+
+MountSegmentRequest SegmentRequest(uint64_t id, uint64_t capacity) {
+  MountSegmentRequest r;
+  r.segment_id = SegmentId(id);
+  r.name = "seg" + std::to_string(id);
+  r.host = "host" + std::to_string(id);
+  r.capacity_bytes = capacity;
+  r.transport_endpoint = "tcp://host" + std::to_string(id);
+  return r;
+}
+
+class StoreWorkerTest : public ::testing::Test {
+ protected:
+  StoreWorkerTest()
+      : master_(env_.env(), testing::TestKnobs()),
+        local_(&master_, env_.env()->executor),
+        counting_(&local_) {}
+
+  std::unique_ptr<StoreWorker> MakeWorker(uint64_t id, uint64_t capacity, FakeDataMover* mover,
+                                          int64_t batch = 2, int64_t in_flight = 2) {
+    StoreWorkerOptions o;
+    o.client_id = ClientId(id);
+    o.host = "host" + std::to_string(id);
+    o.segments = {SegmentRequest(id, capacity)};
+    o.heartbeat_interval_ms = 500;
+    o.fetch_interval_ms = 100;
+    o.fetch_batch_max = batch;
+    o.copies_in_flight_max = in_flight;
+    o.retry_interval_ms = 200;
+    return std::make_unique<StoreWorker>(env_.env(), &counting_, mover, o);
+  }
+
+  // Puts `key` on segment `segment` directly through the master.
+  void Put(const std::string& key, uint64_t size, uint64_t segment) {
+    PutStartRequest req{Name(key), size, 1, {SegmentId(segment)}};
+    absl::StatusOr<PutStartResponse> s = master_.PutStart(ClientId(100), req);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->replicas[0].segment_id, SegmentId(segment));
+    ASSERT_TRUE(master_.PutEnd(ClientId(100), PutEndRequest{Name(key), s->version}).ok());
+  }
+
+  ManualEnv env_{3};
+  MasterService master_;
+  LocalMasterClient local_;
+  CountingMasterClient counting_;
+};
+
+TEST_F(StoreWorkerTest, RegistersAndMounts) {
+  FakeDataMover mover;
+  auto worker = MakeWorker(1, 1000, &mover);
+  EXPECT_EQ(worker->state(), StoreWorkerState::kStopped);
+  worker->Start();
+  EXPECT_EQ(worker->state(), StoreWorkerState::kRegistering);  // nothing ran yet
+  env_.RunUntilIdle();
+  EXPECT_EQ(worker->state(), StoreWorkerState::kRunning);
+  ASSERT_TRUE(master_.GetSegment(SegmentId(1)).has_value());
+  EXPECT_EQ(master_.GetSegment(SegmentId(1))->location.owner, ClientId(1));
+  EXPECT_EQ(worker->stats().registrations, 1);
+}
+
+TEST_F(StoreWorkerTest, CopiesAReplicaEndToEnd) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  absl::StatusOr<CopyTaskResponse> t =
+      master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  env_.AdvanceBy(MsToNs(150));  // a fetch tick, then CopyStart
+  ASSERT_EQ(mover1.ranges.size(), 1u);  // the source's worker moves the bytes
+  EXPECT_TRUE(mover2.ranges.empty());
+  EXPECT_EQ(mover1.ranges[0].source_segment, SegmentId(1));
+  EXPECT_EQ(mover1.ranges[0].target_segment, SegmentId(2));
+  EXPECT_EQ(mover1.ranges[0].size_bytes, 100u);
+  EXPECT_EQ(w1->copies_in_flight(), 1);
+  EXPECT_EQ(master_.GetSegment(SegmentId(2))->reserved_bytes, 100u);
+
+  mover1.CompleteOne(absl::OkStatus());
+  env_.RunUntilIdle();
+  EXPECT_EQ(w1->copies_in_flight(), 0);
+  EXPECT_EQ(w1->stats().copies_completed, 1);
+  EXPECT_FALSE(master_.GetTask(t->task_id).has_value());
+  absl::StatusOr<GetReplicaListResponse> got =
+      master_.GetReplicaList(GetReplicaListRequest{Name("k"), ClientId(100), ""});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->replicas.size(), 2u);
+  EXPECT_EQ(got->replicas[1].segment_id, SegmentId(2));
+  EXPECT_EQ(got->replicas[1].offset, mover1.ranges[0].target_offset);
+  ASSERT_EQ(counting_.reports.size(), 1u);
+  EXPECT_TRUE(counting_.reports[0].succeeded);
+  EXPECT_EQ(counting_.dynamic_calls, 0);
+  EXPECT_TRUE(master_.CheckInvariants().ok());
+}
+
+TEST_F(StoreWorkerTest, FailedTransferRevokes) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
+  env_.AdvanceBy(MsToNs(150));
+  mover1.CompleteOne(absl::UnavailableError("link down"));
+  env_.RunUntilIdle();
+  EXPECT_EQ(counting_.revokes, 1);
+  ASSERT_EQ(counting_.reports.size(), 1u);
+  EXPECT_FALSE(counting_.reports[0].succeeded);
+  EXPECT_NE(counting_.reports[0].message.find("link down"), std::string::npos);
+  EXPECT_EQ(w1->stats().copies_failed, 1);
+  EXPECT_EQ(master_.GetSegment(SegmentId(2))->reserved_bytes, 0u);
+  EXPECT_EQ(master_.Stats().tasks_failed_total, 1);
+  EXPECT_FALSE(master_.GetObjectView(Name("k"))->replication_task.valid());
+  EXPECT_TRUE(master_.CheckInvariants().ok());
+}
+
+TEST_F(StoreWorkerTest, FailedCopyStartReportsWithoutRevoke) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
+  // The target fills up (with a leased object, so eviction cannot help).
+  Put("fill", 950, 2);
+  ASSERT_TRUE(master_.GetReplicaList(GetReplicaListRequest{Name("fill"), ClientId(100), ""}).ok());
+  env_.AdvanceBy(MsToNs(150));
+  EXPECT_TRUE(mover1.ranges.empty());
+  EXPECT_EQ(counting_.revokes, 0);
+  ASSERT_EQ(counting_.reports.size(), 1u);
+  EXPECT_FALSE(counting_.reports[0].succeeded);
+  EXPECT_NE(counting_.reports[0].message.find("CopyStart"), std::string::npos);
+  EXPECT_EQ(w1->copies_in_flight(), 0);
+  EXPECT_TRUE(master_.CheckInvariants().ok());
+}
+
+TEST_F(StoreWorkerTest, FetchRespectsBatchAndInFlightLimits) {
+  FakeDataMover mover1, mover3;
+  auto w1 = MakeWorker(1, 100'000, &mover1, /*batch=*/1, /*in_flight=*/2);
+  auto w3 = MakeWorker(3, 100'000, &mover3);
+  w1->Start();
+  w3->Start();
+  env_.RunUntilIdle();
+  for (int i = 0; i < 2; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    Put(key, 10, 1);
+    ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name(key), SegmentId(3), {}}).ok());
+  }
+  env_.AdvanceBy(MsToNs(100));
+  EXPECT_EQ(mover1.ranges.size(), 1u);  // batch of one per tick
+  env_.AdvanceBy(MsToNs(100));
+  EXPECT_EQ(mover1.ranges.size(), 2u);
+  for (int i = 2; i < 4; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    Put(key, 10, 1);
+    ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name(key), SegmentId(3), {}}).ok());
+  }
+  env_.AdvanceBy(MsToNs(500));
+  EXPECT_EQ(mover1.ranges.size(), 2u);  // two in flight: no more fetches
+  for (const auto& [client, n] : counting_.fetch_batches) {
+    if (client == ClientId(1)) {
+      EXPECT_EQ(n, 1u);
+    }
+  }
+  mover1.CompleteOne(absl::OkStatus());
+  env_.AdvanceBy(MsToNs(200));
+  EXPECT_EQ(mover1.ranges.size(), 3u);
+  EXPECT_LE(w1->copies_in_flight(), 2);
+}
+
+TEST_F(StoreWorkerTest, HeartbeatsKeepItAliveAndItReregistersAfterBeingReaped) {
+  FakeDataMover mover;
+  auto worker = MakeWorker(1, 1000, &mover);
+  worker->Start();
+  env_.RunUntilIdle();
+  const DurationNs ttl = master_.knobs().client_live_ttl_ns();
+  env_.AdvanceBy(3 * ttl);
+  EXPECT_TRUE(master_.GetSegment(SegmentId(1)).has_value());
+  EXPECT_EQ(counting_.mounts, 1);
+
+  counting_.drop_heartbeats = true;  // the network loses them
+  env_.AdvanceBy(ttl + master_.knobs().sweep_interval_ns());
+  EXPECT_FALSE(master_.GetSegment(SegmentId(1)).has_value());
+  EXPECT_GT(worker->stats().heartbeats_failed, 0);
+
+  counting_.drop_heartbeats = false;  // next heartbeat: NOT_FOUND -> register, remount
+  env_.AdvanceBy(MsToNs(600));
+  EXPECT_EQ(worker->state(), StoreWorkerState::kRunning);
+  EXPECT_TRUE(master_.GetSegment(SegmentId(1)).has_value());
+  EXPECT_EQ(worker->stats().registrations, 2);
+  EXPECT_EQ(counting_.mounts, 2);
+}
+
+TEST_F(StoreWorkerTest, StoppedWorkerIsReapedByTheMaster) {
+  FakeDataMover mover;
+  auto worker = MakeWorker(1, 1000, &mover);
+  worker->Start();
+  env_.RunUntilIdle();
+  worker->Stop();
+  EXPECT_EQ(worker->state(), StoreWorkerState::kStopped);
+  env_.AdvanceBy(master_.knobs().client_live_ttl_ns() + master_.knobs().sweep_interval_ns());
+  EXPECT_FALSE(master_.GetSegment(SegmentId(1)).has_value());
+}
+
+TEST_F(StoreWorkerTest, LeasedTasksTakeTheDynamicCalls) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  absl::StatusOr<ObjectView> view = master_.GetObjectView(Name("k"));
+  ASSERT_TRUE(view.ok());
+  ASSERT_TRUE(master_
+                  .CreateCopyTaskForPlan(CopyPlan{Name("k"), view->version,
+                                                  view->replicas[0].replica_id, SegmentId(2),
+                                                  LeaseId(9)})
+                  .ok());
+  env_.AdvanceBy(MsToNs(150));
+  ASSERT_EQ(mover1.pending.size(), 1u);
+  mover1.CompleteOne(absl::OkStatus());
+  env_.RunUntilIdle();
+  EXPECT_EQ(counting_.dynamic_calls, 2);  // start and end
+  EXPECT_EQ(counting_.ordinary_calls, 0);
+  EXPECT_EQ(w1->stats().dynamic_tasks, 1);
+  EXPECT_EQ(w1->stats().copies_completed, 1);
+  absl::StatusOr<ObjectView> after = master_.GetObjectView(Name("k"));
+  ASSERT_EQ(after->replicas.size(), 2u);
+  EXPECT_TRUE(after->replicas[1].dynamic);
+  EXPECT_EQ(after->replicas[1].status, ReplicaStatus::kComplete);
+}
+
+TEST_F(StoreWorkerTest, LateCallbacksAfterDestructionDoNothing) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
+  env_.AdvanceBy(MsToNs(150));
+  ASSERT_EQ(mover1.pending.size(), 1u);
+  w1.reset();
+  mover1.CompleteOne(absl::OkStatus());  // the worker is gone: nothing happens
+  env_.RunUntilIdle();
+  EXPECT_TRUE(counting_.reports.empty());
+  // The master reaps the copy when the task times out.
+  env_.AdvanceBy(master_.knobs().processing_task_timeout_ns() +
+                 master_.knobs().sweep_interval_ns());
+  EXPECT_EQ(master_.GetSegment(SegmentId(2))->reserved_bytes, 0u);
+  EXPECT_TRUE(master_.CheckInvariants().ok());
+}
+
+TEST(LocalMasterClient, CallbacksRunLaterNeverInsideTheCall) {
+  ManualEnv env;
+  MasterService master(env.env(), testing::TestKnobs());
+  LocalMasterClient client(&master, env.env()->executor);
+  bool done = false;
+  absl::Status status;
+  client.RegisterClient(RegisterClientRequest{ClientId(1), "h", ""}, [&](absl::Status s) {
+    done = true;
+    status = s;
+  });
+  EXPECT_FALSE(done);
+  env.RunUntilIdle();
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(status.ok());
+  absl::StatusOr<GetReplicaListResponse> got;
+  client.GetReplicaList(GetReplicaListRequest{Name("missing"), ClientId(1), ""},
+                        [&](absl::StatusOr<GetReplicaListResponse> r) { got = std::move(r); });
+  env.RunUntilIdle();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(StoreWorkerOptions, ValidateRejectsBadValues) {
+  StoreWorkerOptions o;
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);  // client 0
+  o.client_id = ClientId(1);
+  EXPECT_TRUE(o.Validate().ok());
+  o.fetch_batch_max = 0;
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace heatsink
