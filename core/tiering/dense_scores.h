@@ -1,0 +1,68 @@
+// File: core/tiering/dense_scores.h
+//
+// The dense score array of one head-pool region (ADR-0019): one
+// std::atomic<double> per fixed-head slot, indexed directly by
+// block * heads_per_block + head offset. No hash table. The runtime allocates
+// it on the region's node, so the per-node scan and decay touch only local
+// pages.
+//
+// A slot either owns the score of the head resident there or holds the
+// no-score tag (empty). Publish into an occupied slot and Extract from an
+// empty one are rejected: a score has exactly one numeric owner.
+//
+// Thread safety: Add, Scale*, Load and Sum are relaxed atomic operations and
+// may run concurrently with each other. Publish, Extract and SwapSlices change
+// ownership; TierManager calls them only under its exclusive tier lock.
+// Scans use scalar atomic loads; the array is never aliased as raw doubles.
+#ifndef HEATSINK_CORE_TIERING_DENSE_SCORES_H_
+#define HEATSINK_CORE_TIERING_DENSE_SCORES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace heatsink {
+
+class DenseScoreArray {
+ public:
+  // `slots` empty slots.
+  explicit DenseScoreArray(uint64_t slots);
+  DenseScoreArray(const DenseScoreArray&) = delete;
+  DenseScoreArray& operator=(const DenseScoreArray&) = delete;
+
+  uint64_t size() const { return size_; }
+
+  // Makes `slot` the owner of `score`. FAILED_PRECONDITION if the slot already
+  // owns a score; OUT_OF_RANGE for a slot past the end; INVALID_ARGUMENT for a
+  // non-finite score.
+  [[nodiscard]] absl::Status Publish(uint64_t slot, double score);
+  // Takes the score out of `slot`, leaving it empty. FAILED_PRECONDITION if
+  // the slot is empty.
+  [[nodiscard]] absl::StatusOr<double> Extract(uint64_t slot);
+
+  bool occupied(uint64_t slot) const;
+  // The slot's value (the tag when empty).
+  double Load(uint64_t slot) const { return slots_[slot].load(std::memory_order_relaxed); }
+  // Adds to an occupied slot; returns false if the slot is empty.
+  bool Add(uint64_t slot, double increment);
+  // score *= factor for every occupied slot in [begin, end).
+  void Scale(uint64_t begin, uint64_t end, double factor);
+  // Sum of [begin, end) in slot order. REQUIRES: every slot occupied.
+  double Sum(uint64_t begin, uint64_t end) const;
+
+  // Exchanges `count` slots of `a` starting at `a_begin` with those of `b`
+  // starting at `b_begin` (ownership included). REQUIRES: exclusive tier lock.
+  static void SwapSlices(DenseScoreArray& a, uint64_t a_begin, DenseScoreArray& b,
+                         uint64_t b_begin, uint64_t count);
+
+ private:
+  uint64_t size_;
+  std::unique_ptr<std::atomic<double>[]> slots_;
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_TIERING_DENSE_SCORES_H_

@@ -1,0 +1,152 @@
+// File: core/tiering/key_index.h
+//
+// The sharded key index of the tiering core. One entry per indexed key (an
+// object chunk of at most --ram-head bytes, DESIGN data flow 5) with its
+// residence and, for keys whose score is not in a dense slot, the score
+// itself (ADR-0019 single owner):
+//
+//   residence    where the bytes are           who owns the score
+//   kFixedHead   a fixed buddy slot            the region's dense slot; the
+//                                              entry holds the no-score tag
+//   kArena       the compact small-object      the entry (relaxed atomic)
+//                arena, never promoted
+//   kEvicted     elsewhere (disk-backed; the   the entry (relaxed atomic)
+//                head was evicted)
+//
+// Storage: each shard keeps its entries in fixed-size chunks (stable
+// addresses, reused through a free list) beside a hash map from key to entry.
+// Decay and iteration walk the chunks in storage order -- sequential memory,
+// not a pointer chase through the map -- which is also a deterministic order
+// for a given sequence of inserts and erases.
+//
+// Thread safety: each shard has its own mutex guarding its map, so Find,
+// Insert, Erase and DecayShard are thread-safe. An entry's memory lives as
+// long as the index (an erased entry is reused, never freed), so a pointer
+// kept across calls stays dereferenceable; `live` and `incarnation` tell
+// whether it still denotes the same key. Its residence/location fields are guarded by the caller's tier
+// lock (written under the exclusive lock, read under the shared one); its
+// score is a relaxed atomic.
+#ifndef HEATSINK_CORE_TIERING_KEY_INDEX_H_
+#define HEATSINK_CORE_TIERING_KEY_INDEX_H_
+
+#include <atomic>
+#include <compare>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/mutex.h"
+#include "core/model/ids.h"
+
+namespace heatsink {
+
+// One indexed key: an object and the index of one of its --ram-head chunks.
+struct TierKey {
+  ObjectName object;
+  uint32_t chunk = 0;
+
+  friend auto operator<=>(const TierKey&, const TierKey&) = default;
+  friend bool operator==(const TierKey&, const TierKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const TierKey& k) {
+    return H::combine(std::move(h), k.object, k.chunk);
+  }
+};
+
+// "tenant/key#chunk", for messages.
+std::string FormatTierKey(const TierKey& key);
+
+enum class Residence : uint8_t { kFixedHead, kArena, kEvicted };
+
+struct IndexEntry {
+  IndexEntry() = default;
+  IndexEntry(const IndexEntry&) = delete;
+  IndexEntry& operator=(const IndexEntry&) = delete;
+
+  // Set by KeyIndex::Insert and constant while the entry is live.
+  TierKey key;
+  // Distinguishes a key from an earlier one of the same name: a delete and
+  // recreate gets a new incarnation (and a score of zero); a replacement keeps
+  // both.
+  uint64_t incarnation = 0;
+
+  // Guarded by the tier lock.
+  Residence residence = Residence::kEvicted;
+  int region = -1;          // kFixedHead / kArena: region of the bytes
+  uint64_t offset = 0;      // kFixedHead / kArena: byte offset in the region
+  uint64_t size_bytes = 0;  // value size
+
+  // The score when residence != kFixedHead, the no-score tag otherwise.
+  std::atomic<double> score{0.0};
+
+  // False while the entry sits on the free list. Written under the shard
+  // mutex, and only by Insert/Erase, which TierManager calls under its
+  // exclusive tier lock; so a holder of the shared tier lock may read it.
+  bool live = false;
+};
+
+class KeyIndex {
+ public:
+  KeyIndex(int shards, int64_t keys_max);
+  KeyIndex(const KeyIndex&) = delete;
+  KeyIndex& operator=(const KeyIndex&) = delete;
+
+  IndexEntry* Find(const TierKey& key) const;
+  // A new entry (score 0, residence kEvicted until the caller sets it).
+  // ALREADY_EXISTS if present; RESOURCE_EXHAUSTED at keys_max.
+  [[nodiscard]] absl::StatusOr<IndexEntry*> Insert(const TierKey& key, uint64_t incarnation);
+  // Removes and destroys the entry; false if absent.
+  bool Erase(const TierKey& key);
+
+  int64_t size() const { return size_.load(std::memory_order_relaxed); }
+  int64_t keys_max() const { return keys_max_; }
+  int shard_count() const { return static_cast<int>(shards_.size()); }
+
+  // score *= factor for every live entry of `shard` that owns its score
+  // (entries holding the tag are skipped).
+  void DecayShard(int shard, double factor);
+
+  // Calls fn(const IndexEntry&) for every live entry of `shard`, in storage
+  // order.
+  template <typename Fn>
+  void ForEachInShard(int shard, Fn&& fn) const {
+    const Shard& s = *shards_[shard];
+    ReaderMutexLock lock(&s.mu);
+    VisitLive(s, [&fn](const IndexEntry& e) { fn(e); });
+  }
+
+ private:
+  static constexpr size_t kChunkEntries = 1024;
+  struct Shard {
+    mutable Mutex mu;
+    absl::flat_hash_map<TierKey, IndexEntry*> map ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<IndexEntry[]>> chunks ABSL_GUARDED_BY(mu);
+    size_t used_in_last_chunk ABSL_GUARDED_BY(mu) = 0;
+    std::vector<IndexEntry*> free ABSL_GUARDED_BY(mu);
+  };
+  Shard& ShardOf(const TierKey& key) const;
+  // Visits every live entry of `s` in storage order. REQUIRES: s.mu held.
+  template <typename Fn>
+  static void VisitLive(const Shard& s, Fn&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (size_t c = 0; c < s.chunks.size(); ++c) {
+      const size_t used = c + 1 == s.chunks.size() ? s.used_in_last_chunk : kChunkEntries;
+      for (size_t i = 0; i < used; ++i) {
+        if (s.chunks[c][i].live) fn(s.chunks[c][i]);
+      }
+    }
+  }
+
+  const int64_t keys_max_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<int64_t> size_{0};
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_TIERING_KEY_INDEX_H_
