@@ -1,0 +1,157 @@
+// File: core/replication/replication_knobs.h
+//
+// Knobs of dynamic hot replication (RFC stage 1 and stage 2) and of the
+// reader-side replica selection policy: one documented struct, defaults in the
+// field initializers (the RFC's names and Mooncake's defaults where they
+// exist), Validate() with clear messages, a name registry for scenario JSON,
+// `--set name=value` and runtime flags, and two presets.
+//
+// Everything beyond the RFC that changes its semantics is off by default:
+// domain-aware placement, warmup, and the `spread` selection policy.
+//
+// Example:
+//   ReplicationKnobs knobs;
+//   HS_RETURN_IF_ERROR(ReplicationKnobs::Registry().Set(
+//       knobs, "dynamic_replication_mode", "observe"));
+//   HS_RETURN_IF_ERROR(knobs.Validate());
+//   const int64_t hits = knobs.AdmissionHitCount();  // 8 with the defaults
+#ifndef HEATSINK_CORE_REPLICATION_REPLICATION_KNOBS_H_
+#define HEATSINK_CORE_REPLICATION_REPLICATION_KNOBS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/base/knobs.h"
+#include "core/env/time.h"
+
+namespace heatsink {
+
+// off: the read path records nothing and nothing is admitted.
+// observe: heat is recorded and the complete admission decision runs
+//   (placement included); "would propose" is counted and logged, nothing is
+//   created.
+// enforce: accepted admissions grant a lease and create a REPLICA_COPY task.
+enum class DynamicReplicationMode { kOff, kObserve, kEnforce };
+
+absl::string_view DynamicReplicationModeName(DynamicReplicationMode m);
+std::optional<DynamicReplicationMode> ParseDynamicReplicationMode(absl::string_view word);
+
+// Reader-side choice among an object's replicas (core/replication/replica_selection.h).
+// first: Mooncake's behaviour (local MEMORY replica, else master order).
+// spread: local first, then same domain, then load spreading across
+//   equal-cost replicas.
+enum class ReplicaSelectionPolicy { kFirst, kSpread };
+
+absl::string_view ReplicaSelectionPolicyName(ReplicaSelectionPolicy p);
+std::optional<ReplicaSelectionPolicy> ParseReplicaSelectionPolicy(absl::string_view word);
+
+// Heat-window counters are 16-bit per sub-bucket, so the admission hit count
+// is limited to this (0.8 QPS x 10 s = 8 by default).
+inline constexpr int64_t kAdmissionHitCountMax = 65'535;
+// Upper bound for dynamic_replication_heat_window_entries_max: slot numbers
+// inside one heat-window shard are 24-bit.
+inline constexpr int64_t kHeatWindowEntriesMaxLimit = 16'777'215;
+// Upper bound for dynamic_replication_heat_window_sub_buckets: with 2-byte
+// counters this keeps the per-key memory within its 64-byte budget.
+inline constexpr int64_t kHeatWindowSubBucketsMax = 12;
+
+struct ReplicationKnobs {
+  // --- Mode (RFC) ---------------------------------------------------------
+  DynamicReplicationMode dynamic_replication_mode = DynamicReplicationMode::kOff;
+
+  // --- Heat window and admission threshold (RFC) --------------------------
+  // Length of the sliding heat window.
+  int64_t dynamic_replication_heat_window_seconds = 10;
+  // Reads per second over the window that make a key hot. The hit count is
+  // AdmissionHitCount().
+  double dynamic_replication_admission_qps_threshold = 0.8;
+  // Cap on readable MEMORY replicas of an object, originals included; with
+  // domain-aware placement it caps those in the target domain (DESIGN 2).
+  int64_t dynamic_replication_max_memory_replicas = 2;
+
+  // --- Heat window shape and bound (beyond the RFC) -----------------------
+  // Keys tracked at once; at the limit, idle entries are reclaimed and then
+  // the coldest of a bounded probe is replaced (core/replication/heat_window.h).
+  int64_t dynamic_replication_heat_window_entries_max = 50'000;
+  // The window slides in steps of window / sub_buckets. More sub-buckets
+  // track the window more closely at 2 bytes per key each.
+  int64_t dynamic_replication_heat_window_sub_buckets = 10;
+
+  // --- Cooldowns (DESIGN 3) -----------------------------------------------
+  // From an accepted admission, per key (per key and requester domain when
+  // domain-aware). 0 disables.
+  int64_t dynamic_replication_admission_cooldown_ms = 30'000;
+  // From the removal of a dynamic replica by eviction, revoke or reaping,
+  // per object (per object and domain when domain-aware). 0 disables.
+  int64_t dynamic_replication_recreate_cooldown_ms = 60'000;
+
+  // --- Placement ----------------------------------------------------------
+  // A target segment must stay at or below this utilisation after the copy:
+  // (used + reserved + object size) / capacity <= cap.
+  double dynamic_replication_target_utilization_cap = 0.85;
+  // Placement is domain-aware (RFC stage 2). Off: stage-1 behaviour exactly,
+  // and domain hints in proposals are rejected.
+  bool dynamic_replication_domain_aware = false;
+
+  // --- Leases -------------------------------------------------------------
+  // Upper bound of a ReplicaActionLease's lifetime; a proposal's own
+  // deadline may shorten it.
+  int64_t dynamic_replication_lease_ttl_ms = 30'000;
+
+  // --- Limits (RESOURCE_EXHAUSTED at the limit) ---------------------------
+  int64_t dynamic_replication_trigger_queue_max = 4'096;
+  int64_t dynamic_replication_pending_actions_max = 4'096;
+  int64_t dynamic_replication_proposals_max = 4'096;
+  // Each cooldown table (admission, recreate) holds at most this many keys.
+  int64_t dynamic_replication_cooldown_entries_max = 100'000;
+
+  // --- Reader-side replica selection (beyond the RFC) ---------------------
+  ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
+
+  // --- Cross-domain warmup (RFC Target Scenario 3; off by default) --------
+  bool dynamic_replication_warmup_enabled = false;
+  int64_t dynamic_replication_warmup_copies_in_flight_max = 4;
+  int64_t dynamic_replication_warmup_bytes_per_second_max = 256LL * 1024 * 1024;
+  // Objects one warmup of a domain considers at most.
+  int64_t dynamic_replication_warmup_objects_max = 1'000;
+
+  // Reads inside the window that make a key hot:
+  //   max(1, ceil(qps_threshold * window_seconds)).
+  // The product is computed in double; a result within a relative 1e-9 of an
+  // integer is taken as that integer, so 0.07 x 100 (7.000000000000001 in
+  // IEEE arithmetic) gives 7 rather than 8. Valid knobs only.
+  int64_t AdmissionHitCount() const;
+
+  DurationNs heat_window_ns() const { return SecToNs(dynamic_replication_heat_window_seconds); }
+  DurationNs admission_cooldown_ns() const {
+    return MsToNs(dynamic_replication_admission_cooldown_ms);
+  }
+  DurationNs recreate_cooldown_ns() const {
+    return MsToNs(dynamic_replication_recreate_cooldown_ms);
+  }
+  DurationNs lease_ttl_ns() const { return MsToNs(dynamic_replication_lease_ttl_ms); }
+  // The utilisation cap in parts per million, for exact integer comparisons.
+  int64_t target_utilization_cap_ppm() const;
+
+  // OK, or INVALID_ARGUMENT naming the first offending knob and its range.
+  [[nodiscard]] absl::Status Validate() const;
+
+  static const KnobRegistry<ReplicationKnobs>& Registry();
+
+  // The defaults above.
+  static ReplicationKnobs Production();
+  // Mode enforce, a 1 s window with hit count 2, tiny tables and short
+  // cooldowns so tests reach every limit.
+  static ReplicationKnobs TestMin();
+};
+
+// The hit-count arithmetic on its own, for callers that hold the two values
+// rather than a knob struct. REQUIRES: qps_threshold finite and > 0,
+// window_seconds >= 1. Saturates at INT64_MAX.
+int64_t AdmissionHitCountFor(double qps_threshold, int64_t window_seconds);
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_REPLICATION_REPLICATION_KNOBS_H_
