@@ -1,0 +1,199 @@
+// File: sim/engine.h
+//
+// The simulator's discrete-event engine: one queue of events ordered by
+// (integer time in ns, sequence number), so events due at the same time run in
+// the order they were scheduled (FIFO). Work scheduled for "now" from inside an
+// event is queued behind everything already due now; nothing ever runs
+// re-entrantly. SimClock and SimExecutor expose the engine to core code through
+// the core/env interfaces, so core components cannot tell they are simulated.
+//
+// Layout, chosen for speed: the heap holds 16-byte PODs {time, key} where
+// key = (sequence << 24) | slot; the callbacks live in a slab of slots reused
+// through a free list. An event id is its key, so Cancel is O(1): it empties
+// the slot and leaves a stale heap entry that the run loop skips (lazy
+// cancellation). When stale entries outnumber live ones the heap is compacted,
+// which keeps memory bounded for reschedule-heavy users such as flow
+// completion timers.
+//
+// Limits: at most `events_pending_max` events wait at once (<= 2^24 - 1, the
+// slot space). Scheduling beyond it drops the event and latches
+// RESOURCE_EXHAUSTED; the run loop then stops and returns that status, because
+// a simulation that lost an event is no longer the scenario it claims to be.
+//
+// Thread safety: none. The simulated world is single-threaded by design
+// (DESIGN: sim backend, one thread); every call comes from the thread that
+// runs the engine. The core/env "thread-safe" promise is trivially met there.
+//
+// Example:
+//   Engine engine;
+//   engine.ScheduleAfter(MsToNs(5), [&] { ... });
+//   engine.SetAfterEventHook([&] { return master.CheckInvariants(); });
+//   HS_ASSIGN_OR_RETURN(StopReason why, engine.RunUntil(SecToNs(60)));
+#ifndef HEATSINK_SIM_ENGINE_H_
+#define HEATSINK_SIM_ENGINE_H_
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/knobs.h"
+#include "core/env/clock.h"
+#include "core/env/executor.h"
+#include "core/env/time.h"
+
+namespace heatsink::sim {
+
+using EventFn = absl::AnyInvocable<void() &&>;
+// Same space as core's TimerId: never kNoTimer for a scheduled event.
+using EventId = TimerId;
+
+struct EngineKnobs {
+  // Most events that may wait in the queue at once. Reaching it is a runaway
+  // scenario (for example a timer storm), reported as RESOURCE_EXHAUSTED.
+  int64_t events_pending_max = 4'000'000;
+
+  [[nodiscard]] absl::Status Validate() const;
+  static const KnobRegistry<EngineKnobs>& Registry();
+};
+
+// Why a run loop returned successfully.
+enum class StopReason {
+  kTimeReached,  // RunUntil reached its limit; the clock now reads the limit
+  kIdle,         // Run drained the queue
+  kPredicate,    // the stop predicate returned true after an event
+};
+
+class Engine {
+ public:
+  // Slot indices use the low 24 bits of an event key.
+  static constexpr int kSlotBits = 24;
+  static constexpr int64_t kSlotsMax = (int64_t{1} << kSlotBits) - 1;
+
+  // REQUIRES: knobs.Validate().ok().
+  explicit Engine(const EngineKnobs& knobs = EngineKnobs());
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Current simulated time: the time of the event being run, or of the last
+  // one run, or the limit of the last RunUntil. Never decreases.
+  TimeNs NowNs() const { return now_ns_; }
+
+  // Schedules `fn` at absolute time `t`. REQUIRES: t >= NowNs(). Returns an id
+  // for Cancel (never kNoTimer). At the pending limit the event is dropped,
+  // status() becomes RESOURCE_EXHAUSTED and the returned id cancels nothing.
+  EventId ScheduleAt(TimeNs t, EventFn fn);
+  // REQUIRES: delay_ns >= 0.
+  EventId ScheduleAfter(DurationNs delay_ns, EventFn fn) {
+    return ScheduleAt(now_ns_ + delay_ns, std::move(fn));
+  }
+  // Zero-delay work: runs after everything already due now.
+  EventId Post(EventFn fn) { return ScheduleAt(now_ns_, std::move(fn)); }
+
+  // True if the event was pending and now never runs. False for unknown ids,
+  // events that already ran or started, and ids already cancelled.
+  bool Cancel(EventId id);
+
+  // Runs the next pending event (whatever its time), then the after-event
+  // hook. Returns false when nothing ran: queue empty or status() not OK.
+  // REQUIRES: not called from inside an event.
+  bool Step();
+
+  // Runs every event due at or before `t` in (time, sequence) order, calling
+  // the hook after each and the stop predicate after the hook. Unless stopped
+  // early, the clock ends at `t`. Returns the sticky status on a hook failure
+  // or the pending limit. REQUIRES: t >= NowNs(); not called from an event.
+  [[nodiscard]] absl::StatusOr<StopReason> RunUntil(TimeNs t);
+  // Like RunUntil without a time limit: returns kIdle when the queue drains.
+  [[nodiscard]] absl::StatusOr<StopReason> Run();
+
+  // Called after every event (the scenario driver checks invariants here). A
+  // non-OK result latches into status() and stops the run loop.
+  void SetAfterEventHook(absl::AnyInvocable<absl::Status()> hook) {
+    after_event_hook_ = std::move(hook);
+  }
+  // Checked after every event run by RunUntil/Run; true stops the loop.
+  void SetStopPredicate(absl::AnyInvocable<bool()> predicate) {
+    stop_predicate_ = std::move(predicate);
+  }
+
+  // OK until the pending limit is hit or the hook fails; then sticky.
+  const absl::Status& status() const { return status_; }
+  // Events run so far (cancelled events are not counted).
+  uint64_t events_run() const { return events_run_; }
+  // Events waiting to run (cancelled ones excluded).
+  int64_t pending() const { return pending_; }
+  // Time of the earliest pending event, if any.
+  std::optional<TimeNs> NextEventTimeNs();
+
+ private:
+  struct HeapEntry {
+    TimeNs time;
+    uint64_t key;  // (sequence << kSlotBits) | slot; also the EventId
+  };
+  // Min-heap order on (time, key); key order is sequence order.
+  struct Later {
+    bool operator()(const HeapEntry& a, const HeapEntry& b) const {
+      return a.time > b.time || (a.time == b.time && a.key > b.key);
+    }
+  };
+  struct Slot {
+    EventFn fn;
+    uint64_t key = 0;  // 0: free
+  };
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+
+  // Drops cancelled entries from the top; returns the live top or nullptr.
+  const HeapEntry* PeekLive();
+  // Pops the live top (REQUIRES: PeekLive() != nullptr), runs it and the hook.
+  void RunTop();
+  void MaybeCompact();
+
+  const EngineKnobs knobs_;
+  TimeNs now_ns_ = 0;
+  uint64_t next_sequence_ = 1;
+  std::vector<HeapEntry> heap_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  int64_t pending_ = 0;
+  int64_t stale_ = 0;  // cancelled entries still in heap_
+  uint64_t events_run_ = 0;
+  bool running_ = false;
+  absl::Status status_;
+  absl::AnyInvocable<absl::Status()> after_event_hook_;
+  absl::AnyInvocable<bool()> stop_predicate_;
+};
+
+// core/env Clock over the engine's virtual time.
+class SimClock final : public Clock {
+ public:
+  explicit SimClock(const Engine* engine) : engine_(engine) {}
+  SimClock(const SimClock&) = delete;
+  SimClock& operator=(const SimClock&) = delete;
+  TimeNs NowNs() const override { return engine_->NowNs(); }
+
+ private:
+  const Engine* const engine_;
+};
+
+// core/env Executor whose work runs as engine events.
+class SimExecutor final : public Executor {
+ public:
+  explicit SimExecutor(Engine* engine) : engine_(engine) {}
+  SimExecutor(const SimExecutor&) = delete;
+  SimExecutor& operator=(const SimExecutor&) = delete;
+
+  void Post(absl::AnyInvocable<void() &&> fn) override { engine_->Post(std::move(fn)); }
+  TimerId PostAfter(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn) override;
+  bool Cancel(TimerId id) override { return engine_->Cancel(id); }
+
+ private:
+  Engine* const engine_;
+};
+
+}  // namespace heatsink::sim
+
+#endif  // HEATSINK_SIM_ENGINE_H_

@@ -1,0 +1,614 @@
+#include "sim/network.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+
+namespace heatsink::sim {
+namespace {
+
+constexpr uint64_t kWorkPerByte = 1'000'000'000;  // work units per byte (ns per s)
+// Completion times are clamped here so time arithmetic never overflows; a
+// flow this slow is re-timed long before by any rate change.
+constexpr TimeNs kFarFutureNs = int64_t{1} << 62;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Network>> Network::Create(Engine* engine, Rng* rng,
+                                                         NetworkTopology topology,
+                                                         const NetworkKnobs& knobs) {
+  HS_CHECK(engine != nullptr && rng != nullptr);
+  if (absl::Status s = topology.Validate(); !s.ok()) return s;
+  if (absl::Status s = knobs.Validate(); !s.ok()) return s;
+  return std::unique_ptr<Network>(new Network(engine, rng, std::move(topology), knobs));
+}
+
+Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const NetworkKnobs& knobs)
+    : engine_(engine), rng_(rng), topology_(std::move(topology)), knobs_(knobs) {
+  routes_ = ComputeRoutes(topology_);
+  auto add_resource = [this](int64_t capacity) {
+    resources_.emplace_back();
+    resources_.back().capacity_bytes_per_sec = capacity;
+    return static_cast<uint32_t>(resources_.size() - 1);
+  };
+  for (size_t d = 0; d < topology_.domains.size(); ++d) {
+    for (const HostSpec& spec : topology_.domains[d].hosts) {
+      HostState host;
+      host.name = spec.name;
+      host.domain = static_cast<int>(d);
+      host.local_resource = add_resource(spec.local_copy_bytes_per_sec);
+      for (const NicSpec& nic : spec.nics) {
+        host.send_resources.push_back(add_resource(nic.send_bytes_per_sec));
+        host.receive_resources.push_back(add_resource(nic.receive_bytes_per_sec));
+      }
+      host_index_.emplace(spec.name, static_cast<int>(hosts_.size()));
+      hosts_.push_back(std::move(host));
+    }
+  }
+  for (const TrunkSpec& spec : topology_.trunks) {
+    TrunkState trunk;
+    trunk.effective_bytes_per_sec = std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<__int128>(spec.bandwidth_bytes_per_sec) * 100 /
+                                spec.oversubscription_percent));
+    trunk.latency_ns = spec.latency_ns;
+    trunk.resource_a_to_b = add_resource(trunk.effective_bytes_per_sec);
+    trunk.resource_b_to_a = add_resource(trunk.effective_bytes_per_sec);
+    trunks_.push_back(trunk);
+  }
+  counters_.host_bytes_sent.assign(hosts_.size(), 0);
+  counters_.host_bytes_received.assign(hosts_.size(), 0);
+}
+
+Network::~Network() {
+  // Pending activation/completion events point at this network.
+  for (Flow& flow : flows_) {
+    if (flow.id != 0) engine_->Cancel(flow.event);
+  }
+}
+
+std::optional<int> Network::FindHost(absl::string_view name) const {
+  auto it = host_index_.find(name);
+  if (it == host_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+const HostId& Network::host_name(int host) const {
+  HS_CHECK(host >= 0 && host < host_count());
+  return hosts_[host].name;
+}
+
+int Network::host_domain(int host) const {
+  HS_CHECK(host >= 0 && host < host_count());
+  return hosts_[host].domain;
+}
+
+const Domain& Network::domain_name(int domain) const {
+  HS_CHECK(domain >= 0 && domain < static_cast<int>(topology_.domains.size()));
+  return topology_.domains[domain].name;
+}
+
+int Network::nic_count(int host) const {
+  HS_CHECK(host >= 0 && host < host_count());
+  return static_cast<int>(hosts_[host].send_resources.size());
+}
+
+Distance Network::DistanceBetween(int src_host, int dst_host) const {
+  HS_CHECK(src_host >= 0 && src_host < host_count() && dst_host >= 0 && dst_host < host_count());
+  if (src_host == dst_host) return Distance::kSameHost;
+  return hosts_[src_host].domain == hosts_[dst_host].domain ? Distance::kSameDomain
+                                                            : Distance::kCrossDomain;
+}
+
+absl::StatusOr<int> Network::FindTrunk(absl::string_view domain_a,
+                                       absl::string_view domain_b) const {
+  for (size_t t = 0; t < topology_.trunks.size(); ++t) {
+    const TrunkSpec& spec = topology_.trunks[t];
+    if ((spec.domain_a == domain_a && spec.domain_b == domain_b) ||
+        (spec.domain_a == domain_b && spec.domain_b == domain_a)) {
+      return static_cast<int>(t);
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no trunk between domains '", domain_a, "' and '", domain_b, "'"));
+}
+
+bool Network::RouteBlocked(int src_domain, int dst_domain) const {
+  for (const RouteHop& hop : routes_[src_domain][dst_domain].hops) {
+    if (trunks_[hop.trunk].partitioned) return true;
+  }
+  return false;
+}
+
+DurationNs Network::RouteLatencyNs(int src_domain, int dst_domain) const {
+  DurationNs latency = 0;
+  for (const RouteHop& hop : routes_[src_domain][dst_domain].hops) {
+    latency += trunks_[hop.trunk].latency_ns + trunks_[hop.trunk].extra_latency_ns;
+  }
+  return latency;
+}
+
+bool Network::RouteCrosses(int src_domain, int dst_domain, int trunk) const {
+  for (const RouteHop& hop : routes_[src_domain][dst_domain].hops) {
+    if (hop.trunk == trunk) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
+  if (spec.src_host < 0 || spec.src_host >= host_count() || spec.dst_host < 0 ||
+      spec.dst_host >= host_count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flow hosts out of range: ", spec.src_host, " -> ", spec.dst_host));
+  }
+  if (spec.bytes < 0 || spec.bytes > knobs_.flow_bytes_max) {
+    return absl::InvalidArgumentError(absl::StrCat("flow of ", spec.bytes,
+                                                   " bytes outside [0, flow_bytes_max=",
+                                                   knobs_.flow_bytes_max, "]"));
+  }
+  if (spec.src_nic < -1 || spec.src_nic >= nic_count(spec.src_host) || spec.dst_nic < -1 ||
+      spec.dst_nic >= nic_count(spec.dst_host)) {
+    return absl::InvalidArgumentError("flow NIC index out of range");
+  }
+  if (flows_alive_ >= knobs_.flows_max) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("flows_max (", knobs_.flows_max, ") flows already alive"));
+  }
+  const int src_domain = hosts_[spec.src_host].domain;
+  const int dst_domain = hosts_[spec.dst_host].domain;
+  if (RouteBlocked(src_domain, dst_domain)) {
+    return absl::UnavailableError(absl::StrCat("route from domain '", domain_name(src_domain),
+                                               "' to '", domain_name(dst_domain),
+                                               "' crosses a partitioned trunk"));
+  }
+  uint32_t slot;
+  if (!free_flow_slots_.empty()) {
+    slot = free_flow_slots_.back();
+    free_flow_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  const FlowId id = next_flow_id_++;
+  Flow& flow = flows_[slot];
+  flow.id = id;
+  flow.src_host = spec.src_host;
+  flow.dst_host = spec.dst_host;
+  flow.src_nic = spec.src_nic;
+  flow.dst_nic = spec.dst_nic;
+  flow.distance = DistanceBetween(spec.src_host, spec.dst_host);
+  flow.bytes = spec.bytes;
+  flow.done = std::move(done);
+  const DurationNs setup_ns = knobs_.transfer_overhead_ns + RouteLatencyNs(src_domain, dst_domain);
+  flow.event = engine_->ScheduleAfter(setup_ns, [this, slot, id] { Activate(slot, id); });
+  flow_slot_.emplace(id, slot);
+  ++flows_alive_;
+  ++counters_.flows_started;
+  return id;
+}
+
+void Network::Activate(uint32_t slot, FlowId id) {
+  Flow& flow = flows_[slot];
+  HS_CHECK_MSG(flow.id == id && !flow.moving, "activation of a flow that is gone");
+  const HostState& src = hosts_[flow.src_host];
+  const HostState& dst = hosts_[flow.dst_host];
+  flow.event = kNoTimer;
+  flow.settled_ns = engine_->NowNs();
+  flow.remaining_work = static_cast<Work>(flow.bytes) * kWorkPerByte;
+  flow.resources.clear();
+  if (flow.distance == Distance::kSameHost) {
+    flow.resources.push_back(ResourceRef{src.local_resource, 0});
+  } else {
+    auto least_loaded = [this](const std::vector<uint32_t>& nics) {
+      size_t best = 0;
+      for (size_t n = 1; n < nics.size(); ++n) {
+        if (resources_[nics[n]].flows.size() < resources_[nics[best]].flows.size()) best = n;
+      }
+      return static_cast<int>(best);
+    };
+    if (flow.src_nic < 0) flow.src_nic = least_loaded(src.send_resources);
+    if (flow.dst_nic < 0) flow.dst_nic = least_loaded(dst.receive_resources);
+    flow.resources.push_back(ResourceRef{src.send_resources[flow.src_nic], 0});
+    for (const RouteHop& hop : routes_[src.domain][dst.domain].hops) {
+      const TrunkState& trunk = trunks_[hop.trunk];
+      flow.resources.push_back(
+          ResourceRef{hop.a_to_b ? trunk.resource_a_to_b : trunk.resource_b_to_a, 0});
+    }
+    flow.resources.push_back(ResourceRef{dst.receive_resources[flow.dst_nic], 0});
+  }
+  if (flow.bytes == 0) {  // nothing to move: done once set up
+    Complete(slot, id);
+    return;
+  }
+  flow.moving = true;
+  Attach(slot);
+  touched_.clear();
+  for (const ResourceRef& ref : flow.resources) touched_.push_back(ref.resource);
+  Reshare(touched_);
+}
+
+void Network::Attach(uint32_t slot) {
+  Flow& flow = flows_[slot];
+  for (ResourceRef& ref : flow.resources) {
+    std::vector<uint32_t>& members = resources_[ref.resource].flows;
+    ref.position = static_cast<uint32_t>(members.size());
+    members.push_back(slot);
+  }
+}
+
+void Network::Detach(uint32_t slot, std::vector<uint32_t>& touched) {
+  Flow& flow = flows_[slot];
+  for (const ResourceRef& ref : flow.resources) {
+    std::vector<uint32_t>& members = resources_[ref.resource].flows;
+    const uint32_t last = members.back();
+    members[ref.position] = last;
+    members.pop_back();
+    if (last != slot) {
+      for (ResourceRef& other : flows_[last].resources) {
+        if (other.resource == ref.resource) other.position = ref.position;
+      }
+    }
+    touched.push_back(ref.resource);
+  }
+  flow.moving = false;
+}
+
+void Network::Settle(Flow& flow) {
+  const TimeNs now = engine_->NowNs();
+  if (now == flow.settled_ns) return;
+  const Work progress = static_cast<Work>(flow.rate_bytes_per_sec) *
+                        static_cast<Work>(now - flow.settled_ns);
+  flow.remaining_work = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
+  flow.settled_ns = now;
+  CountProgress(flow);
+}
+
+void Network::CountProgress(Flow& flow) {
+  const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
+  const uint64_t bytes_done = static_cast<uint64_t>((total - flow.remaining_work) / kWorkPerByte);
+  const uint64_t delta = bytes_done - flow.bytes_counted;
+  if (delta == 0) return;
+  flow.bytes_counted = bytes_done;
+  counters_.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
+  counters_.host_bytes_sent[flow.src_host] += delta;
+  counters_.host_bytes_received[flow.dst_host] += delta;
+}
+
+TimeNs Network::CompletionTime(const Flow& flow) const {
+  const TimeNs now = engine_->NowNs();
+  if (flow.remaining_work == 0) return now;
+  const Work rate = static_cast<Work>(flow.rate_bytes_per_sec);
+  const Work wait = (flow.remaining_work + rate - 1) / rate;
+  const Work limit = static_cast<Work>(kFarFutureNs - now);
+  return now + static_cast<TimeNs>(std::min(wait, limit));
+}
+
+void Network::Complete(uint32_t slot, FlowId id) {
+  Flow& flow = flows_[slot];
+  HS_CHECK_MSG(flow.id == id, "completion of a flow that is gone");
+  touched_.clear();
+  if (flow.moving) {
+    Settle(flow);
+    HS_CHECK_MSG(flow.remaining_work == 0, "flow completion fired before its last byte");
+    Detach(slot, touched_);
+  }
+  CountProgress(flow);
+  FlowDone done = std::move(flow.done);
+  FreeSlot(slot);
+  ++counters_.flows_completed;
+  // Rates settle before `done` runs, so whatever it starts sees them current.
+  if (!touched_.empty()) Reshare(touched_);
+  std::move(done)(absl::OkStatus());
+}
+
+void Network::FreeSlot(uint32_t slot) {
+  Flow& flow = flows_[slot];
+  flow_slot_.erase(flow.id);
+  flow.id = 0;
+  flow.moving = false;
+  flow.rate_bytes_per_sec = 0;
+  flow.next_rate_bytes_per_sec = 0;
+  flow.remaining_work = 0;
+  flow.bytes_counted = 0;
+  flow.completion_ns = -1;
+  flow.event = kNoTimer;
+  flow.src_nic = -1;
+  flow.dst_nic = -1;
+  flow.resources.clear();
+  flow.done = nullptr;
+  free_flow_slots_.push_back(slot);
+  --flows_alive_;
+}
+
+void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& touched) {
+  HS_CHECK_MSG(!status.ok(), "a flow is failed with an error status");
+  Flow& flow = flows_[slot];
+  engine_->Cancel(flow.event);
+  if (flow.moving) {
+    Settle(flow);
+    Detach(slot, touched);
+  }
+  FlowDone done = std::move(flow.done);
+  FreeSlot(slot);
+  ++counters_.flows_failed;
+  // Posted, so a failure never calls back into the code that caused it.
+  engine_->Post([done = std::move(done), status = std::move(status)]() mutable {
+    std::move(done)(std::move(status));
+  });
+}
+
+bool Network::FailFlow(FlowId id, absl::Status status) {
+  auto it = flow_slot_.find(id);
+  if (it == flow_slot_.end()) return false;
+  std::vector<uint32_t> touched;
+  Fail(it->second, std::move(status), touched);
+  if (!touched.empty()) Reshare(touched);
+  return true;
+}
+
+int Network::FailFlowsOfHost(int host, absl::Status status) {
+  HS_CHECK(host >= 0 && host < host_count());
+  std::vector<std::pair<FlowId, uint32_t>> victims;
+  for (uint32_t slot = 0; slot < flows_.size(); ++slot) {
+    const Flow& flow = flows_[slot];
+    if (flow.id != 0 && (flow.src_host == host || flow.dst_host == host)) {
+      victims.emplace_back(flow.id, slot);
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  std::vector<uint32_t> touched;
+  for (const auto& [id, slot] : victims) Fail(slot, status, touched);
+  if (!touched.empty()) Reshare(touched);
+  return static_cast<int>(victims.size());
+}
+
+std::optional<FlowInfo> Network::GetFlow(FlowId id) const {
+  auto it = flow_slot_.find(id);
+  if (it == flow_slot_.end()) return std::nullopt;
+  const Flow& flow = flows_[it->second];
+  FlowInfo info;
+  info.id = id;
+  info.moving = flow.moving;
+  if (flow.moving) {
+    info.rate_bytes_per_sec = flow.rate_bytes_per_sec;
+    info.remaining_bytes =
+        static_cast<int64_t>((flow.remaining_work + kWorkPerByte - 1) / kWorkPerByte);
+    info.completion_ns = flow.completion_ns;
+  } else {
+    info.remaining_bytes = flow.bytes;
+  }
+  return info;
+}
+
+absl::Status Network::PartitionTrunk(absl::string_view domain_a, absl::string_view domain_b) {
+  absl::StatusOr<int> trunk = FindTrunk(domain_a, domain_b);
+  if (!trunk.ok()) return trunk.status();
+  if (trunks_[*trunk].partitioned) return absl::OkStatus();
+  trunks_[*trunk].partitioned = true;
+  std::vector<std::pair<FlowId, uint32_t>> victims;
+  for (uint32_t slot = 0; slot < flows_.size(); ++slot) {
+    const Flow& flow = flows_[slot];
+    if (flow.id != 0 &&
+        RouteCrosses(hosts_[flow.src_host].domain, hosts_[flow.dst_host].domain, *trunk)) {
+      victims.emplace_back(flow.id, slot);
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  std::vector<uint32_t> touched;
+  for (const auto& [id, slot] : victims) {
+    Fail(slot,
+         absl::UnavailableError(absl::StrCat("trunk between '", domain_a, "' and '", domain_b,
+                                             "' partitioned")),
+         touched);
+  }
+  if (!touched.empty()) Reshare(touched);
+  return absl::OkStatus();
+}
+
+absl::Status Network::HealTrunk(absl::string_view domain_a, absl::string_view domain_b) {
+  absl::StatusOr<int> trunk = FindTrunk(domain_a, domain_b);
+  if (!trunk.ok()) return trunk.status();
+  trunks_[*trunk].partitioned = false;
+  return absl::OkStatus();
+}
+
+absl::Status Network::DegradeTrunk(absl::string_view domain_a, absl::string_view domain_b,
+                                   int64_t bandwidth_percent, DurationNs extra_latency_ns) {
+  if (bandwidth_percent < 1 || bandwidth_percent > 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bandwidth_percent must be in [1, 100], got ", bandwidth_percent));
+  }
+  if (extra_latency_ns < 0) return absl::InvalidArgumentError("negative extra latency");
+  absl::StatusOr<int> index = FindTrunk(domain_a, domain_b);
+  if (!index.ok()) return index.status();
+  TrunkState& trunk = trunks_[*index];
+  trunk.bandwidth_percent = bandwidth_percent;
+  trunk.extra_latency_ns = extra_latency_ns;
+  const int64_t capacity = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<__int128>(trunk.effective_bytes_per_sec) *
+                              bandwidth_percent / 100));
+  resources_[trunk.resource_a_to_b].capacity_bytes_per_sec = capacity;
+  resources_[trunk.resource_b_to_a].capacity_bytes_per_sec = capacity;
+  const uint32_t seeds[] = {trunk.resource_a_to_b, trunk.resource_b_to_a};
+  Reshare(seeds);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DurationNs> Network::ControlLatencyNs(int src_host, int dst_host) {
+  const Distance distance = DistanceBetween(src_host, dst_host);
+  DurationNs base = 0;
+  switch (distance) {
+    case Distance::kSameHost:
+      base = knobs_.control_same_host_latency_ns;
+      break;
+    case Distance::kSameDomain:
+      base = knobs_.control_same_domain_latency_ns;
+      break;
+    case Distance::kCrossDomain: {
+      const int src_domain = hosts_[src_host].domain;
+      const int dst_domain = hosts_[dst_host].domain;
+      if (RouteBlocked(src_domain, dst_domain)) {
+        return absl::UnavailableError(
+            absl::StrCat("control message from '", hosts_[src_host].name, "' to '",
+                         hosts_[dst_host].name, "' crosses a partitioned trunk"));
+      }
+      base = knobs_.control_cross_domain_latency_ns + RouteLatencyNs(src_domain, dst_domain);
+      break;
+    }
+  }
+  const DurationNs jitter_max = static_cast<DurationNs>(
+      static_cast<__int128>(base) * knobs_.control_jitter_percent / 100);
+  const DurationNs jitter =
+      jitter_max > 0 ? static_cast<DurationNs>(rng_->Uniform(static_cast<uint64_t>(jitter_max) + 1))
+                     : 0;
+  ++counters_.control_messages_by_distance[static_cast<int>(distance)];
+  return base + jitter;
+}
+
+absl::Status Network::SendControl(int src_host, int dst_host, EventFn deliver) {
+  absl::StatusOr<DurationNs> latency = ControlLatencyNs(src_host, dst_host);
+  if (!latency.ok()) return latency.status();
+  engine_->ScheduleAfter(*latency, std::move(deliver));
+  return absl::OkStatus();
+}
+
+NetworkCounters Network::Counters() const {
+  NetworkCounters out = counters_;
+  const TimeNs now = engine_->NowNs();
+  for (const Flow& flow : flows_) {
+    if (flow.id == 0 || !flow.moving || now == flow.settled_ns) continue;
+    const Work progress = static_cast<Work>(flow.rate_bytes_per_sec) *
+                          static_cast<Work>(now - flow.settled_ns);
+    const Work remaining = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
+    const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
+    const uint64_t delta =
+        static_cast<uint64_t>((total - remaining) / kWorkPerByte) - flow.bytes_counted;
+    out.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
+    out.host_bytes_sent[flow.src_host] += delta;
+    out.host_bytes_received[flow.dst_host] += delta;
+  }
+  return out;
+}
+
+NicLoad Network::NicFlows(int host, int nic) const {
+  HS_CHECK(host >= 0 && host < host_count() && nic >= 0 && nic < nic_count(host));
+  NicLoad load;
+  load.send_flows = static_cast<int>(resources_[hosts_[host].send_resources[nic]].flows.size());
+  load.receive_flows =
+      static_cast<int>(resources_[hosts_[host].receive_resources[nic]].flows.size());
+  return load;
+}
+
+void Network::Reshare(absl::Span<const uint32_t> seeds) {
+  ++epoch_;
+  component_flows_.clear();
+  component_resources_.clear();
+  stack_.clear();
+  auto visit_resource = [this](uint32_t r) {
+    if (resources_[r].visit_epoch == epoch_) return;
+    resources_[r].visit_epoch = epoch_;
+    component_resources_.push_back(r);
+    stack_.push_back(r);
+  };
+  if (knobs_.selective_update) {
+    for (uint32_t r : seeds) visit_resource(r);
+  } else {
+    for (uint32_t r = 0; r < resources_.size(); ++r) {
+      if (!resources_[r].flows.empty()) visit_resource(r);
+    }
+  }
+  // Closure over "shares a resource with": flows of visited resources, and
+  // the resources of those flows.
+  while (!stack_.empty()) {
+    const uint32_t r = stack_.back();
+    stack_.pop_back();
+    for (uint32_t slot : resources_[r].flows) {
+      Flow& flow = flows_[slot];
+      if (flow.visit_epoch == epoch_) continue;
+      flow.visit_epoch = epoch_;
+      component_flows_.push_back(slot);
+      for (const ResourceRef& ref : flow.resources) visit_resource(ref.resource);
+    }
+  }
+  for (uint32_t slot : component_flows_) Settle(flows_[slot]);
+  Solve();
+  for (uint32_t slot : component_flows_) {
+    Flow& flow = flows_[slot];
+    flow.rate_bytes_per_sec = flow.next_rate_bytes_per_sec;
+    const TimeNs completion = CompletionTime(flow);
+    if (completion == flow.completion_ns) continue;
+    engine_->Cancel(flow.event);
+    const FlowId id = flow.id;
+    flow.completion_ns = completion;
+    flow.event = engine_->ScheduleAt(completion, [this, slot, id] { Complete(slot, id); });
+  }
+  last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
+  flows_recomputed_total_ += component_flows_.size();
+  ++rate_updates_;
+}
+
+void Network::Solve() {
+  // Progressive filling: repeatedly take the resource with the smallest fair
+  // share (capacity left / flows not yet fixed), give that share to its
+  // unfixed flows, and charge it to their other resources.
+  //
+  // A resource's share never falls while filling (charging it a share no
+  // larger than its own leaves (c - s) / (n - 1) >= c / n), so a heap entry's
+  // snapshot is a lower bound of the resource's current share. Entries are
+  // therefore not pushed on every change: a popped entry whose snapshot is out
+  // of date is pushed back with the current share, and only a current entry
+  // is a bottleneck. Each resource has at most one entry in the heap. (Only
+  // in the degenerate overload where the 1 B/s floor exceeds a fair share can
+  // a share fall; the order is then approximate, and still deterministic.)
+  auto later = [](const SolveEntry& a, const SolveEntry& b) {
+    // a.capacity / a.unfixed > b.capacity / b.unfixed, exactly.
+    const __int128 lhs = static_cast<__int128>(a.capacity) * b.unfixed;
+    const __int128 rhs = static_cast<__int128>(b.capacity) * a.unfixed;
+    if (lhs != rhs) return lhs > rhs;
+    return a.resource > b.resource;
+  };
+  solve_heap_.clear();
+  auto push = [this, &later](uint32_t r) {
+    Resource& res = resources_[r];
+    solve_heap_.push_back(SolveEntry{res.solve_capacity, res.solve_unfixed, r, res.solve_version});
+    std::push_heap(solve_heap_.begin(), solve_heap_.end(), later);
+  };
+  for (uint32_t r : component_resources_) {
+    Resource& res = resources_[r];
+    res.solve_capacity = res.capacity_bytes_per_sec;
+    res.solve_unfixed = static_cast<int64_t>(res.flows.size());
+    ++res.solve_version;
+    if (res.solve_unfixed > 0) push(r);
+  }
+  while (!solve_heap_.empty()) {
+    std::pop_heap(solve_heap_.begin(), solve_heap_.end(), later);
+    const SolveEntry entry = solve_heap_.back();
+    solve_heap_.pop_back();
+    Resource& bottleneck = resources_[entry.resource];
+    if (bottleneck.solve_unfixed == 0) continue;
+    if (entry.version != bottleneck.solve_version) {
+      push(entry.resource);
+      continue;
+    }
+    const int64_t share =
+        std::max<int64_t>(1, bottleneck.solve_capacity / bottleneck.solve_unfixed);
+    for (uint32_t slot : bottleneck.flows) {
+      Flow& flow = flows_[slot];
+      if (flow.fixed_epoch == epoch_) continue;
+      flow.fixed_epoch = epoch_;
+      flow.next_rate_bytes_per_sec = share;
+      for (const ResourceRef& ref : flow.resources) {
+        if (ref.resource == entry.resource) continue;
+        Resource& other = resources_[ref.resource];
+        other.solve_capacity = std::max<int64_t>(0, other.solve_capacity - share);
+        --other.solve_unfixed;
+        ++other.solve_version;
+      }
+    }
+    bottleneck.solve_unfixed = 0;
+  }
+}
+
+}  // namespace heatsink::sim
