@@ -1,0 +1,196 @@
+// File: sim/report_stats.cc
+#include "sim/report_stats.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "sim/report_format.h"
+
+namespace heatsink::sim {
+
+absl::Status ValidateRunResult(const RunResult& run) {
+  const size_t hosts = run.hosts.size();
+  if (run.host_domains.size() != hosts) {
+    return absl::InvalidArgumentError(absl::StrCat("run result: ", hosts, " hosts but ",
+                                                   run.host_domains.size(), " host domains"));
+  }
+  if (run.host_bytes_served.size() != hosts) {
+    return absl::InvalidArgumentError(absl::StrCat("run result: ", hosts, " hosts but ",
+                                                   run.host_bytes_served.size(),
+                                                   " entries in host_bytes_served"));
+  }
+  if (!run.intervals.empty() && run.time_step_ns <= 0) {
+    return absl::InvalidArgumentError("run result: intervals without a positive time_step_ns");
+  }
+  for (size_t i = 0; i < run.intervals.size(); ++i) {
+    const IntervalSample& sample = run.intervals[i];
+    if (sample.host_bytes_served.size() != hosts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "run result: interval ", i, " has ", sample.host_bytes_served.size(),
+          " host_bytes_served entries for ", hosts, " hosts"));
+    }
+    if (i > 0 && sample.t_start_ns <= run.intervals[i - 1].t_start_ns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run result: interval ", i, " does not start after interval ", i - 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+TimeNs NearestRankPercentile(const std::vector<TimeNs>& sorted, int64_t parts_per_million) {
+  HS_CHECK(parts_per_million > 0 && parts_per_million <= 1'000'000);
+  if (sorted.empty()) return 0;
+  const auto n = static_cast<unsigned __int128>(sorted.size());
+  const auto q = static_cast<unsigned __int128>(parts_per_million);
+  // ceil(q * n / 1e6) without floating point.
+  auto rank = static_cast<size_t>((q * n + 999'999) / 1'000'000);
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+LatencyPercentiles PercentilesOfSorted(const std::vector<TimeNs>& sorted) {
+  LatencyPercentiles p;
+  if (sorted.empty()) return p;
+  p.count = static_cast<int64_t>(sorted.size());
+  p.min_ns = sorted.front();
+  p.max_ns = sorted.back();
+  p.p50_ns = NearestRankPercentile(sorted, kP50);
+  p.p90_ns = NearestRankPercentile(sorted, kP90);
+  p.p99_ns = NearestRankPercentile(sorted, kP99);
+  p.p999_ns = NearestRankPercentile(sorted, kP999);
+  __int128 sum = 0;
+  for (TimeNs v : sorted) sum += v;
+  // Floor division, also for a (malformed) negative sum.
+  __int128 mean = sum / p.count;
+  if (sum % p.count != 0 && sum < 0) --mean;
+  p.mean_ns = static_cast<TimeNs>(mean);
+  return p;
+}
+
+LatencyPercentiles ComputeLatencyPercentiles(std::vector<TimeNs> latencies_ns) {
+  std::sort(latencies_ns.begin(), latencies_ns.end());
+  return PercentilesOfSorted(latencies_ns);
+}
+
+HostLoad ComputeHostLoad(const std::vector<uint64_t>& bytes_per_host) {
+  HostLoad load;
+  for (size_t h = 0; h < bytes_per_host.size(); ++h) {
+    load.total_bytes += bytes_per_host[h];
+    if (load.busiest_host < 0 || bytes_per_host[h] > load.max_bytes) {
+      load.max_bytes = bytes_per_host[h];
+      load.busiest_host = static_cast<int>(h);
+    }
+  }
+  if (load.total_bytes == 0) {
+    load.max_bytes = 0;
+    load.busiest_host = -1;
+    return load;
+  }
+  const auto hosts = static_cast<double>(bytes_per_host.size());
+  load.mean_bytes = static_cast<double>(load.total_bytes) / hosts;
+  load.max_over_mean = static_cast<double>(load.max_bytes) * hosts /
+                       static_cast<double>(load.total_bytes);
+  return load;
+}
+
+std::optional<double> LocalHitFraction(int64_t numa_reads, int64_t numa_local_reads) {
+  if (numa_reads <= 0) return std::nullopt;
+  return static_cast<double>(numa_local_reads) / static_cast<double>(numa_reads);
+}
+
+AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_by_outcome) {
+  AdmissionCounts counts;
+  constexpr absl::string_view kRejectedPrefix = "rejected/";
+  for (const auto& [key, count] : decisions_by_outcome) {
+    if (key == "accepted") {
+      counts.accepted += count;
+    } else if (key == "would_propose") {
+      counts.would_propose += count;
+    } else if (absl::StartsWith(key, kRejectedPrefix) && key.size() > kRejectedPrefix.size()) {
+      counts.rejected_by_reason[key.substr(kRejectedPrefix.size())] += count;
+      counts.rejected += count;
+    } else {
+      counts.other[key] += count;
+    }
+  }
+  return counts;
+}
+
+RunStats ComputeRunStats(const RunResult& run) {
+  HS_CHECK_OK(ValidateRunResult(run));
+  RunStats stats;
+  stats.sorted_latencies_ns = run.read_latencies_ns;
+  std::sort(stats.sorted_latencies_ns.begin(), stats.sorted_latencies_ns.end());
+  stats.latency = PercentilesOfSorted(stats.sorted_latencies_ns);
+  stats.host_load = ComputeHostLoad(run.host_bytes_served);
+  stats.local_hit_fraction = LocalHitFraction(run.numa_reads, run.numa_local_reads);
+  stats.admissions = CountAdmissions(run.decisions_by_outcome);
+  stats.intervals.reserve(run.intervals.size());
+  for (size_t i = 0; i < run.intervals.size(); ++i) {
+    const IntervalSample& sample = run.intervals[i];
+    IntervalStats interval{
+        .host_load = ComputeHostLoad(sample.host_bytes_served),
+        .local_hit_fraction = LocalHitFraction(sample.numa_reads, sample.numa_local_reads),
+    };
+    if (interval.host_load.busiest_host >= 0 &&
+        (stats.interval_max_over_mean_peak_index < 0 ||
+         interval.host_load.max_over_mean > stats.interval_max_over_mean_peak)) {
+      stats.interval_max_over_mean_peak = interval.host_load.max_over_mean;
+      stats.interval_max_over_mean_peak_index = static_cast<int>(i);
+    }
+    stats.intervals.push_back(std::move(interval));
+  }
+  return stats;
+}
+
+std::string RunLabel(const RunResult& run, size_t index) {
+  if (!run.label.empty()) return run.label;
+  return absl::StrCat("run", index + 1);
+}
+
+namespace {
+
+std::string FractionCell(const std::optional<double>& fraction) {
+  return fraction.has_value() ? FormatFixed(*fraction, 4) : "n/a";
+}
+
+}  // namespace
+
+std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
+                                         const std::vector<RunStats>& stats) {
+  HS_CHECK(runs.size() == stats.size());
+  std::vector<CompareRow> rows;
+  auto add = [&](std::string metric, auto cell_of) {
+    CompareRow row{.metric = std::move(metric), .cells = {}};
+    for (size_t i = 0; i < runs.size(); ++i) row.cells.push_back(cell_of(runs[i], stats[i]));
+    rows.push_back(std::move(row));
+  };
+  using R = const RunResult&;
+  using S = const RunStats&;
+  add("latency p50 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p50_ns); });
+  add("latency p90 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p90_ns); });
+  add("latency p99 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p99_ns); });
+  add("latency p999 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p999_ns); });
+  add("reads", [](R r, S) { return absl::StrCat(r.reads); });
+  add("bytes cross-domain", [](R r, S) { return FormatBytesIec(r.bytes_read.cross_domain); });
+  add("bottleneck host", [](R r, S s) {
+    return s.host_load.busiest_host >= 0 ? r.hosts[static_cast<size_t>(s.host_load.busiest_host)]
+                                         : std::string("n/a");
+  });
+  add("bottleneck host bytes", [](R, S s) { return FormatBytesIec(s.host_load.max_bytes); });
+  add("host load max/mean", [](R, S s) { return FormatFixed(s.host_load.max_over_mean, 3); });
+  add("copies", [](R r, S) { return absl::StrCat(r.copies_completed); });
+  add("copy bytes", [](R r, S) { return FormatBytesIec(r.copy_bytes); });
+  add("copy bytes cross-domain",
+      [](R r, S) { return FormatBytesIec(r.copy_bytes_cross_domain); });
+  add("extra memory peak", [](R r, S) { return FormatBytesIec(r.extra_memory_peak_bytes); });
+  add("would-propose", [](R, S s) { return absl::StrCat(s.admissions.would_propose); });
+  add("accepted", [](R, S s) { return absl::StrCat(s.admissions.accepted); });
+  add("local-hit fraction", [](R, S s) { return FractionCell(s.local_hit_fraction); });
+  return rows;
+}
+
+}  // namespace heatsink::sim

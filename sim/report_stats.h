@@ -1,0 +1,135 @@
+// File: sim/report_stats.h
+//
+// The numbers every simulator report is built from, computed from a
+// RunResult: exact read latency percentiles, per-host read load balance,
+// local-hit fraction, admissions by outcome, and the rows of the `compare`
+// table. All deterministic: integer inputs, fixed iteration order (hosts in
+// scenario order, std::map keys in sorted order), ties broken by the lowest
+// index.
+#ifndef HEATSINK_SIM_REPORT_STATS_H_
+#define HEATSINK_SIM_REPORT_STATS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/env/time.h"
+#include "sim/run_result.h"
+
+namespace heatsink::sim {
+
+// Checks the shape invariants the report writers rely on: hosts and
+// host_domains have the same length, every per-host vector (whole run and
+// per interval) has one entry per host, intervals are in increasing time
+// order and time_step_ns > 0 when there are intervals. INVALID_ARGUMENT
+// naming the first violation.
+[[nodiscard]] absl::Status ValidateRunResult(const RunResult& run);
+
+// Nearest-rank percentile of sorted samples: the smallest sample v such that
+// at least `parts_per_million` / 1e6 of the samples are <= v, i.e. the
+// sample at 1-based rank ceil(q * n) (at least rank 1). Exact: no
+// interpolation, integer arithmetic. Returns 0 for no samples.
+// REQUIRES: `sorted` ascending; 0 < parts_per_million <= 1'000'000.
+TimeNs NearestRankPercentile(const std::vector<TimeNs>& sorted, int64_t parts_per_million);
+
+inline constexpr int64_t kP50 = 500'000;
+inline constexpr int64_t kP90 = 900'000;
+inline constexpr int64_t kP99 = 990'000;
+inline constexpr int64_t kP999 = 999'000;
+
+// Read latency summary. Every field is 0 when count == 0. mean_ns is the
+// floor of the exact mean.
+struct LatencyPercentiles {
+  int64_t count = 0;
+  TimeNs min_ns = 0;
+  TimeNs p50_ns = 0;
+  TimeNs p90_ns = 0;
+  TimeNs p99_ns = 0;
+  TimeNs p999_ns = 0;
+  TimeNs max_ns = 0;
+  TimeNs mean_ns = 0;
+};
+
+// REQUIRES: `sorted` ascending.
+LatencyPercentiles PercentilesOfSorted(const std::vector<TimeNs>& sorted);
+// Sorts a copy of the samples.
+LatencyPercentiles ComputeLatencyPercentiles(std::vector<TimeNs> latencies_ns);
+
+// Read load balance across hosts (bytes served). mean = total / hosts;
+// max_over_mean = max * hosts / total: 1.0 is perfectly even, `hosts` means
+// one host served everything. With no hosts or no bytes, mean and
+// max_over_mean are 0 and busiest_host is -1. The busiest host is the one
+// with the most bytes, the lowest index on a tie.
+struct HostLoad {
+  uint64_t total_bytes = 0;
+  uint64_t max_bytes = 0;
+  double mean_bytes = 0;
+  double max_over_mean = 0;
+  int busiest_host = -1;  // index into RunResult::hosts
+};
+
+HostLoad ComputeHostLoad(const std::vector<uint64_t>& bytes_per_host);
+
+// numa_local_reads / numa_reads; nullopt when there were no NUMA reads
+// (the fraction is undefined, not zero).
+std::optional<double> LocalHitFraction(int64_t numa_reads, int64_t numa_local_reads);
+
+// Admission decisions by outcome, from RunResult::decisions_by_outcome
+// ("accepted", "would_propose", "rejected/<reason>"). Keys of any other form
+// are kept in `other` rather than dropped.
+struct AdmissionCounts {
+  int64_t accepted = 0;
+  int64_t would_propose = 0;
+  int64_t rejected = 0;                             // sum of rejected_by_reason
+  std::map<std::string, int64_t> rejected_by_reason;  // reason word -> count
+  std::map<std::string, int64_t> other;
+};
+
+AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_by_outcome);
+
+// Per-interval derived values, parallel to RunResult::intervals.
+struct IntervalStats {
+  HostLoad host_load;
+  std::optional<double> local_hit_fraction;
+};
+
+// Everything a report derives from a run. REQUIRES: ValidateRunResult(run) ok.
+struct RunStats {
+  std::vector<TimeNs> sorted_latencies_ns;
+  LatencyPercentiles latency;
+  HostLoad host_load;
+  std::optional<double> local_hit_fraction;
+  AdmissionCounts admissions;
+  std::vector<IntervalStats> intervals;
+  // Highest per-interval max/mean and the first interval that reached it
+  // (-1 without intervals or load).
+  double interval_max_over_mean_peak = 0;
+  int interval_max_over_mean_peak_index = -1;
+};
+
+RunStats ComputeRunStats(const RunResult& run);
+
+// The label a run is shown under: RunResult::label, or "run<index+1>" when
+// the label is empty.
+std::string RunLabel(const RunResult& run, size_t index);
+
+// One row of the `compare` table: a metric and one formatted cell per run.
+struct CompareRow {
+  std::string metric;
+  std::vector<std::string> cells;
+};
+
+// The compare table's rows, in display order: latency p50/p90/p99/p999 (ms),
+// reads, bytes cross-domain, bottleneck (busiest) host and its bytes, host
+// load max/mean, copies, copy bytes, cross-domain copy bytes, extra memory
+// peak, would-propose and accepted counts, local-hit fraction.
+// REQUIRES: stats[i] == ComputeRunStats(runs[i]).
+std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
+                                         const std::vector<RunStats>& stats);
+
+}  // namespace heatsink::sim
+
+#endif  // HEATSINK_SIM_REPORT_STATS_H_
