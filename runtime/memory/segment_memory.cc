@@ -1,0 +1,166 @@
+#include "runtime/memory/segment_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+
+namespace heatsink::runtime {
+namespace {
+
+class AlignedBuffer final : public SegmentBuffer {
+ public:
+  AlignedBuffer(uint8_t* data, uint64_t size_bytes) : data_(data), size_bytes_(size_bytes) {}
+  ~AlignedBuffer() override { std::free(data_); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+  uint8_t* data() override { return data_; }
+  uint64_t size_bytes() const override { return size_bytes_; }
+
+ private:
+  uint8_t* const data_;
+  const uint64_t size_bytes_;
+};
+
+}  // namespace
+
+AlignedSegmentAllocator::AlignedSegmentAllocator(size_t alignment_bytes)
+    : alignment_bytes_(alignment_bytes) {
+  HS_CHECK_MSG(alignment_bytes_ >= sizeof(void*) &&
+                   (alignment_bytes_ & (alignment_bytes_ - 1)) == 0,
+               "alignment must be a power of two of at least pointer size");
+}
+
+absl::StatusOr<std::unique_ptr<SegmentBuffer>> AlignedSegmentAllocator::Allocate(
+    uint64_t size_bytes) {
+  if (size_bytes == 0 || size_bytes > std::numeric_limits<size_t>::max() - alignment_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot allocate ", size_bytes, " bytes"));
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment_bytes_, static_cast<size_t>(size_bytes)) != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("allocating a segment of ", size_bytes, " bytes failed"));
+  }
+  std::memset(p, 0, static_cast<size_t>(size_bytes));
+  return std::make_unique<AlignedBuffer>(static_cast<uint8_t*>(p), size_bytes);
+}
+
+absl::Status CheckSegmentRange(uint64_t segment_bytes, uint64_t offset, uint64_t size) {
+  if (offset > segment_bytes || size > segment_bytes - offset) {
+    return absl::OutOfRangeError(absl::StrCat("range [", offset, ", +", size,
+                                              ") leaves a segment of ", segment_bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SegmentMemoryKnobs::Validate() const {
+  if (segments_max == 0) return absl::InvalidArgumentError("segments_max must be positive");
+  if (segment_bytes_max == 0) {
+    return absl::InvalidArgumentError("segment_bytes_max must be positive");
+  }
+  return absl::OkStatus();
+}
+
+SegmentMemory::SegmentMemory(SegmentAllocator* allocator, SegmentMemoryKnobs knobs)
+    : allocator_(allocator), knobs_(knobs) {
+  HS_CHECK(allocator_ != nullptr);
+  HS_CHECK_OK(knobs_.Validate());
+}
+
+absl::Status SegmentMemory::Create(SegmentId id, uint64_t size_bytes) {
+  if (!id.valid()) return absl::InvalidArgumentError("segment id 0 is never issued");
+  if (size_bytes == 0 || size_bytes > knobs_.segment_bytes_max) {
+    return absl::InvalidArgumentError(absl::StrCat("segment size ", size_bytes,
+                                                   " outside (0, segment_bytes_max=",
+                                                   knobs_.segment_bytes_max, "]"));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (segments_.contains(id)) {
+      return absl::AlreadyExistsError(absl::StrCat("segment ", id.value, " already exists"));
+    }
+    if (segments_.size() >= knobs_.segments_max) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("segments_max=", knobs_.segments_max, " reached"));
+    }
+  }
+  // Allocation (and zero-filling) happens outside the lock; a concurrent
+  // Create of the same id is caught again below.
+  HS_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer, allocator_->Allocate(size_bytes));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (segments_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrCat("segment ", id.value, " already exists"));
+  }
+  if (segments_.size() >= knobs_.segments_max) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("segments_max=", knobs_.segments_max, " reached"));
+  }
+  segments_.emplace(id, std::shared_ptr<SegmentBuffer>(std::move(buffer)));
+  return absl::OkStatus();
+}
+
+absl::Status SegmentMemory::Remove(SegmentId id) {
+  std::shared_ptr<SegmentBuffer> released;  // freed outside the lock
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = segments_.find(id);
+  if (it == segments_.end()) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
+  released = std::move(it->second);
+  segments_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<SegmentBuffer>> SegmentMemory::Find(SegmentId id) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = segments_.find(id);
+  if (it == segments_.end()) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
+  return it->second;
+}
+
+absl::StatusOr<SegmentRegion> SegmentMemory::Region(SegmentId id, uint64_t offset,
+                                                    uint64_t size) const {
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<SegmentBuffer> buffer, Find(id));
+  HS_RETURN_IF_ERROR(CheckSegmentRange(buffer->size_bytes(), offset, size));
+  SegmentRegion region;
+  region.data = buffer->data() + offset;
+  region.size_bytes = size;
+  region.buffer = std::move(buffer);
+  return region;
+}
+
+absl::Status SegmentMemory::Write(SegmentId id, uint64_t offset, absl::string_view bytes) {
+  HS_ASSIGN_OR_RETURN(SegmentRegion region, Region(id, offset, bytes.size()));
+  if (!bytes.empty()) std::memcpy(region.data, bytes.data(), bytes.size());
+  return absl::OkStatus();
+}
+
+absl::Status SegmentMemory::ReadInto(SegmentId id, uint64_t offset,
+                                     absl::Span<uint8_t> out) const {
+  HS_ASSIGN_OR_RETURN(SegmentRegion region, Region(id, offset, out.size()));
+  if (!out.empty()) std::memcpy(out.data(), region.data, out.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SegmentMemory::Read(SegmentId id, uint64_t offset,
+                                                uint64_t size) const {
+  HS_ASSIGN_OR_RETURN(SegmentRegion region, Region(id, offset, size));
+  return std::string(reinterpret_cast<const char*>(region.data), static_cast<size_t>(size));
+}
+
+std::vector<SegmentId> SegmentMemory::ids() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<SegmentId> out;
+  out.reserve(segments_.size());
+  for (const auto& [id, buffer] : segments_) out.push_back(id);
+  return out;
+}
+
+size_t SegmentMemory::size() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return segments_.size();
+}
+
+}  // namespace heatsink::runtime

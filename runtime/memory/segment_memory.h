@@ -1,0 +1,133 @@
+// File: runtime/memory/segment_memory.h
+//
+// The bytes of the segments a store process owns: segment id -> one contiguous
+// buffer. Where the memory comes from is a SegmentAllocator's business (plain
+// aligned allocation here; NUMA-bound memory later sits behind the same
+// interface), so transports and the store see only SegmentBuffer.
+//
+// Lifetime: buffers are shared. Remove() drops the registry's reference; a
+// transport that is reading or writing the segment (or has it registered with
+// a NIC) keeps its own reference, so the memory is released only when the
+// last user lets go.
+//
+// Concurrency: the registry is thread-safe. The bytes are not synchronised:
+// the control plane's leases guarantee that a region being written by a copy
+// is not read or written by anyone else at the same time.
+//
+// Example:
+//   AlignedSegmentAllocator allocator;
+//   SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
+//   HS_RETURN_IF_ERROR(memory.Create(SegmentId(7), 64 << 20));
+//   HS_RETURN_IF_ERROR(memory.Write(SegmentId(7), /*offset=*/4096, bytes));
+//   HS_ASSIGN_OR_RETURN(std::string back, memory.Read(SegmentId(7), 4096, bytes.size()));
+#ifndef HEATSINK_RUNTIME_MEMORY_SEGMENT_MEMORY_H_
+#define HEATSINK_RUNTIME_MEMORY_SEGMENT_MEMORY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/model/ids.h"
+
+namespace heatsink::runtime {
+
+// One segment's memory: `size_bytes()` contiguous bytes at `data()`, valid
+// until the buffer is destroyed.
+class SegmentBuffer {
+ public:
+  virtual ~SegmentBuffer() = default;
+  virtual uint8_t* data() = 0;
+  virtual uint64_t size_bytes() const = 0;
+};
+
+// Produces segment buffers. Thread-safe.
+class SegmentAllocator {
+ public:
+  virtual ~SegmentAllocator() = default;
+  // RESOURCE_EXHAUSTED when the memory cannot be obtained.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<SegmentBuffer>> Allocate(
+      uint64_t size_bytes) = 0;
+};
+
+// Page-aligned heap memory, zero-filled (so a fresh replica region never
+// exposes another tenant's old bytes).
+class AlignedSegmentAllocator final : public SegmentAllocator {
+ public:
+  explicit AlignedSegmentAllocator(size_t alignment_bytes = 4096);
+  AlignedSegmentAllocator(const AlignedSegmentAllocator&) = delete;
+  AlignedSegmentAllocator& operator=(const AlignedSegmentAllocator&) = delete;
+
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<SegmentBuffer>> Allocate(
+      uint64_t size_bytes) override;
+
+ private:
+  const size_t alignment_bytes_;
+};
+
+// OK when [offset, offset + size) lies inside a segment of `segment_bytes`
+// (overflow-safe); OUT_OF_RANGE otherwise.
+[[nodiscard]] absl::Status CheckSegmentRange(uint64_t segment_bytes, uint64_t offset,
+                                             uint64_t size);
+
+struct SegmentMemoryKnobs {
+  size_t segments_max = 64;
+  uint64_t segment_bytes_max = uint64_t{1} << 40;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// A bounds-checked window into a segment. Holds the buffer alive.
+struct SegmentRegion {
+  std::shared_ptr<SegmentBuffer> buffer;
+  uint8_t* data = nullptr;
+  uint64_t size_bytes = 0;
+};
+
+class SegmentMemory {
+ public:
+  // `allocator` must outlive this registry.
+  SegmentMemory(SegmentAllocator* allocator, SegmentMemoryKnobs knobs);
+  SegmentMemory(const SegmentMemory&) = delete;
+  SegmentMemory& operator=(const SegmentMemory&) = delete;
+
+  // INVALID_ARGUMENT for an invalid id or a size of 0 or above
+  // segment_bytes_max; ALREADY_EXISTS; RESOURCE_EXHAUSTED at segments_max or
+  // when the allocator fails.
+  [[nodiscard]] absl::Status Create(SegmentId id, uint64_t size_bytes);
+  // NOT_FOUND for an unknown id. See "Lifetime" above.
+  [[nodiscard]] absl::Status Remove(SegmentId id);
+
+  // NOT_FOUND for an unknown id.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<SegmentBuffer>> Find(SegmentId id) const;
+  // NOT_FOUND, or OUT_OF_RANGE when the window leaves the segment.
+  [[nodiscard]] absl::StatusOr<SegmentRegion> Region(SegmentId id, uint64_t offset,
+                                                     uint64_t size) const;
+
+  [[nodiscard]] absl::Status Write(SegmentId id, uint64_t offset, absl::string_view bytes);
+  [[nodiscard]] absl::Status ReadInto(SegmentId id, uint64_t offset,
+                                      absl::Span<uint8_t> out) const;
+  [[nodiscard]] absl::StatusOr<std::string> Read(SegmentId id, uint64_t offset,
+                                                 uint64_t size) const;
+
+  // Ids in ascending order.
+  std::vector<SegmentId> ids() const;
+  size_t size() const;
+
+ private:
+  SegmentAllocator* const allocator_;
+  const SegmentMemoryKnobs knobs_;
+  mutable std::mutex mu_;  // guards segments_
+  std::map<SegmentId, std::shared_ptr<SegmentBuffer>> segments_;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_MEMORY_SEGMENT_MEMORY_H_

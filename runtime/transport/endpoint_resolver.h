@@ -1,0 +1,48 @@
+// File: runtime/transport/endpoint_resolver.h
+//
+// Where a segment's bytes are served: segment id -> the data endpoint
+// ("host:port") of the store that mounted it. The store fills it from the
+// master's segment descriptors; tests and tools use the static table.
+#ifndef HEATSINK_RUNTIME_TRANSPORT_ENDPOINT_RESOLVER_H_
+#define HEATSINK_RUNTIME_TRANSPORT_ENDPOINT_RESOLVER_H_
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/model/ids.h"
+
+namespace heatsink::runtime {
+
+class EndpointResolver {
+ public:
+  virtual ~EndpointResolver() = default;
+  // NOT_FOUND when the segment's store is unknown. Thread-safe.
+  [[nodiscard]] virtual absl::StatusOr<std::string> Resolve(SegmentId segment) const = 0;
+};
+
+// A thread-safe table, bounded by `entries_max`.
+class StaticEndpointResolver final : public EndpointResolver {
+ public:
+  explicit StaticEndpointResolver(size_t entries_max = 4096) : entries_max_(entries_max) {}
+  StaticEndpointResolver(const StaticEndpointResolver&) = delete;
+  StaticEndpointResolver& operator=(const StaticEndpointResolver&) = delete;
+
+  // Adds or replaces; RESOURCE_EXHAUSTED when a new entry would pass entries_max.
+  [[nodiscard]] absl::Status Set(SegmentId segment, absl::string_view endpoint);
+  void Erase(SegmentId segment);
+  [[nodiscard]] absl::StatusOr<std::string> Resolve(SegmentId segment) const override;
+
+ private:
+  const size_t entries_max_;
+  mutable std::mutex mu_;  // guards endpoints_
+  std::map<SegmentId, std::string> endpoints_;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_TRANSPORT_ENDPOINT_RESOLVER_H_

@@ -1,0 +1,170 @@
+#include "runtime/transport/tcp_data_mover.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "runtime/transport/wire.h"
+
+namespace heatsink::runtime {
+namespace {
+
+// Keeps a socket registered with ActiveSockets while it is in use.
+class ActiveGuard {
+ public:
+  ActiveGuard(ActiveSockets* active, const Socket* socket)
+      : active_(active), socket_(socket), added_(active->Add(socket)) {}
+  ~ActiveGuard() {
+    if (added_) active_->Remove(socket_);
+  }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+  bool added() const { return added_; }
+
+ private:
+  ActiveSockets* const active_;
+  const Socket* const socket_;
+  const bool added_;
+};
+
+}  // namespace
+
+bool ActiveSockets::Add(const Socket* socket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (broken_) return false;
+  sockets_.insert(socket);
+  return true;
+}
+
+void ActiveSockets::Remove(const Socket* socket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  sockets_.erase(socket);
+}
+
+void ActiveSockets::BreakAll() {
+  std::unique_lock<std::mutex> lock(mu_);
+  broken_ = true;
+  for (const Socket* s : sockets_) s->ShutdownBoth();
+}
+
+TcpDataMover::TcpDataMover(SegmentMemory* local, EndpointResolver* resolver,
+                           const TcpTransportKnobs& knobs)
+    : local_(local),
+      resolver_(resolver),
+      knobs_(knobs),
+      pool_(&clock_, ThreadPoolOptions{.threads = knobs.copy_threads,
+                                       .pending_max = 2 * knobs.copies_in_flight_max + 16}) {
+  HS_CHECK(local_ != nullptr && resolver_ != nullptr);
+  HS_CHECK_OK(knobs_.Validate());
+}
+
+TcpDataMover::~TcpDataMover() { Shutdown(); }
+
+void TcpDataMover::StartCopy(const CopyRange& range,
+                             absl::AnyInvocable<void(absl::Status) &&> done) {
+  HS_CHECK_MSG(accepting_.load(), "TcpDataMover::StartCopy after Shutdown");
+  if (in_flight_.fetch_add(1) >= knobs_.copies_in_flight_max) {
+    in_flight_.fetch_sub(1);
+    pool_.Post([done = std::move(done), max = knobs_.copies_in_flight_max]() mutable {
+      std::move(done)(absl::ResourceExhaustedError(
+          absl::StrCat("copies_in_flight_max=", max, " reached")));
+    });
+    return;
+  }
+  pool_.Post([this, range, done = std::move(done)]() mutable {
+    absl::Status status = RunCopy(range);
+    in_flight_.fetch_sub(1);
+    std::move(done)(std::move(status));
+  });
+}
+
+absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
+  if (!accepting_.load()) return absl::UnavailableError("data mover shut down");
+  HS_ASSIGN_OR_RETURN(SegmentRegion source,
+                      local_->Region(range.source_segment, range.source_offset, range.size_bytes));
+  HS_ASSIGN_OR_RETURN(std::string endpoint, resolver_->Resolve(range.target_segment));
+  HS_ASSIGN_OR_RETURN(Socket socket,
+                      ConnectTcp(endpoint, knobs_.connect_timeout_ms, knobs_.io_timeout_ms));
+  ActiveGuard guard(&active_, &socket);
+  if (!guard.added()) return absl::UnavailableError("data mover shut down");
+
+  const wire::RangeRequest request{range.target_segment, range.target_offset, range.size_bytes};
+  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeRange(request)));
+  // The target validates the range before any byte is sent; its rejection
+  // (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED) is returned as it came.
+  HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));
+
+  uint64_t sent = 0;
+  while (sent < range.size_bytes) {
+    const uint32_t n =
+        static_cast<uint32_t>(std::min<uint64_t>(knobs_.chunk_bytes, range.size_bytes - sent));
+    uint8_t header[wire::kHeaderBytes];
+    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
+    HS_RETURN_IF_ERROR(SendAll2(socket, header, sizeof(header), source.data + sent, n));
+    sent += n;
+  }
+  uint64_t landed = 0;
+  absl::Status acked = wire::RecvStatus(socket, &landed);
+  if (!acked.ok()) {
+    return absl::UnavailableError(absl::StrCat("copy to ", endpoint, " not acknowledged: ",
+                                               acked.message()));
+  }
+  if (landed != range.size_bytes) {
+    return absl::UnavailableError(absl::StrCat("target acknowledged ", landed, " of ",
+                                               range.size_bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+void TcpDataMover::Shutdown() {
+  accepting_.store(false);
+  active_.BreakAll();
+  // Queued copies run, see !accepting_ and fail fast; running ones fail on
+  // their broken sockets. Either way every `done` runs before this returns.
+  pool_.Shutdown();
+}
+
+absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint64_t offset,
+                            absl::Span<uint8_t> out, const TcpTransportKnobs& knobs) {
+  if (out.size() > knobs.read_bytes_max) {
+    return absl::ResourceExhaustedError(absl::StrCat("read of ", out.size(),
+                                                     " bytes above read_bytes_max=",
+                                                     knobs.read_bytes_max));
+  }
+  HS_ASSIGN_OR_RETURN(Socket socket,
+                      ConnectTcp(endpoint, knobs.connect_timeout_ms, knobs.io_timeout_ms));
+  const wire::RangeRequest request{segment, offset, out.size()};
+  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kRead, wire::EncodeRange(request)));
+  uint64_t size = 0;
+  HS_RETURN_IF_ERROR(wire::RecvStatus(socket, &size));
+  if (size != out.size()) return absl::UnavailableError("protocol error: read size mismatch");
+  uint64_t got = 0;
+  while (got < out.size()) {
+    HS_ASSIGN_OR_RETURN(wire::FrameHeader header, wire::RecvHeader(socket, knobs.frame_bytes_max));
+    if (header.type != wire::FrameType::kData || header.payload_bytes > out.size() - got) {
+      return absl::UnavailableError("protocol error: bad data frame in a read");
+    }
+    HS_RETURN_IF_ERROR(RecvAll(socket, out.data() + got, header.payload_bytes));
+    got += header.payload_bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadRemote(absl::string_view endpoint, SegmentId segment,
+                                       uint64_t offset, uint64_t size,
+                                       const TcpTransportKnobs& knobs) {
+  if (size > knobs.read_bytes_max) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("read of ", size, " bytes above read_bytes_max=", knobs.read_bytes_max));
+  }
+  std::string out(static_cast<size_t>(size), '\0');
+  HS_RETURN_IF_ERROR(ReadRemoteInto(endpoint, segment, offset,
+                                    absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()),
+                                                   out.size()),
+                                    knobs));
+  return out;
+}
+
+}  // namespace heatsink::runtime

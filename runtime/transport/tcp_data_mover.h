@@ -1,0 +1,110 @@
+// File: runtime/transport/tcp_data_mover.h
+//
+// The plain TCP DataMover (the fallback data plane). It runs on the source
+// store: a copy reads [source_offset, +size) from a local segment and pushes
+// it, pipelined in chunk_bytes DATA frames, to the target store's data
+// endpoint (found through the EndpointResolver), which writes the bytes at
+// target_offset. `done` gets OK only after the target acknowledged that every
+// byte landed. Errors: NOT_FOUND (unknown local segment or no endpoint for the
+// target), OUT_OF_RANGE (either range), RESOURCE_EXHAUSTED (copies_in_flight_max
+// or the target's connections_max), UNAVAILABLE (connection refused, broken,
+// timed out, or the mover shut down). Errors reported by the target keep the
+// target's code.
+//
+// Each copy (and each ReadRemote) uses its own short-lived connection: a
+// loopback or LAN connect costs far less than moving an object, and it keeps
+// a broken transfer from poisoning the next one.
+//
+// Also ReadRemote: a client or store reading a replica from a store's data
+// endpoint.
+//
+// Thread safety: all methods are thread-safe. `done` runs on one of the
+// mover's copy threads, never inside StartCopy.
+#ifndef HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_MOVER_H_
+#define HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_MOVER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/env/data_mover.h"
+#include "runtime/env/steady_clock.h"
+#include "runtime/env/thread_pool_executor.h"
+#include "runtime/memory/segment_memory.h"
+#include "runtime/transport/endpoint_resolver.h"
+#include "runtime/transport/socket.h"
+#include "runtime/transport/tcp_knobs.h"
+
+namespace heatsink::runtime {
+
+// Tracks sockets that blocked transfers use, so a shutdown can break them.
+class ActiveSockets {
+ public:
+  ActiveSockets() = default;
+  ActiveSockets(const ActiveSockets&) = delete;
+  ActiveSockets& operator=(const ActiveSockets&) = delete;
+
+  // False (and nothing tracked) once BreakAll has run.
+  [[nodiscard]] bool Add(const Socket* socket);
+  void Remove(const Socket* socket);
+  // Shuts down every tracked socket now and every later Add fails.
+  void BreakAll();
+
+ private:
+  std::mutex mu_;  // guards broken_ and sockets_
+  bool broken_ = false;
+  std::set<const Socket*> sockets_;
+};
+
+class TcpDataMover final : public DataMover {
+ public:
+  // `local` (the source store's segments) and `resolver` must outlive the mover.
+  TcpDataMover(SegmentMemory* local, EndpointResolver* resolver, const TcpTransportKnobs& knobs);
+  ~TcpDataMover() override;  // calls Shutdown()
+  TcpDataMover(const TcpDataMover&) = delete;
+  TcpDataMover& operator=(const TcpDataMover&) = delete;
+
+  // REQUIRES: Shutdown() has not started.
+  void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) override;
+
+  // Breaks running copies (their `done` gets UNAVAILABLE), fails queued ones
+  // with UNAVAILABLE, and returns once every `done` has been called.
+  void Shutdown();
+
+  size_t copies_in_flight() const { return in_flight_.load(); }
+
+ private:
+  absl::Status RunCopy(const CopyRange& range);
+
+  SegmentMemory* const local_;
+  EndpointResolver* const resolver_;
+  const TcpTransportKnobs knobs_;
+  std::atomic<size_t> in_flight_{0};
+  std::atomic<bool> accepting_{true};
+  ActiveSockets active_;
+  SteadyClock clock_;
+  ThreadPoolExecutor pool_;
+};
+
+// Reads [offset, +size) of `segment` from the store serving `endpoint` into
+// `out` (size = out.size()). Errors as for copies; RESOURCE_EXHAUSTED above
+// knobs.read_bytes_max.
+[[nodiscard]] absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment,
+                                          uint64_t offset, absl::Span<uint8_t> out,
+                                          const TcpTransportKnobs& knobs);
+[[nodiscard]] absl::StatusOr<std::string> ReadRemote(absl::string_view endpoint,
+                                                     SegmentId segment, uint64_t offset,
+                                                     uint64_t size,
+                                                     const TcpTransportKnobs& knobs);
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_MOVER_H_

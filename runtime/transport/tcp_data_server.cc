@@ -1,0 +1,199 @@
+#include "runtime/transport/tcp_data_server.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+
+namespace heatsink::runtime {
+
+absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(
+    SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma) {
+  HS_CHECK(segments != nullptr);
+  HS_RETURN_IF_ERROR(knobs.Validate());
+  HS_ASSIGN_OR_RETURN(Socket listener,
+                      ListenTcp(knobs.listen_host, knobs.listen_port, knobs.listen_backlog));
+  HS_ASSIGN_OR_RETURN(int port, LocalPort(listener));
+  return std::unique_ptr<TcpDataServer>(
+      new TcpDataServer(segments, knobs, rma, std::move(listener), port));
+}
+
+TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs,
+                             RmaGrantProvider* rma, Socket listener, int port)
+    : segments_(segments),
+      knobs_(knobs),
+      rma_(rma),
+      listener_(std::move(listener)),
+      port_(port),
+      endpoint_(absl::StrCat(knobs.listen_host, ":", port)) {
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+}
+
+TcpDataServer::~TcpDataServer() { Shutdown(); }
+
+void TcpDataServer::Shutdown() {
+  std::unique_lock<std::mutex> shutdown_lock(shutdown_mu_);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopping_ = true;
+    for (auto& [id, connection] : connections_) connection->socket.ShutdownBoth();
+  }
+  // On Linux, shutting down a listening socket wakes a thread blocked in accept.
+  listener_.ShutdownBoth();
+  accept_thread_.join();
+  // No new connection can appear now; wait for the live ones to notice.
+  std::map<uint64_t, std::unique_ptr<Connection>> live;
+  std::vector<std::unique_ptr<Connection>> finished;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    live.swap(connections_);
+    finished.swap(finished_);
+  }
+  for (auto& [id, connection] : live) connection->thread.join();
+  for (auto& connection : finished) connection->thread.join();
+  // Threads that finished while we joined moved themselves to finished_.
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    finished.swap(finished_);
+  }
+  for (auto& connection : finished) {
+    if (connection->thread.joinable()) connection->thread.join();
+  }
+  listener_.Close();
+  std::unique_lock<std::mutex> lock(mu_);
+  stopped_ = true;
+}
+
+void TcpDataServer::ReapFinished() {
+  std::vector<std::unique_ptr<Connection>> finished;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    finished.swap(finished_);
+  }
+  for (auto& connection : finished) connection->thread.join();
+}
+
+void TcpDataServer::AcceptLoop() {
+  while (true) {
+    absl::StatusOr<Socket> accepted = AcceptTcp(listener_);
+    ReapFinished();
+    if (!accepted.ok()) return;  // listener shut down
+    Socket socket = *std::move(accepted);
+    if (!ConfigureStream(socket, knobs_.io_timeout_ms).ok()) continue;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (connections_.size() >= knobs_.connections_max) {
+      connections_rejected_.fetch_add(1);
+      // Best effort: the peer learns why before the close.
+      (void)wire::SendStatus(socket,
+                             absl::ResourceExhaustedError(absl::StrCat(
+                                 "data server at connections_max=", knobs_.connections_max)),
+                             0);
+      continue;
+    }
+    const uint64_t id = next_id_++;
+    auto connection = std::make_unique<Connection>();
+    connection->socket = std::move(socket);
+    const Socket* s = &connection->socket;
+    Connection* raw = connection.get();
+    connections_.emplace(id, std::move(connection));
+    raw->thread = std::thread([this, id, s] { Serve(id, s); });
+  }
+}
+
+void TcpDataServer::Serve(uint64_t id, const Socket* socket) {
+  while (true) {
+    absl::StatusOr<std::pair<wire::FrameType, std::string>> frame = wire::RecvControl(*socket);
+    if (!frame.ok()) break;
+    absl::StatusOr<wire::RangeRequest> request = wire::DecodeRange(frame->second);
+    if (!request.ok()) {
+      (void)wire::SendStatus(*socket, request.status(), 0);
+      break;
+    }
+    bool keep = false;
+    switch (frame->first) {
+      case wire::FrameType::kWrite:
+        keep = HandleWrite(*socket, *request);
+        break;
+      case wire::FrameType::kRead:
+        keep = HandleRead(*socket, *request);
+        break;
+      case wire::FrameType::kRmaWrite:
+        keep = HandleRmaWrite(*socket, *request);
+        break;
+      case wire::FrameType::kRmaCommit:
+        // The client's flush already guaranteed remote completion; the
+        // answer tells it this store is alive and saw the whole range.
+        keep = wire::SendStatus(*socket, absl::OkStatus(), request->size).ok();
+        break;
+      default:
+        (void)wire::SendStatus(*socket, absl::InvalidArgumentError("unexpected frame type"), 0);
+        break;
+    }
+    if (!keep) break;
+  }
+  // Hand the thread to the accept loop (or Shutdown) for joining; the socket
+  // closes when the Connection is destroyed there.
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = connections_.find(id);
+  if (it != connections_.end()) {
+    it->second->socket.ShutdownBoth();
+    finished_.push_back(std::move(it->second));
+    connections_.erase(it);
+  }
+}
+
+bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& request) {
+  absl::StatusOr<SegmentRegion> region =
+      segments_->Region(request.segment, request.offset, request.size);
+  if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();
+  if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
+  uint64_t landed = 0;
+  while (landed < request.size) {
+    absl::StatusOr<wire::FrameHeader> header = wire::RecvHeader(socket, knobs_.frame_bytes_max);
+    if (!header.ok() || header->type != wire::FrameType::kData ||
+        header->payload_bytes > request.size - landed) {
+      return false;  // a broken or malformed stream cannot be resynchronised
+    }
+    if (!RecvAll(socket, region->data + landed, header->payload_bytes).ok()) return false;
+    landed += header->payload_bytes;
+  }
+  bytes_written_.fetch_add(landed);
+  writes_completed_.fetch_add(1);
+  return wire::SendStatus(socket, absl::OkStatus(), landed).ok();
+}
+
+bool TcpDataServer::HandleRead(const Socket& socket, const wire::RangeRequest& request) {
+  absl::StatusOr<SegmentRegion> region =
+      segments_->Region(request.segment, request.offset, request.size);
+  if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();
+  if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
+  uint64_t sent = 0;
+  while (sent < request.size) {
+    const uint32_t n = static_cast<uint32_t>(
+        std::min<uint64_t>(knobs_.chunk_bytes, request.size - sent));
+    uint8_t header[wire::kHeaderBytes];
+    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
+    if (!SendAll2(socket, header, sizeof(header), region->data + sent, n).ok()) return false;
+    sent += n;
+  }
+  reads_completed_.fetch_add(1);
+  return true;
+}
+
+bool TcpDataServer::HandleRmaWrite(const Socket& socket, const wire::RangeRequest& request) {
+  if (rma_ == nullptr) {
+    return wire::SendStatus(socket,
+                            absl::UnimplementedError("this store serves no RMA transport"), 0)
+        .ok();
+  }
+  absl::StatusOr<wire::RmaGrant> grant = rma_->GrantRemoteWrite(request);
+  if (!grant.ok()) return wire::SendStatus(socket, grant.status(), 0).ok();
+  rma_grants_.fetch_add(1);
+  return wire::SendFrame(socket, wire::FrameType::kRmaGrant, wire::EncodeGrant(*grant)).ok();
+}
+
+}  // namespace heatsink::runtime

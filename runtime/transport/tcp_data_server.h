@@ -1,0 +1,116 @@
+// File: runtime/transport/tcp_data_server.h
+//
+// A store's data endpoint: a TCP listener that serves the store's segments
+// over the framed protocol of wire.h. Remote TCP movers WRITE into its
+// segments, readers READ from them, and UCX movers ask it for RMA grants
+// (remote key and worker address of a segment) through an RmaGrantProvider.
+//
+// Threads: one accept thread plus one thread per connection (at most
+// connections_max; a connection above the limit is answered
+// RESOURCE_EXHAUSTED and closed). A WRITE lands every DATA frame directly in
+// the segment's memory and acknowledges only after the last byte is there.
+//
+// Shutdown() closes the listener, breaks every connection (peers see the
+// connection drop mid-transfer) and joins every thread; the destructor calls
+// it. Thread-safe.
+//
+// Example:
+//   HS_ASSIGN_OR_RETURN(auto server, TcpDataServer::Start(&segments, knobs));
+//   descriptor.data_endpoint = server->endpoint();  // "127.0.0.1:40123"
+#ifndef HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_SERVER_H_
+#define HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/memory/segment_memory.h"
+#include "runtime/transport/socket.h"
+#include "runtime/transport/tcp_knobs.h"
+#include "runtime/transport/wire.h"
+
+namespace heatsink::runtime {
+
+// Grants remote writes into local segments for an RMA transport.
+class RmaGrantProvider {
+ public:
+  virtual ~RmaGrantProvider() = default;
+  // NOT_FOUND (unknown segment), OUT_OF_RANGE, or UNAVAILABLE when the
+  // transport is down. May block; called from server connection threads.
+  [[nodiscard]] virtual absl::StatusOr<wire::RmaGrant> GrantRemoteWrite(
+      const wire::RangeRequest& request) = 0;
+};
+
+class TcpDataServer {
+ public:
+  // `segments` and `rma` (optional; without it RMA_WRITE is answered
+  // UNIMPLEMENTED) must outlive the server.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpDataServer>> Start(
+      SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma = nullptr);
+  ~TcpDataServer();
+  TcpDataServer(const TcpDataServer&) = delete;
+  TcpDataServer& operator=(const TcpDataServer&) = delete;
+
+  // "host:port" with the port actually bound.
+  const std::string& endpoint() const { return endpoint_; }
+  int port() const { return port_; }
+
+  void Shutdown();
+
+  // Counters for metrics and tests.
+  uint64_t writes_completed() const { return writes_completed_.load(); }
+  uint64_t bytes_written() const { return bytes_written_.load(); }
+  uint64_t reads_completed() const { return reads_completed_.load(); }
+  uint64_t rma_grants() const { return rma_grants_.load(); }
+  uint64_t connections_rejected() const { return connections_rejected_.load(); }
+
+ private:
+  struct Connection {
+    Socket socket;
+    std::thread thread;
+  };
+
+  TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma,
+                Socket listener, int port);
+
+  void AcceptLoop();
+  void Serve(uint64_t id, const Socket* socket);
+  // Each returns false when the connection must close.
+  bool HandleWrite(const Socket& socket, const wire::RangeRequest& request);
+  bool HandleRead(const Socket& socket, const wire::RangeRequest& request);
+  bool HandleRmaWrite(const Socket& socket, const wire::RangeRequest& request);
+  void ReapFinished();
+
+  SegmentMemory* const segments_;
+  const TcpTransportKnobs knobs_;
+  RmaGrantProvider* const rma_;
+  Socket listener_;
+  const int port_;
+  const std::string endpoint_;
+  std::thread accept_thread_;
+
+  std::mutex mu_;  // guards the five members below
+  bool stopping_ = false;
+  bool stopped_ = false;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<Connection>> finished_;
+  std::mutex shutdown_mu_;  // serialises Shutdown callers
+
+  std::atomic<uint64_t> writes_completed_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> reads_completed_{0};
+  std::atomic<uint64_t> rma_grants_{0};
+  std::atomic<uint64_t> connections_rejected_{0};
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_SERVER_H_

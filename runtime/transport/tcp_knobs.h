@@ -1,0 +1,46 @@
+// File: runtime/transport/tcp_knobs.h
+//
+// Limits and sizes of the framed TCP data plane (server, TCP mover, remote
+// reads and the UCX mover's bootstrap). Defaults suit a LAN; TestMin() makes
+// every limit small enough for tests to reach.
+#ifndef HEATSINK_RUNTIME_TRANSPORT_TCP_KNOBS_H_
+#define HEATSINK_RUNTIME_TRANSPORT_TCP_KNOBS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/base/knobs.h"
+
+namespace heatsink::runtime {
+
+struct TcpTransportKnobs {
+  // Address the data server binds; port 0 picks a free port.
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 0;
+  int listen_backlog = 128;
+  // Bytes per DATA frame when sending: the pipelining unit of a copy or read.
+  uint32_t chunk_bytes = 1u << 20;
+  // Largest DATA frame a receiver accepts; a larger one closes the connection.
+  uint32_t frame_bytes_max = 16u << 20;
+  // Server connections served at once; more are answered RESOURCE_EXHAUSTED.
+  size_t connections_max = 64;
+  // Copies queued or running in one mover; more fail with RESOURCE_EXHAUSTED.
+  size_t copies_in_flight_max = 256;
+  // Threads of a mover that run copies (each copy blocks one while it runs).
+  int copy_threads = 4;
+  // Largest single ReadRemote.
+  uint64_t read_bytes_max = uint64_t{1} << 30;
+  int64_t connect_timeout_ms = 5000;
+  // Every blocking send/receive gives up after this long (0 = never).
+  int64_t io_timeout_ms = 30000;
+
+  [[nodiscard]] absl::Status Validate() const;
+  static TcpTransportKnobs TestMin();
+  static const KnobRegistry<TcpTransportKnobs>& Registry();
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_TRANSPORT_TCP_KNOBS_H_

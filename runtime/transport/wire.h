@@ -1,0 +1,102 @@
+// File: runtime/transport/wire.h
+//
+// The data plane's framed protocol, spoken on a store's data endpoint by the
+// TCP mover, by remote readers and by the UCX mover's bootstrap.
+//
+// Every frame is a 12-byte header (magic "HSD1", type u16, reserved u16,
+// payload length u32; little-endian) followed by its payload. Control payloads
+// are at most kControlPayloadMax bytes; data payloads at most the receiver's
+// frame_bytes_max knob.
+//
+// Conversations (client -> server, one at a time on a connection):
+//   WRITE  {segment, offset, size}  -> STATUS (accept or reject);
+//          then DATA frames carrying exactly `size` bytes -> STATUS{value=size}
+//          once every byte is in the target segment.
+//   READ   {segment, offset, size}  -> STATUS (accept, value=size, or reject);
+//          then DATA frames carrying exactly `size` bytes.
+//   RMA_WRITE {segment, offset, size} -> RMA_GRANT {remote address, packed
+//          remote key, worker address} or STATUS (reject); the client puts
+//          the bytes by RMA, then RMA_COMMIT {segment, offset, size} -> STATUS
+//          once the server has seen the commit.
+// A STATUS carries an absl::StatusCode, a 64-bit value and a short message.
+#ifndef HEATSINK_RUNTIME_TRANSPORT_WIRE_H_
+#define HEATSINK_RUNTIME_TRANSPORT_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/model/ids.h"
+#include "runtime/transport/socket.h"
+
+namespace heatsink::runtime::wire {
+
+inline constexpr uint32_t kMagic = 0x31445348;  // "HSD1" read as little-endian bytes
+inline constexpr size_t kHeaderBytes = 12;
+inline constexpr uint32_t kControlPayloadMax = 64 * 1024;
+inline constexpr size_t kStatusMessageMax = 512;
+
+enum class FrameType : uint16_t {
+  kWrite = 1,
+  kRead = 2,
+  kRmaWrite = 3,
+  kRmaCommit = 4,
+  kData = 5,
+  kStatus = 6,
+  kRmaGrant = 7,
+};
+
+struct FrameHeader {
+  FrameType type = FrameType::kStatus;
+  uint32_t payload_bytes = 0;
+};
+
+// The payload of WRITE, READ, RMA_WRITE and RMA_COMMIT.
+struct RangeRequest {
+  SegmentId segment;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct RmaGrant {
+  uint64_t remote_address = 0;  // target address of the requested offset
+  std::string remote_key;       // packed remote key
+  std::string worker_address;   // the target worker's address
+};
+
+void EncodeHeader(const FrameHeader& header, uint8_t out[kHeaderBytes]);
+// INVALID_ARGUMENT for a bad magic or unknown type.
+[[nodiscard]] absl::StatusOr<FrameHeader> DecodeHeader(const uint8_t in[kHeaderBytes]);
+
+std::string EncodeRange(const RangeRequest& request);
+[[nodiscard]] absl::StatusOr<RangeRequest> DecodeRange(absl::string_view payload);
+std::string EncodeStatus(const absl::Status& status, uint64_t value);
+// Decodes a STATUS payload into *carried and *value; false when malformed.
+[[nodiscard]] bool DecodeStatus(absl::string_view payload, absl::Status* carried,
+                                uint64_t* value);
+std::string EncodeGrant(const RmaGrant& grant);
+[[nodiscard]] absl::StatusOr<RmaGrant> DecodeGrant(absl::string_view payload);
+
+// Frame I/O on a blocking socket. Transport failures are UNAVAILABLE.
+[[nodiscard]] absl::Status SendFrame(const Socket& socket, FrameType type,
+                                     absl::string_view payload);
+// Receives a header; UNAVAILABLE for a malformed header or a payload above
+// `payload_max` (the connection cannot be resynchronised after either).
+[[nodiscard]] absl::StatusOr<FrameHeader> RecvHeader(const Socket& socket, uint32_t payload_max);
+// Receives a control frame of the expected type (or a STATUS, returned as
+// such so the caller can surface a rejection).
+[[nodiscard]] absl::StatusOr<std::pair<FrameType, std::string>> RecvControl(
+    const Socket& socket);
+// Sends a STATUS frame.
+[[nodiscard]] absl::Status SendStatus(const Socket& socket, const absl::Status& status,
+                                      uint64_t value);
+// Receives a frame that must be a STATUS; returns the carried status.
+// UNAVAILABLE when the connection breaks or another frame arrives.
+[[nodiscard]] absl::Status RecvStatus(const Socket& socket, uint64_t* value);
+
+}  // namespace heatsink::runtime::wire
+
+#endif  // HEATSINK_RUNTIME_TRANSPORT_WIRE_H_

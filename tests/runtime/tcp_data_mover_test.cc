@@ -1,0 +1,310 @@
+// Covers the plain TCP data plane between two in-process stores on loopback:
+// copies land byte-exact (checksums), including objects many chunks long and
+// many concurrent copies; bad ranges on either side are OUT_OF_RANGE and
+// unknown segments NOT_FOUND; a peer that closes mid-copy, a peer that is
+// down, and a mover shut down under a blocked copy all give UNAVAILABLE;
+// copies_in_flight_max and connections_max reject with RESOURCE_EXHAUSTED;
+// ReadRemote returns the served bytes and enforces its limits.
+#include "runtime/transport/tcp_data_mover.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/memory/segment_memory.h"
+#include "runtime/transport/endpoint_resolver.h"
+#include "runtime/transport/tcp_data_server.h"
+#include "runtime/transport/wire.h"
+#include "tests/runtime/transport_test_util.h"
+
+namespace heatsink::runtime {
+namespace {
+
+using ::heatsink::runtime::testing::Checksum;
+using ::heatsink::runtime::testing::CopyAndWait;
+using ::heatsink::runtime::testing::CopyResult;
+using ::heatsink::runtime::testing::FakePeer;
+using ::heatsink::runtime::testing::FillSegment;
+
+constexpr SegmentId kSource(11);
+constexpr SegmentId kTarget(22);
+constexpr uint64_t kSegmentBytes = 8 << 20;
+
+// Store A owns kSource and runs the mover; store B owns kTarget and serves it.
+class TcpMoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(TcpTransportKnobs{}); }
+
+  void Start(const TcpTransportKnobs& knobs) {
+    knobs_ = knobs;
+    mover_.reset();
+    server_b_.reset();
+    ASSERT_TRUE(memory_a_.Create(kSource, kSegmentBytes).ok());
+    ASSERT_TRUE(memory_b_.Create(kTarget, kSegmentBytes).ok());
+    FillSegment(memory_a_, kSource, 7);
+    absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
+        TcpDataServer::Start(&memory_b_, knobs);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_b_ = *std::move(server);
+    ASSERT_TRUE(resolver_.Set(kTarget, server_b_->endpoint()).ok());
+    mover_ = std::make_unique<TcpDataMover>(&memory_a_, &resolver_, knobs);
+  }
+
+  void Restart(const TcpTransportKnobs& knobs) {
+    mover_.reset();
+    server_b_.reset();
+    ASSERT_TRUE(memory_a_.Remove(kSource).ok());
+    ASSERT_TRUE(memory_b_.Remove(kTarget).ok());
+    Start(knobs);
+  }
+
+  TcpTransportKnobs knobs_;
+  AlignedSegmentAllocator allocator_;
+  SegmentMemory memory_a_{&allocator_, SegmentMemoryKnobs{}};
+  SegmentMemory memory_b_{&allocator_, SegmentMemoryKnobs{}};
+  StaticEndpointResolver resolver_;
+  std::unique_ptr<TcpDataServer> server_b_;
+  std::unique_ptr<TcpDataMover> mover_;
+};
+
+TEST_F(TcpMoverTest, CopiesBytesEndToEnd) {
+  const CopyRange range{kSource, 1000, kTarget, 5000, 777};
+  ASSERT_TRUE(CopyAndWait(*mover_, range).ok());
+  EXPECT_EQ(Checksum(memory_b_, kTarget, 5000, 777), Checksum(memory_a_, kSource, 1000, 777));
+  EXPECT_EQ(*memory_b_.Read(kTarget, 5000, 777), *memory_a_.Read(kSource, 1000, 777));
+  // Bytes outside the target range are untouched.
+  EXPECT_EQ(*memory_b_.Read(kTarget, 4999, 1), std::string(1, '\0'));
+  EXPECT_EQ(*memory_b_.Read(kTarget, 5777, 1), std::string(1, '\0'));
+  EXPECT_EQ(server_b_->writes_completed(), 1u);
+  EXPECT_EQ(server_b_->bytes_written(), 777u);
+}
+
+TEST_F(TcpMoverTest, CopiesObjectsLargerThanOneChunk) {
+  // Default chunk is 1 MiB: 6 MiB + 123 bytes crosses seven chunks.
+  const uint64_t size = (6 << 20) + 123;
+  const CopyRange range{kSource, 17, kTarget, 4096, size};
+  ASSERT_TRUE(CopyAndWait(*mover_, range).ok());
+  EXPECT_EQ(Checksum(memory_b_, kTarget, 4096, size), Checksum(memory_a_, kSource, 17, size));
+
+  // Tiny chunks: a 100 KiB object in 4 KiB frames.
+  TcpTransportKnobs small = TcpTransportKnobs::TestMin();
+  Restart(small);
+  ASSERT_TRUE(CopyAndWait(*mover_, CopyRange{kSource, 3, kTarget, 0, 100 << 10}).ok());
+  EXPECT_EQ(Checksum(memory_b_, kTarget, 0, 100 << 10), Checksum(memory_a_, kSource, 3, 100 << 10));
+}
+
+TEST_F(TcpMoverTest, ManyConcurrentCopies) {
+  constexpr int kCopies = 32;
+  constexpr uint64_t kSize = 100 * 1024 + 1;
+  std::vector<std::unique_ptr<CopyResult>> results;
+  for (int i = 0; i < kCopies; ++i) {
+    results.push_back(std::make_unique<CopyResult>());
+    mover_->StartCopy(CopyRange{kSource, i * kSize, kTarget, (kCopies - 1 - i) * kSize, kSize},
+                      results.back()->Callback());
+  }
+  for (int i = 0; i < kCopies; ++i) {
+    ASSERT_TRUE(results[i]->Wait().ok()) << i;
+    EXPECT_EQ(Checksum(memory_b_, kTarget, (kCopies - 1 - i) * kSize, kSize),
+              Checksum(memory_a_, kSource, i * kSize, kSize));
+  }
+  EXPECT_EQ(mover_->copies_in_flight(), 0u);
+}
+
+TEST_F(TcpMoverTest, BadRangesAreOutOfRange) {
+  // Target range leaves the target segment: rejected by the target before any byte moves.
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, 0, kTarget, kSegmentBytes - 10, 11}).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, 0, kTarget, ~uint64_t{0}, 2}).code(),
+            absl::StatusCode::kOutOfRange);
+  // Source range leaves the source segment.
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, kSegmentBytes, kTarget, 0, 1}).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(server_b_->writes_completed(), 0u);
+}
+
+TEST_F(TcpMoverTest, UnknownSegmentsAreNotFound) {
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{SegmentId(99), 0, kTarget, 0, 1}).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, 0, SegmentId(98), 0, 1}).code(),
+            absl::StatusCode::kNotFound);  // no endpoint known
+  ASSERT_TRUE(resolver_.Set(SegmentId(97), server_b_->endpoint()).ok());
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, 0, SegmentId(97), 0, 1}).code(),
+            absl::StatusCode::kNotFound);  // the target store has no such segment
+}
+
+TEST_F(TcpMoverTest, PeerClosingMidCopyIsUnavailable) {
+  // The peer accepts the write, takes one chunk, then drops the connection.
+  FakePeer peer([](Socket& socket) {
+    auto request = wire::RecvControl(socket);
+    if (!request.ok()) return;
+    if (!wire::SendStatus(socket, absl::OkStatus(), 0).ok()) return;
+    auto header = wire::RecvHeader(socket, 1 << 24);
+    if (!header.ok()) return;
+    std::string chunk(header->payload_bytes, '\0');
+    (void)RecvAll(socket, chunk.data(), chunk.size());
+    socket.ShutdownBoth();  // the copy's next send or receive fails
+  });
+  ASSERT_TRUE(resolver_.Set(SegmentId(50), peer.endpoint()).ok());
+  const absl::Status status = CopyAndWait(*mover_, CopyRange{kSource, 0, SegmentId(50), 0, 6 << 20});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(TcpMoverTest, PeerThatNeverAcknowledgesTimesOut) {
+  TcpTransportKnobs knobs;
+  knobs.io_timeout_ms = 200;
+  Restart(knobs);
+  Notification release;
+  FakePeer peer([&](Socket& socket) {
+    auto request = wire::RecvControl(socket);
+    if (!request.ok()) return;
+    if (!wire::SendStatus(socket, absl::OkStatus(), 0).ok()) return;
+    std::string sink(4096, '\0');
+    (void)RecvAll(socket, sink.data(), 64 + wire::kHeaderBytes);  // whole object, no ack
+    release.WaitForNotificationWithTimeout(absl::Seconds(10));
+  });
+  ASSERT_TRUE(resolver_.Set(SegmentId(51), peer.endpoint()).ok());
+  const absl::Status status = CopyAndWait(*mover_, CopyRange{kSource, 0, SegmentId(51), 0, 64});
+  release.Notify();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(TcpMoverTest, TargetDownIsUnavailable) {
+  const std::string endpoint = server_b_->endpoint();
+  server_b_->Shutdown();
+  const absl::Status status = CopyAndWait(*mover_, CopyRange{kSource, 0, kTarget, 0, 100});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(TcpMoverTest, InFlightLimitAndShutdownUnderABlockedCopy) {
+  TcpTransportKnobs knobs;
+  knobs.copies_in_flight_max = 1;
+  Restart(knobs);
+  Notification accepted;
+  FakePeer peer([&](Socket& socket) {
+    auto request = wire::RecvControl(socket);
+    accepted.Notify();
+    // Never answers: the copy blocks until the mover breaks the connection.
+    char byte;
+    (void)RecvAll(socket, &byte, 1);
+  });
+  ASSERT_TRUE(resolver_.Set(SegmentId(52), peer.endpoint()).ok());
+  CopyResult blocked;
+  mover_->StartCopy(CopyRange{kSource, 0, SegmentId(52), 0, 10}, blocked.Callback());
+  accepted.WaitForNotification();
+  EXPECT_EQ(CopyAndWait(*mover_, CopyRange{kSource, 0, kTarget, 0, 10}).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(blocked.finished());
+  mover_->Shutdown();
+  ASSERT_TRUE(blocked.finished());  // every done has run when Shutdown returns
+  EXPECT_EQ(blocked.Wait().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(TcpMoverTest, ServerRejectsConnectionsAboveTheLimit) {
+  TcpTransportKnobs knobs;
+  knobs.connections_max = 1;
+  Restart(knobs);
+  absl::StatusOr<Socket> first = ConnectTcp(server_b_->endpoint(), 1000, 2000);
+  ASSERT_TRUE(first.ok());
+  // The first connection is served: a read on it works.
+  ASSERT_TRUE(wire::SendFrame(*first, wire::FrameType::kRead,
+                              wire::EncodeRange({kTarget, 0, 0}))
+                  .ok());
+  ASSERT_TRUE(wire::RecvStatus(*first, nullptr).ok());
+  absl::StatusOr<Socket> second = ConnectTcp(server_b_->endpoint(), 1000, 2000);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(wire::RecvStatus(*second, nullptr).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(server_b_->connections_rejected(), 1u);
+}
+
+TEST_F(TcpMoverTest, ReadRemoteReturnsServedBytes) {
+  ASSERT_TRUE(memory_b_.Write(kTarget, 300, "replica bytes").ok());
+  absl::StatusOr<std::string> bytes = ReadRemote(server_b_->endpoint(), kTarget, 300, 13, knobs_);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, "replica bytes");
+
+  // Larger than one chunk.
+  FillSegment(memory_b_, kTarget, 99);
+  const uint64_t size = (3 << 20) + 5;
+  bytes = ReadRemote(server_b_->endpoint(), kTarget, 11, size, knobs_);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(StableHash(*bytes), Checksum(memory_b_, kTarget, 11, size));
+
+  EXPECT_EQ(ReadRemote(server_b_->endpoint(), kTarget, kSegmentBytes, 1, knobs_).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(ReadRemote(server_b_->endpoint(), SegmentId(3), 0, 1, knobs_).status().code(),
+            absl::StatusCode::kNotFound);
+  TcpTransportKnobs limited = knobs_;
+  limited.read_bytes_max = 10;
+  EXPECT_EQ(ReadRemote(server_b_->endpoint(), kTarget, 0, 11, limited).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ReadRemote("127.0.0.1:notaport", kTarget, 0, 1, knobs_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(server_b_->reads_completed(), 2u);
+}
+
+TEST_F(TcpMoverTest, ServerClosesOnMalformedFrames) {
+  absl::StatusOr<Socket> socket = ConnectTcp(server_b_->endpoint(), 1000, 2000);
+  ASSERT_TRUE(socket.ok());
+  const std::string garbage = "this is not a frame header";
+  ASSERT_TRUE(SendAll(*socket, garbage.data(), garbage.size()).ok());
+  char byte;
+  EXPECT_EQ(RecvAll(*socket, &byte, 1).code(), absl::StatusCode::kUnavailable);
+  // A well-formed header with an oversized data frame inside a write.
+  absl::StatusOr<Socket> writer = ConnectTcp(server_b_->endpoint(), 1000, 2000);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(wire::SendFrame(*writer, wire::FrameType::kWrite, wire::EncodeRange({kTarget, 0, 64}))
+                  .ok());
+  ASSERT_TRUE(wire::RecvStatus(*writer, nullptr).ok());
+  ASSERT_TRUE(wire::SendFrame(*writer, wire::FrameType::kData, std::string(65, 'x')).ok());
+  uint64_t value = 0;
+  EXPECT_EQ(wire::RecvStatus(*writer, &value).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server_b_->writes_completed(), 0u);
+}
+
+TEST(Wire, FramesRoundTrip) {
+  uint8_t header[wire::kHeaderBytes];
+  wire::EncodeHeader({wire::FrameType::kRmaGrant, 1234}, header);
+  absl::StatusOr<wire::FrameHeader> decoded = wire::DecodeHeader(header);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->type, wire::FrameType::kRmaGrant);
+  EXPECT_EQ(decoded->payload_bytes, 1234u);
+  header[0] ^= 1;
+  EXPECT_FALSE(wire::DecodeHeader(header).ok());
+
+  absl::StatusOr<wire::RangeRequest> range =
+      wire::DecodeRange(wire::EncodeRange({SegmentId(5), 6, 7}));
+  ASSERT_TRUE(range.ok());
+  EXPECT_EQ(range->segment, SegmentId(5));
+  EXPECT_EQ(range->offset, 6u);
+  EXPECT_EQ(range->size, 7u);
+  EXPECT_FALSE(wire::DecodeRange("short").ok());
+
+  absl::Status carried;
+  uint64_t value = 0;
+  ASSERT_TRUE(wire::DecodeStatus(wire::EncodeStatus(absl::OutOfRangeError("far"), 9), &carried,
+                                 &value));
+  EXPECT_EQ(carried, absl::OutOfRangeError("far"));
+  EXPECT_EQ(value, 9u);
+  EXPECT_FALSE(wire::DecodeStatus("x", &carried, &value));
+
+  wire::RmaGrant grant{0xdeadbeef, "key", "address"};
+  absl::StatusOr<wire::RmaGrant> back = wire::DecodeGrant(wire::EncodeGrant(grant));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->remote_address, 0xdeadbeefu);
+  EXPECT_EQ(back->remote_key, "key");
+  EXPECT_EQ(back->worker_address, "address");
+  EXPECT_FALSE(wire::DecodeGrant(wire::EncodeGrant({1, "", "a"})).ok());
+}
+
+TEST(Socket, ParsesEndpoints) {
+  EXPECT_TRUE(ParseEndpoint("127.0.0.1:80").ok());
+  EXPECT_TRUE(ParseEndpoint("localhost:65535").ok());
+  EXPECT_FALSE(ParseEndpoint("127.0.0.1").ok());
+  EXPECT_FALSE(ParseEndpoint("127.0.0.1:0").ok());
+  EXPECT_FALSE(ParseEndpoint("127.0.0.1:70000").ok());
+  EXPECT_FALSE(ParseEndpoint("example:80").ok());
+}
+
+}  // namespace
+}  // namespace heatsink::runtime
