@@ -14,7 +14,7 @@ AdmissionTriggerQueue::AdmissionTriggerQueue(size_t max_size) : max_size_(max_si
 
 absl::StatusOr<TriggerEnqueue> AdmissionTriggerQueue::Enqueue(TimeNs now, HeatKeyView key) {
   HeatKey owned(key);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (waiting_.contains(owned)) {
     ++stats_.duplicates;
     return TriggerEnqueue{.queued = false, .queue_was_empty = false};
@@ -32,7 +32,7 @@ absl::StatusOr<TriggerEnqueue> AdmissionTriggerQueue::Enqueue(TimeNs now, HeatKe
 }
 
 std::optional<AdmissionTrigger> AdmissionTriggerQueue::Take() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (fifo_.empty()) return std::nullopt;
   AdmissionTrigger t = std::move(fifo_.front());
   fifo_.pop_front();
@@ -43,7 +43,7 @@ std::optional<AdmissionTrigger> AdmissionTriggerQueue::Take() {
 
 std::vector<AdmissionTrigger> AdmissionTriggerQueue::TakeUpTo(size_t max_count) {
   std::vector<AdmissionTrigger> out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (out.size() < max_count && !fifo_.empty()) {
     out.push_back(std::move(fifo_.front()));
     fifo_.pop_front();
@@ -55,17 +55,17 @@ std::vector<AdmissionTrigger> AdmissionTriggerQueue::TakeUpTo(size_t max_count) 
 
 bool AdmissionTriggerQueue::Contains(HeatKeyView key) const {
   const HeatKey owned(key);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return waiting_.contains(owned);
 }
 
 size_t AdmissionTriggerQueue::size() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return fifo_.size();
 }
 
 AdmissionTriggerQueueStats AdmissionTriggerQueue::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   AdmissionTriggerQueueStats s = stats_;
   s.size = static_cast<int64_t>(fifo_.size());
   return s;

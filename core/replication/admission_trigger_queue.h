@@ -30,7 +30,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/base/mutex.h"
 #include "core/env/time.h"
 #include "core/replication/heat_key.h"
 
@@ -78,7 +78,7 @@ class AdmissionTriggerQueue {
 
  private:
   const size_t max_size_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<AdmissionTrigger> fifo_ ABSL_GUARDED_BY(mu_);
   // Keys in fifo_, for deduplication. Only looked up, never iterated.
   absl::flat_hash_set<HeatKey> waiting_ ABSL_GUARDED_BY(mu_);

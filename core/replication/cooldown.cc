@@ -27,7 +27,7 @@ absl::Status CooldownTable::Start(TimeNs now, HeatKeyView key, DurationNs durati
   if (duration <= 0) return absl::OkStatus();
   const TimeNs deadline = now + duration;
   HeatKey owned(key);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ReclaimLocked(now, reclaim_per_call_);
   auto it = deadlines_.find(owned);
   if (it != deadlines_.end()) {
@@ -55,7 +55,7 @@ absl::Status CooldownTable::Start(TimeNs now, HeatKeyView key, DurationNs durati
 bool CooldownTable::Active(TimeNs now, HeatKeyView key) {
   const bool active = Deadline(now, key).has_value();
   if (active) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++stats_.hits;
   }
   return active;
@@ -63,7 +63,7 @@ bool CooldownTable::Active(TimeNs now, HeatKeyView key) {
 
 std::optional<TimeNs> CooldownTable::Deadline(TimeNs now, HeatKeyView key) {
   const HeatKey owned(key);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ReclaimLocked(now, reclaim_per_call_);
   const auto it = deadlines_.find(owned);
   if (it == deadlines_.end() || !CooldownActive(now, it->second)) return std::nullopt;
@@ -72,7 +72,7 @@ std::optional<TimeNs> CooldownTable::Deadline(TimeNs now, HeatKeyView key) {
 
 void CooldownTable::Erase(HeatKeyView key) {
   const HeatKey owned(key);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const auto it = deadlines_.find(owned);
   if (it == deadlines_.end()) return;
   by_deadline_.erase({it->second, owned});
@@ -80,17 +80,17 @@ void CooldownTable::Erase(HeatKeyView key) {
 }
 
 size_t CooldownTable::ReclaimExpired(TimeNs now, size_t max_count) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return ReclaimLocked(now, max_count);
 }
 
 size_t CooldownTable::size() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return deadlines_.size();
 }
 
 CooldownStats CooldownTable::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   CooldownStats s = stats_;
   s.size = static_cast<int64_t>(deadlines_.size());
   return s;

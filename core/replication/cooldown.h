@@ -37,7 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "core/base/mutex.h"
 #include "core/env/time.h"
 #include "core/replication/heat_key.h"
 
@@ -87,7 +87,7 @@ class CooldownTable {
   const std::string name_;
   const size_t max_entries_;
   const size_t reclaim_per_call_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<HeatKey, TimeNs> deadlines_ ABSL_GUARDED_BY(mu_);
   // (deadline, key): expired entries are always a prefix.
   std::set<std::pair<TimeNs, HeatKey>> by_deadline_ ABSL_GUARDED_BY(mu_);

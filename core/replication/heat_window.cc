@@ -8,8 +8,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/base/check.h"
+#include "core/base/mutex.h"
 
 namespace heatsink {
 namespace {
@@ -49,7 +49,7 @@ struct HeatWindow::Slot {
 static_assert(sizeof(std::unique_ptr<char[]>) == 8);
 
 struct alignas(64) HeatWindow::Shard {
-  mutable absl::Mutex mu;
+  mutable Mutex mu;
   uint32_t capacity = 0;  // slots at most
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
   std::vector<uint16_t> counts ABSL_GUARDED_BY(mu);  // sub_buckets per slot
@@ -102,10 +102,13 @@ bool BlockMatches(const char* block, HeatKeyView key) {
   const size_t domain_len = static_cast<size_t>(h[2]) | static_cast<size_t>(h[3]) << 8;
   if (tenant_len != key.tenant.size() || domain_len != key.domain.size()) return false;
   const char* p = block + kBlockHeaderBytes;
-  return std::memcmp(p, key.tenant.data(), key.tenant.size()) == 0 &&
-         std::memcmp(p + key.tenant.size(), key.key.data(), key.key.size()) == 0 &&
-         std::memcmp(p + key.tenant.size() + key.key.size(), key.domain.data(),
-                     key.domain.size()) == 0;
+  // Empty parts are skipped: their data() may be null, which memcmp must not see.
+  const auto matches = [&p](absl::string_view part) {
+    const bool same = part.empty() || std::memcmp(p, part.data(), part.size()) == 0;
+    p += part.size();
+    return same;
+  };
+  return matches(key.tenant) && matches(key.key) && matches(key.domain);
 }
 
 HeatKey DecodeBlock(const char* block, uint32_t block_len) {
@@ -145,7 +148,7 @@ HeatWindow::HeatWindow(const Options& options)
   const int64_t extra = options.entries_max % shard_count_;
   for (int32_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     s.capacity = static_cast<uint32_t>(base + (i < extra ? 1 : 0));
     s.slots.reserve(s.capacity);
     s.counts.reserve(static_cast<size_t>(s.capacity) * static_cast<size_t>(options.sub_buckets));
@@ -223,7 +226,7 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   const int64_t hit_count = options_.hit_count;
   const int64_t cur = now / bucket_ns_;
 
-  absl::MutexLock lock(&s.mu);
+  MutexLock lock(&s.mu);
   ++s.stats.records;
   if (key.tenant.size() > kFieldBytesMax || key.domain.size() > kFieldBytesMax ||
       key_block_len > std::numeric_limits<uint32_t>::max()) {
@@ -309,9 +312,15 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     b[2] = static_cast<char>(key.domain.size() & 0xff);
     b[3] = static_cast<char>(key.domain.size() >> 8);
     char* p = b + kBlockHeaderBytes;
-    std::memcpy(p, key.tenant.data(), key.tenant.size());
-    std::memcpy(p + key.tenant.size(), key.key.data(), key.key.size());
-    std::memcpy(p + key.tenant.size() + key.key.size(), key.domain.data(), key.domain.size());
+    // An empty view may have a null data(), which memcpy must not see even
+    // for zero bytes (the stage-1 domain is such a view).
+    const auto append = [&p](absl::string_view part) {
+      if (!part.empty()) std::memcpy(p, part.data(), part.size());
+      p += part.size();
+    };
+    append(key.tenant);
+    append(key.key);
+    append(key.domain);
     e.block_len = static_cast<uint32_t>(key_block_len);
     e.hash32 = static_cast<uint32_t>(hash);
     e.head_bucket = cur;
@@ -359,7 +368,7 @@ int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
       kBlockHeaderBytes + key.tenant.size() + key.key.size() + key.domain.size();
   const uint64_t hash = StableHeatKeyHash(key);
   const Shard& s = ShardFor(hash);
-  absl::MutexLock lock(&s.mu);
+  MutexLock lock(&s.mu);
   const Probe found = FindKey(s, hash, key, key_block_len);
   if (found.slot == kNoSlot) return 0;
   const Slot& e = s.slots[found.slot];
@@ -380,7 +389,7 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
   };
   for (int32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     for (size_t idx = 0; idx < s.slots.size(); ++idx) {
       const Slot& e = s.slots[idx];
       if (e.block == nullptr) continue;
@@ -402,7 +411,7 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
 void HeatWindow::Clear() {
   for (int32_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     s.slots.clear();  // keeps the reserved capacity
     s.counts.clear();
     std::fill(s.index.begin(), s.index.end(), 0);
@@ -417,7 +426,7 @@ HeatWindowStats HeatWindow::stats() const {
   HeatWindowStats total;
   for (int32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     total.records += s.stats.records;
     total.inserts += s.stats.inserts;
     total.replacements += s.stats.replacements;
@@ -436,7 +445,7 @@ HeatWindowMemory HeatWindow::Memory() const {
       static_cast<int64_t>(sizeof(HeatWindow)) + static_cast<int64_t>(sizeof(Shard)) * shard_count_;
   for (int32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     m.tracked_keys += s.live;
     m.fixed_bytes += static_cast<int64_t>(
         s.slots.capacity() * sizeof(Slot) + s.counts.capacity() * sizeof(uint16_t) +
@@ -450,7 +459,7 @@ absl::Status HeatWindow::CheckInvariants() const {
   const int32_t n = options_.sub_buckets;
   for (int32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[static_cast<size_t>(i)];
-    absl::MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);
     const auto fail = [i](absl::string_view what) {
       return absl::InternalError(absl::StrCat("heat window shard ", i, ": ", what));
     };

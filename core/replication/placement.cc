@@ -178,9 +178,10 @@ int64_t CountReplicasForLimit(absl::Span<const ReplicaCandidate> replicas,
   return n;
 }
 
-CopyPlan PlanCopy(const PlacementRequest& request, absl::Span<const SegmentCandidate> segments,
-                  absl::Span<const ReplicaCandidate> replicas) {
-  CopyPlan plan;
+PlacementPlan PlanCopy(const PlacementRequest& request,
+                       absl::Span<const SegmentCandidate> segments,
+                       absl::Span<const ReplicaCandidate> replicas) {
+  PlacementPlan plan;
   const SourceChoice source =
       SelectSource(request.object, replicas, request.target_domain, request.domain_aware);
   if (!source.index.has_value()) {

@@ -129,7 +129,7 @@ int64_t CountReplicasForLimit(absl::Span<const ReplicaCandidate> replicas,
                               absl::string_view target_domain, bool domain_aware);
 
 // Source, suppression and target in the RFC's order.
-struct CopyPlan {
+struct PlacementPlan {
   std::optional<size_t> source;        // into replicas
   std::optional<size_t> target;        // into segments
   std::optional<RejectReason> reason;  // set exactly when either is missing
@@ -138,8 +138,9 @@ struct CopyPlan {
   bool cross_domain = false;  // source and target in different domains
 };
 
-CopyPlan PlanCopy(const PlacementRequest& request, absl::Span<const SegmentCandidate> segments,
-                  absl::Span<const ReplicaCandidate> replicas);
+PlacementPlan PlanCopy(const PlacementRequest& request,
+                       absl::Span<const SegmentCandidate> segments,
+                       absl::Span<const ReplicaCandidate> replicas);
 
 }  // namespace heatsink
 

@@ -126,6 +126,8 @@ absl::Status ReplicationKnobs::Validate() const {
        dynamic_replication_warmup_bytes_per_second_max, 1, std::numeric_limits<int64_t>::max()},
       {"dynamic_replication_warmup_objects_max", dynamic_replication_warmup_objects_max, 1,
        kTableMaxLimit},
+      {"dynamic_replication_warmup_domain_poll_ms", dynamic_replication_warmup_domain_poll_ms, 1,
+       kSecondsPerDay * 1'000},
   };
   for (const Ranged& r : ranged) {
     if (absl::Status s = CheckRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
@@ -233,7 +235,10 @@ KnobRegistry<ReplicationKnobs> MakeRegistry() {
       .Field("dynamic_replication_warmup_bytes_per_second_max", "warmup copy bytes per second",
              [](K& k) -> int64_t& { return k.dynamic_replication_warmup_bytes_per_second_max; })
       .Field("dynamic_replication_warmup_objects_max", "objects one warmup considers at most",
-             [](K& k) -> int64_t& { return k.dynamic_replication_warmup_objects_max; });
+             [](K& k) -> int64_t& { return k.dynamic_replication_warmup_objects_max; })
+      .Field("dynamic_replication_warmup_domain_poll_ms",
+             "period of the check for newly appeared domains to warm up, ms",
+             [](K& k) -> int64_t& { return k.dynamic_replication_warmup_domain_poll_ms; });
   return r;
 }
 

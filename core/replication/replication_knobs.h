@@ -116,6 +116,9 @@ struct ReplicationKnobs {
   int64_t dynamic_replication_warmup_bytes_per_second_max = 256LL * 1024 * 1024;
   // Objects one warmup of a domain considers at most.
   int64_t dynamic_replication_warmup_objects_max = 1'000;
+  // How often the master looks for domains whose first segment appeared
+  // (each such domain is warmed up once). Only while warmup is enabled.
+  int64_t dynamic_replication_warmup_domain_poll_ms = 1'000;
 
   // Reads inside the window that make a key hot:
   //   max(1, ceil(qps_threshold * window_seconds)).

@@ -75,16 +75,31 @@ void LocalMasterClient::CopyRevoke(ClientId client, const CopyRevokeRequest& req
 
 void LocalMasterClient::DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
                                                 Callback<CopyStartResponse> done) {
+  if (dynamic_ != nullptr) {
+    Run([d = dynamic_, client, req] { return d->DynamicReplicaCopyStart(client, req); },
+        std::move(done));
+    return;
+  }
   Run([m = master_, client, req] { return m->LeasedCopyStart(client, req); }, std::move(done));
 }
 
 void LocalMasterClient::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
                                               StatusCallback done) {
+  if (dynamic_ != nullptr) {
+    Run([d = dynamic_, client, req] { return d->DynamicReplicaCopyEnd(client, req); },
+        std::move(done));
+    return;
+  }
   Run([m = master_, client, req] { return m->LeasedCopyEnd(client, req); }, std::move(done));
 }
 
 void LocalMasterClient::DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
                                                  StatusCallback done) {
+  if (dynamic_ != nullptr) {
+    Run([d = dynamic_, client, req] { return d->DynamicReplicaCopyRevoke(client, req); },
+        std::move(done));
+    return;
+  }
   Run([m = master_, client, req] { return m->LeasedCopyRevoke(client, req); }, std::move(done));
 }
 

@@ -5,9 +5,9 @@
 // work, so no caller ever re-enters itself through a callback. No latency is
 // modelled (the simulator has its own client for that).
 //
-// The dynamic copy calls go to MasterService's leased copy lifecycle (fence:
-// lease id + version recorded in the task); dynamic replication's own lease
-// checks are layered on the master side.
+// The dynamic copy calls go to `dynamic` when given (dynamic replication's
+// lease checks, e.g. a ReplicatedMaster), else to MasterService's leased copy
+// lifecycle (fence only: lease id + version recorded in the task).
 //
 // Thread safety: as the Executor. REQUIRES: the master and executor outlive
 // every posted call.
@@ -15,6 +15,7 @@
 #define HEATSINK_CORE_WORKER_LOCAL_MASTER_CLIENT_H_
 
 #include "core/env/executor.h"
+#include "core/master/dynamic_copy_calls.h"
 #include "core/master/master_service.h"
 #include "core/worker/master_client.h"
 
@@ -22,8 +23,10 @@ namespace heatsink {
 
 class LocalMasterClient final : public MasterClient {
  public:
-  LocalMasterClient(MasterService* master, Executor* executor)
-      : master_(master), executor_(executor) {}
+  // `dynamic` may be null; when set it must outlive every posted call.
+  LocalMasterClient(MasterService* master, Executor* executor,
+                    DynamicCopyCalls* dynamic = nullptr)
+      : master_(master), executor_(executor), dynamic_(dynamic) {}
   LocalMasterClient(const LocalMasterClient&) = delete;
   LocalMasterClient& operator=(const LocalMasterClient&) = delete;
 
@@ -66,6 +69,7 @@ class LocalMasterClient final : public MasterClient {
 
   MasterService* const master_;
   Executor* const executor_;
+  DynamicCopyCalls* const dynamic_;
 };
 
 }  // namespace heatsink

@@ -66,6 +66,21 @@ TEST(HeatWindow, CrossesExactlyOnceOnTheHitCountRead) {
   EXPECT_EQ(w.stats().crossings, 1);
 }
 
+// Found by fuzz/replicated_master.cc under UBSan: an empty part given as a
+// default-constructed view (null data(), as the stage-1 domain is) reached
+// memcpy/memcmp with a null pointer. Such keys must count like any other.
+TEST(HeatWindow, EmptyPartsWithNullDataCount) {
+  HeatWindow w(Opts(10, 3));
+  const HeatKeyView null_domain{"tenant", "k", absl::string_view()};
+  ASSERT_EQ(null_domain.domain.data(), nullptr);
+  EXPECT_EQ(w.Record(0, null_domain).count_in_window, 1);
+  EXPECT_EQ(w.Record(1, HeatKeyView{"tenant", "k", ""}).count_in_window, 2);
+  EXPECT_TRUE(w.Record(2, null_domain).crossed);
+  // A key with a domain is a different key.
+  EXPECT_EQ(w.Record(3, HeatKeyView{"tenant", "k", "d1"}).count_in_window, 1);
+  EXPECT_EQ(w.CountInWindow(4, null_domain), 3);
+}
+
 TEST(HeatWindow, HitCountOfOneCrossesOnTheFirstRead) {
   HeatWindow w(Opts(10, 1));
   const std::string k = "k";

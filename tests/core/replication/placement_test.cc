@@ -326,7 +326,7 @@ TEST(PlanCopy, ReplicaInTheTargetDomainSuppressesACrossDomainCopy) {
   // come from a: a cross-domain copy into a domain that already serves reads.
   replicas[1].can_source = false;
   const std::vector<SegmentCandidate> segments = {Segment(3, "b2", 0, "b")};
-  const CopyPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
+  const PlacementPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
   EXPECT_EQ(plan.reason, RejectReason::kTargetDomainHasReplica);
   EXPECT_FALSE(plan.target.has_value());
   EXPECT_EQ(CheckTargetDomainSuppression(replicas, replicas[0], "b", true),
@@ -339,7 +339,7 @@ TEST(PlanCopy, SameDomainFanoutStillWorksAfterATargetDomainReplicaExists) {
   const std::vector<ReplicaCandidate> replicas = {Replica(1, "a1", "a"), Replica(2, "b1", "b")};
   const std::vector<SegmentCandidate> segments = {Segment(3, "b2", 0, "b"),
                                                   Segment(4, "a2", 0, "a")};
-  const CopyPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
+  const PlacementPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
   ASSERT_FALSE(plan.reason.has_value()) << RejectReasonName(*plan.reason);
   EXPECT_EQ(replicas[*plan.source].segment, SegmentId(2));
   EXPECT_EQ(segments[*plan.target].id, SegmentId(3));
@@ -349,7 +349,7 @@ TEST(PlanCopy, SameDomainFanoutStillWorksAfterATargetDomainReplicaExists) {
 TEST(PlanCopy, FirstReplicaInADomainIsACrossDomainCopy) {
   const std::vector<ReplicaCandidate> replicas = {Replica(1, "a1", "a")};
   const std::vector<SegmentCandidate> segments = {Segment(3, "b2", 0, "b")};
-  const CopyPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
+  const PlacementPlan plan = PlanCopy(DomainRequest("b"), segments, replicas);
   ASSERT_TRUE(plan.target.has_value());
   EXPECT_TRUE(plan.cross_domain);
 }
@@ -359,7 +359,7 @@ TEST(PlanCopy, ReportsTheFirstFailingStep) {
   EXPECT_EQ(PlanCopy(Request(), segments, {}).reason, RejectReason::kNoSource);
   const std::vector<ReplicaCandidate> replicas = {Replica(1, "h1")};
   const std::vector<SegmentCandidate> full = {Segment(3, "h3", 10 * kGiB)};
-  const CopyPlan plan = PlanCopy(Request(), full, replicas);
+  const PlacementPlan plan = PlanCopy(Request(), full, replicas);
   EXPECT_EQ(plan.reason, RejectReason::kNoTarget);
   EXPECT_TRUE(plan.source.has_value());
 }

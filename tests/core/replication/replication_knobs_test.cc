@@ -214,10 +214,11 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_warmup_enabled",
                            "dynamic_replication_warmup_copies_in_flight_max",
                            "dynamic_replication_warmup_bytes_per_second_max",
-                           "dynamic_replication_warmup_objects_max"}) {
+                           "dynamic_replication_warmup_objects_max",
+                           "dynamic_replication_warmup_domain_poll_ms"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(r.entries().size(), 20u);
+  EXPECT_EQ(r.entries().size(), 21u);
 }
 
 }  // namespace

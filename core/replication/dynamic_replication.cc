@@ -1,0 +1,1193 @@
+// DynamicReplication: admission, leases, the dynamic copy lifecycle, expiry,
+// removals and warmup. The contract and the order of checks are in
+// dynamic_replication.h; this file says why where it is not obvious.
+#include "core/replication/dynamic_replication.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "core/replication/placement.h"
+
+namespace heatsink {
+namespace {
+
+// Triggers one admission pass takes before it yields the executor.
+constexpr size_t kAdmissionBatchMax = 64;
+// The warmup byte budget is spent per window of this length.
+constexpr DurationNs kWarmupBudgetWindowNs = kNsPerSec;
+
+// Removal causes that are reclaim (eviction) or the failure of a dynamic copy
+// (revoke, reaping at timeout or lease expiry): they start the recreate
+// cooldown (DESIGN 3). Unmount, a dead client, a cancelled copy (the master
+// cancels copies whose source or target segment leaves), an explicit Remove
+// and put failures do not: the target vanished or the object went away, no
+// reclaim freed that capacity.
+bool StartsRecreateCooldown(RemovalCause cause) {
+  switch (cause) {
+    case RemovalCause::kEviction:
+    case RemovalCause::kCopyRevoked:
+    case RemovalCause::kCopyTimedOut:
+      return true;
+    case RemovalCause::kCopyCancelled:
+    case RemovalCause::kUnmount:
+    case RemovalCause::kClientDead:
+    case RemovalCause::kRemove:
+    case RemovalCause::kPutRevoked:
+    case RemovalCause::kPutDiscarded:
+      return false;
+  }
+  return false;
+}
+
+absl::string_view DomainOf(const ReplicaDescriptor& d) {
+  return d.location != nullptr ? absl::string_view(d.location->domain) : kDefaultDomain;
+}
+
+// Placement's view of an object and the mounted segments.
+struct Candidates {
+  std::vector<SegmentCandidate> segments;
+  std::vector<ReplicaCandidate> replicas;
+  std::vector<const ReplicaDescriptor*> descriptors;  // parallel to replicas
+};
+
+Candidates BuildCandidates(const ObjectView& object, const std::vector<SegmentView>& segments) {
+  Candidates c;
+  c.segments.reserve(segments.size());
+  for (const SegmentView& s : segments) {
+    SegmentCandidate sc;
+    sc.id = s.location.id;
+    sc.owner = s.location.owner;
+    sc.host = s.location.host;
+    sc.domain = s.location.domain;
+    sc.capacity_bytes = s.capacity_bytes;
+    sc.used_bytes = s.used_bytes;
+    sc.reserved_bytes = s.reserved_bytes;
+    sc.allocatable = s.allocatable && !s.unmounting;
+    c.segments.push_back(std::move(sc));
+  }
+  for (const ReplicaDescriptor& d : object.replicas) {
+    ReplicaCandidate rc;
+    rc.segment = d.segment_id;
+    if (d.location != nullptr) {
+      rc.owner = d.location->owner;
+      rc.host = d.location->host;
+      rc.domain = d.location->domain;
+    }
+    rc.readable_memory = d.kind == ReplicaKind::kMemory && d.status == ReplicaStatus::kComplete &&
+                         d.version == object.version;
+    // ListSegments is in ascending id order.
+    auto it =
+        std::lower_bound(segments.begin(), segments.end(), d.segment_id,
+                         [](const SegmentView& s, SegmentId id) { return s.location.id < id; });
+    const bool mounted = it != segments.end() && it->location.id == d.segment_id;
+    rc.can_source = mounted && !it->unmounting;
+    // In-flight pressure as the master knows it: copy tasks queued on the
+    // source plus copies running into or out of it. Reads go from reader to
+    // store directly, so the master has no count of reads in flight.
+    if (mounted) {
+      rc.inflight_pressure = it->load.copy_tasks_as_source + it->load.copies_in_flight_as_source +
+                             it->load.copies_in_flight_as_target;
+    }
+    c.replicas.push_back(std::move(rc));
+    c.descriptors.push_back(&d);
+  }
+  return c;
+}
+
+}  // namespace
+
+absl::string_view PendingPhaseName(PendingPhase p) {
+  switch (p) {
+    case PendingPhase::kGranted:
+      return "granted";
+    case PendingPhase::kInFlight:
+      return "in_flight";
+  }
+  HS_CHECK_MSG(false, "bad PendingPhase");
+  return {};  // not reached
+}
+
+DynamicReplication::DynamicReplication(Env* env, MasterService* master,
+                                       const ReplicationKnobs& knobs, DecisionSink* sink,
+                                       MetricsRegistry* metrics)
+    : env_(env),
+      master_(master),
+      knobs_(knobs),
+      sink_(sink),
+      metrics_(*metrics),
+      hit_count_(knobs.AdmissionHitCount()),
+      enabled_(knobs.dynamic_replication_mode != DynamicReplicationMode::kOff),
+      window_(HeatWindow::Options::FromKnobs(knobs)),
+      triggers_(static_cast<size_t>(knobs.dynamic_replication_trigger_queue_max)),
+      admission_cooldown_("admission",
+                          static_cast<size_t>(knobs.dynamic_replication_cooldown_entries_max)),
+      recreate_cooldown_("recreate",
+                         static_cast<size_t>(knobs.dynamic_replication_cooldown_entries_max)) {
+  HS_CHECK(env != nullptr && env->clock != nullptr && env->executor != nullptr);
+  HS_CHECK(master != nullptr && metrics != nullptr);
+  HS_CHECK_OK(knobs.Validate());
+  if (enabled_ && knobs_.dynamic_replication_warmup_enabled) ScheduleDomainPoll();
+}
+
+DynamicReplication::~DynamicReplication() {
+  MutexLock lock(&timer_mu_);
+  stopping_ = true;
+  for (TimerId* t : {&admission_timer_, &domain_poll_timer_, &warmup_timer_}) {
+    if (*t != kNoTimer) env_->executor->Cancel(*t);
+    *t = kNoTimer;
+  }
+  for (TimerId t : lease_timers_) env_->executor->Cancel(t);
+  lease_timers_.clear();
+}
+
+Domain DynamicReplication::PendingDomain(absl::string_view target_domain) const {
+  return domain_aware() ? NormalizeDomain(target_domain) : Domain();
+}
+
+// ---------------------------------------------------------------------------
+// Read path
+// ---------------------------------------------------------------------------
+
+void DynamicReplication::OnKeyRead(const ReadObservation& read) {
+  if (!enabled_) return;
+  const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
+  // DESIGN 2: an object at its cap records no heat. The replica list is at
+  // hand, so this costs one pass over a handful of descriptors.
+  int64_t at_limit = 0;
+  if (domain_aware()) {
+    for (const ReplicaDescriptor& d : read.readable_replicas) {
+      if (DomainCost(domain, DomainOf(d)) == 0) ++at_limit;
+    }
+  } else {
+    at_limit = static_cast<int64_t>(read.readable_replicas.size());
+  }
+  if (at_limit >= knobs_.dynamic_replication_max_memory_replicas) return;
+  const HeatKeyView key{read.tenant, read.key, domain};
+  // hot_read_observations is not counted here: the window already counts
+  // its records per shard under the shard lock, and SyncMetrics() carries
+  // that count over, so the read path touches no shared counter.
+  const HeatRecord record = window_.Record(read.t_ns, key);
+  if (!record.crossed) return;
+  absl::StatusOr<TriggerEnqueue> queued = triggers_.Enqueue(read.t_ns, key);
+  if (!queued.ok()) {
+    metrics_.trigger_queue_overflows.Add();
+    return;
+  }
+  if (!queued->queued) return;
+  metrics_.triggers_enqueued.Add();
+  if (queued->queue_was_empty) WakeAdmissionWorker();
+}
+
+void DynamicReplication::WakeAdmissionWorker() {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || admission_timer_ != kNoTimer) return;
+  // A cancellable zero-delay timer rather than Post, so destruction can
+  // withdraw it.
+  admission_timer_ = env_->executor->PostAfter(0, [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      admission_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    RunAdmission();
+    if (triggers_.size() > 0) WakeAdmissionWorker();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Admission
+// ---------------------------------------------------------------------------
+
+int64_t DynamicReplication::RunAdmission() {
+  MutexLock control(&control_mu_);
+  const std::vector<AdmissionTrigger> batch = triggers_.TakeUpTo(kAdmissionBatchMax);
+  for (const AdmissionTrigger& trigger : batch) {
+    AdmissionInput input;
+    input.kind = DecisionKind::kHeat;
+    input.heat_key = trigger.key;
+    input.target_domain = domain_aware() ? NormalizeDomain(trigger.key.domain) : Domain();
+    AdmissionResult result = Admit(input);
+    Emit(result.record);
+  }
+  MutexLock lock(&mu_);
+  ++stats_.admission_passes;
+  stats_.triggers_processed += static_cast<int64_t>(batch.size());
+  return static_cast<int64_t>(batch.size());
+}
+
+DynamicReplication::AdmissionResult DynamicReplication::Reject(AdmissionResult result,
+                                                               RejectReason reason,
+                                                               std::string message) {
+  result.record.outcome = DecisionOutcome::kRejected;
+  result.record.reason = reason;
+  result.status = RejectionStatus(reason, message);
+  result.lease.reset();
+  return result;
+}
+
+DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInput& input) {
+  const TimeNs now = Now();
+  const ObjectName name{NormalizeTenant(input.heat_key.tenant), input.heat_key.key};
+  const ReplicaActionProposal* proposal = input.proposal;
+  const bool warmup = input.kind == DecisionKind::kWarmup;
+  // Warmup always places inside its domain; otherwise the knob decides.
+  const bool place_in_domain = domain_aware() || warmup;
+
+  AdmissionResult r;
+  r.record.t_ns = now;
+  r.record.kind = input.kind;
+  r.record.tenant = name.tenant;
+  r.record.key = name.key;
+  if (domain_aware() && !warmup) {
+    r.record.requester_domain = NormalizeDomain(input.heat_key.domain);
+    r.record.target_domain = input.target_domain;
+  } else if (warmup) {
+    r.record.target_domain = input.target_domain;
+  } else if (proposal != nullptr) {
+    // Stage 1 logs the hints a proposal carried (they get it rejected).
+    if (!proposal->requester_domain.empty()) r.record.requester_domain = proposal->requester_domain;
+    if (!proposal->target_domain.empty()) r.record.target_domain = proposal->target_domain;
+  }
+  const std::string what = absl::StrCat("'", name.tenant, "/", name.key, "'");
+
+  if (!enabled_)
+    return Reject(std::move(r), RejectReason::kModeOff, "dynamic_replication_mode is off");
+
+  if (proposal != nullptr) {
+    if (!proposal->proposal_id.valid() || name.key.empty() ||
+        proposal->action != ReplicaAction::kAdd) {
+      return Reject(std::move(r), RejectReason::kInvalidArgument,
+                    "proposal needs a proposal id, a key and action ADD");
+    }
+    if (IsExpired(now, proposal->expiration_ns)) {
+      return Reject(std::move(r), RejectReason::kExpired,
+                    absl::StrCat("proposal ", proposal->proposal_id.value, " expired at ",
+                                 proposal->expiration_ns, " ns (now ", now, ")"));
+    }
+    if (!domain_aware() &&
+        (!proposal->requester_domain.empty() || !proposal->target_domain.empty())) {
+      return Reject(std::move(r), RejectReason::kDomainHintUnsupported,
+                    "domain hints need dynamic_replication_domain_aware");
+    }
+  }
+
+  if (!warmup) {
+    const int64_t count = window_.CountInWindow(now, input.heat_key.view());
+    if (count < hit_count_) {
+      return Reject(std::move(r), RejectReason::kBelowThreshold,
+                    absl::StrCat(what, " has ", count,
+                                 " reads in the heat window, admission needs ", hit_count_));
+    }
+  }
+
+  const PendingKey pending_key{name, PendingDomain(input.target_domain)};
+  std::optional<Pending> existing;
+  {
+    MutexLock lock(&mu_);
+    auto it = pending_.find(pending_key);
+    if (it != pending_.end()) existing = it->second;
+  }
+  // A granted action whose task the master already retired (its target was
+  // unmounted) is stale: it must not keep the key blocked until its lease
+  // expires. Grant replaces it.
+  if (existing.has_value() && (existing->phase == PendingPhase::kInFlight ||
+                               master_->GetTask(existing->lease.task_id).has_value())) {
+    return Reject(
+        std::move(r), RejectReason::kPending,
+        absl::StrCat(what, " has dynamic lease ", existing->lease.lease_id.value, " in flight"));
+  }
+  if (!warmup && admission_cooldown_.Active(now, input.heat_key.view())) {
+    return Reject(std::move(r), RejectReason::kCooldown,
+                  absl::StrCat(what, " is in its admission cooldown"));
+  }
+  const Domain cooldown_domain = domain_aware() ? NormalizeDomain(input.target_domain) : Domain();
+  if (recreate_cooldown_.Active(now, HeatKeyView{name.tenant, name.key, cooldown_domain})) {
+    return Reject(std::move(r), RejectReason::kRecreateCooldown,
+                  absl::StrCat(what, " lost a dynamic replica recently (recreate cooldown)"));
+  }
+
+  absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
+  if (!object.ok()) {
+    if (absl::IsNotFound(object.status())) {
+      return Reject(std::move(r), RejectReason::kObjectNotFound,
+                    std::string(object.status().message()));
+    }
+    return Reject(std::move(r), RejectReason::kInvalidArgument,
+                  std::string(object.status().message()));
+  }
+  r.record.version = object->version;
+  if (object->put_in_progress) {
+    return Reject(std::move(r), RejectReason::kNotComplete,
+                  absl::StrCat(what, " is still being put"));
+  }
+  if (object->replication_task.valid()) {
+    return Reject(
+        std::move(r), RejectReason::kPending,
+        absl::StrCat(what, " has copy task ", object->replication_task.value, " running"));
+  }
+
+  const std::vector<SegmentView> segments = master_->ListSegments();
+  const Candidates c = BuildCandidates(*object, segments);
+  if (warmup) {
+    for (const ReplicaCandidate& rc : c.replicas) {
+      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) {
+        return Reject(std::move(r), RejectReason::kAlreadyPresent,
+                      absl::StrCat(what, " already has a replica in domain ", input.target_domain));
+      }
+    }
+  } else {
+    const int64_t counted = CountReplicasForLimit(c.replicas, input.target_domain, domain_aware());
+    if (counted >= knobs_.dynamic_replication_max_memory_replicas) {
+      return Reject(
+          std::move(r), RejectReason::kReplicaLimit,
+          absl::StrCat(what, " has ", counted,
+                       " readable MEMORY replicas (dynamic_replication_max_memory_replicas ",
+                       knobs_.dynamic_replication_max_memory_replicas, ")"));
+    }
+  }
+  if (proposal != nullptr) {
+    if (proposal->observed_version != object->version) {
+      return Reject(std::move(r), RejectReason::kVersionMismatch,
+                    absl::StrCat("proposal saw version ", proposal->observed_version, " of ", what,
+                                 ", the master has ", object->version));
+    }
+    if (proposal->expected_size_bytes != object->size_bytes) {
+      return Reject(std::move(r), RejectReason::kSizeMismatch,
+                    absl::StrCat("proposal expects ", proposal->expected_size_bytes, " bytes of ",
+                                 what, ", the master has ", object->size_bytes));
+    }
+  }
+
+  if (domain_aware() && !warmup && DomainCost(input.heat_key.domain, input.target_domain) != 0) {
+    // A copy on behalf of another domain's readers into a domain that
+    // already holds a readable replica adds nothing there; fanout inside the
+    // target domain is asked for by that domain's own heat.
+    for (const ReplicaCandidate& rc : c.replicas) {
+      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) {
+        return Reject(
+            std::move(r), RejectReason::kTargetDomainHasReplica,
+            absl::StrCat("domain ", input.target_domain, " already has a replica of ", what));
+      }
+    }
+  }
+
+  PlacementRequest request;
+  request.object = name;
+  request.size_bytes = object->size_bytes;
+  if (proposal != nullptr) request.preferred_target = proposal->preferred_target_segment;
+  request.target_domain = input.target_domain;
+  request.domain_aware = place_in_domain;
+  request.utilization_cap_ppm = knobs_.target_utilization_cap_ppm();
+  const PlacementPlan plan = PlanCopy(request, c.segments, c.replicas);
+  if (plan.source.has_value()) r.record.source_segment = c.replicas[*plan.source].segment;
+  if (plan.reason.has_value()) {
+    return Reject(std::move(r), *plan.reason,
+                  absl::StrCat("no placement for ", what, ": ", RejectReasonName(*plan.reason)));
+  }
+  const SegmentCandidate& target = c.segments[*plan.target];
+  const ReplicaDescriptor& source = *c.descriptors[*plan.source];
+  r.record.target_segment = target.id;
+
+  ReplicaActionLease lease;
+  if (proposal != nullptr) lease.proposal_id = proposal->proposal_id;
+  lease.name = name;
+  lease.source_segment = source.segment_id;
+  lease.source_client = c.replicas[*plan.source].owner;
+  lease.target_segment = target.id;
+  lease.target_domain = NormalizeDomain(target.domain);
+  lease.version = object->version;
+  lease.size_bytes = object->size_bytes;
+  lease.warmup = warmup;
+
+  if (knobs_.dynamic_replication_mode == DynamicReplicationMode::kObserve) {
+    r.record.outcome = DecisionOutcome::kWouldPropose;
+    lease.would_propose = true;
+    r.lease = lease;
+    r.status = absl::OkStatus();
+    // Observe counts what enforce would create, so it honours the same
+    // cooldown; a full cooldown table only loses the damping.
+    if (!warmup)
+      (void)admission_cooldown_.Start(now, input.heat_key.view(), knobs_.admission_cooldown_ns());
+    return r;
+  }
+
+  if (warmup) {
+    // The byte budget is spent per one-second window; an object larger than
+    // the whole budget still goes, alone, in an otherwise empty window.
+    if (now - warmup_budget_window_start_ns_ >= kWarmupBudgetWindowNs) {
+      warmup_budget_window_start_ns_ = now;
+      warmup_budget_bytes_used_ = 0;
+    }
+    const int64_t size = static_cast<int64_t>(object->size_bytes);
+    if (warmup_budget_bytes_used_ > 0 &&
+        warmup_budget_bytes_used_ + size > knobs_.dynamic_replication_warmup_bytes_per_second_max) {
+      r.deferred = true;
+      return Reject(std::move(r), RejectReason::kWarmupLimit,
+                    "dynamic_replication_warmup_bytes_per_second_max spent for this second");
+    }
+  }
+  return Grant(std::move(r), input, *object, source.replica_id, plan.cross_domain, lease);
+}
+
+DynamicReplication::AdmissionResult DynamicReplication::Grant(
+    AdmissionResult result, const AdmissionInput& input, const ObjectView& object,
+    ReplicaId source_replica, bool cross_domain, ReplicaActionLease lease) {
+  const TimeNs now = Now();
+  const PendingKey key{object.name, PendingDomain(input.target_domain)};
+  lease.lease_id = LeaseId(next_lease_id_.fetch_add(1, std::memory_order_relaxed));
+  lease.expiration_ns = now + knobs_.lease_ttl_ns();
+  if (input.proposal != nullptr) {
+    lease.expiration_ns = std::min(lease.expiration_ns, input.proposal->expiration_ns);
+  }
+  {
+    MutexLock lock(&mu_);
+    if (static_cast<int64_t>(pending_.size()) >= knobs_.dynamic_replication_pending_actions_max) {
+      return Reject(std::move(result), RejectReason::kResourceExhausted,
+                    absl::StrCat("dynamic_replication_pending_actions_max (",
+                                 knobs_.dynamic_replication_pending_actions_max, ") reached"));
+    }
+    if (input.proposal != nullptr &&
+        static_cast<int64_t>(proposals_.size()) >= knobs_.dynamic_replication_proposals_max) {
+      ReclaimProposalsLocked(now);
+      if (static_cast<int64_t>(proposals_.size()) >= knobs_.dynamic_replication_proposals_max) {
+        return Reject(std::move(result), RejectReason::kResourceExhausted,
+                      absl::StrCat("dynamic_replication_proposals_max (",
+                                   knobs_.dynamic_replication_proposals_max, ") reached"));
+      }
+    }
+    // A stale entry for the key (its task retired underneath) is replaced.
+    if (auto it = pending_.find(key); it != pending_.end()) {
+      CancelTimerLocked(it->second.expiry_timer);
+      lease_index_.erase(it->second.lease.lease_id);
+      pending_.erase(it);
+      --stats_.pending;
+    }
+    // The RFC's order: pending state first, then the task.
+    Pending p;
+    p.lease = lease;
+    p.cross_domain = cross_domain;
+    pending_.emplace(key, std::move(p));
+    lease_index_.emplace(lease.lease_id, key);
+    ++stats_.pending;
+  }
+  absl::StatusOr<CopyTaskResponse> task = master_->CreateCopyTaskForPlan(
+      CopyPlan{object.name, object.version, source_replica, lease.target_segment, lease.lease_id});
+  if (!task.ok()) {
+    {
+      MutexLock lock(&mu_);
+      (void)TakePendingLocked(lease.lease_id);
+    }
+    result.record.lease_id.reset();
+    return Reject(std::move(result), RejectReason::kTaskCreateFailed,
+                  absl::StrCat("REPLICA_COPY task creation failed: ", task.status().ToString()));
+  }
+  lease.task_id = task->task_id;
+  lease.source_client = task->source_client;
+  {
+    MutexLock lock(&mu_);
+    auto it = pending_.find(key);
+    HS_CHECK(it != pending_.end() && it->second.lease.lease_id == lease.lease_id);
+    it->second.lease = lease;
+    it->second.expiry_timer = ArmLeaseTimerLocked(lease.lease_id, lease.expiration_ns - now);
+    if (input.proposal != nullptr) {
+      proposals_[lease.proposal_id] = ProposalEntry{*input.proposal, lease};
+      proposals_by_expiry_.emplace(lease.expiration_ns, lease.proposal_id);
+    }
+    ++stats_.leases_granted;
+    if (lease.warmup) ++stats_.warmup_copies;
+  }
+  if (input.kind != DecisionKind::kWarmup) {
+    // A full cooldown table only loses the damping, never the admission.
+    (void)admission_cooldown_.Start(now, input.heat_key.view(), knobs_.admission_cooldown_ns());
+  } else {
+    warmup_budget_bytes_used_ += static_cast<int64_t>(lease.size_bytes);
+    metrics_.WarmupCopies(lease.target_domain).Add();
+  }
+  metrics_.copy_tasks_created.Add();
+  result.record.outcome = DecisionOutcome::kAccepted;
+  result.record.reason.reset();
+  result.record.lease_id = lease.lease_id;
+  result.lease = lease;
+  result.status = absl::OkStatus();
+  return result;
+}
+
+void DynamicReplication::Emit(const DecisionRecord& record) {
+  {
+    MutexLock lock(&mu_);
+    ++stats_.decisions;
+  }
+  metrics_.CountDecision(record);
+  if (sink_ != nullptr) sink_->Record(record);
+}
+
+absl::StatusOr<ReplicaActionLease> DynamicReplication::SubmitReplicaActionProposal(
+    const ReplicaActionProposal& proposal) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  ReplicaActionProposal normalised = proposal;
+  normalised.name.tenant = NormalizeTenant(proposal.name.tenant);
+  // Idempotency before anything else that could change with time: the same
+  // proposal id and identical content returns the lease while it lives.
+  if (enabled_ && proposal.proposal_id.valid()) {
+    std::optional<ProposalEntry> previous;
+    {
+      MutexLock lock(&mu_);
+      ReclaimProposalsLocked(now);
+      auto it = proposals_.find(proposal.proposal_id);
+      if (it != proposals_.end()) previous = it->second;
+    }
+    if (previous.has_value()) {
+      if (previous->proposal == normalised) return previous->lease;
+      DecisionRecord record;
+      record.t_ns = now;
+      record.kind = DecisionKind::kProposal;
+      record.tenant = normalised.name.tenant;
+      record.key = normalised.name.key;
+      if (!proposal.requester_domain.empty()) record.requester_domain = proposal.requester_domain;
+      if (!proposal.target_domain.empty()) record.target_domain = proposal.target_domain;
+      record.outcome = DecisionOutcome::kRejected;
+      record.reason = RejectReason::kConflict;
+      Emit(record);
+      return RejectionStatus(RejectReason::kConflict,
+                             absl::StrCat("proposal id ", proposal.proposal_id.value,
+                                          " was used with different content"));
+    }
+  }
+  AdmissionInput input;
+  input.kind = DecisionKind::kProposal;
+  const Domain requester = domain_aware() ? NormalizeDomain(proposal.requester_domain) : Domain();
+  input.heat_key = HeatKey(normalised.name.tenant, normalised.name.key, requester);
+  input.target_domain =
+      domain_aware() ? NormalizeDomain(proposal.target_domain.empty() ? proposal.requester_domain
+                                                                      : proposal.target_domain)
+                     : Domain();
+  input.proposal = &normalised;
+  AdmissionResult result = Admit(input);
+  Emit(result.record);
+  if (!result.status.ok()) return result.status;
+  HS_CHECK(result.lease.has_value());
+  return *result.lease;
+}
+
+// ---------------------------------------------------------------------------
+// Pending state, timers
+// ---------------------------------------------------------------------------
+
+TimerId DynamicReplication::ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay) {
+  MutexLock lock(&timer_mu_);
+  if (stopping_) return kNoTimer;
+  const TimerId id = env_->executor->PostAfter(std::max<DurationNs>(0, delay),
+                                               [this, lease_id]() { OnLeaseTimer(lease_id); });
+  lease_timers_.insert(id);
+  return id;
+}
+
+void DynamicReplication::CancelTimerLocked(TimerId id) {
+  if (id == kNoTimer) return;
+  MutexLock lock(&timer_mu_);
+  lease_timers_.erase(id);
+  env_->executor->Cancel(id);
+}
+
+std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked(LeaseId lease_id) {
+  auto idx = lease_index_.find(lease_id);
+  if (idx == lease_index_.end()) return std::nullopt;
+  auto it = pending_.find(idx->second);
+  HS_CHECK(it != pending_.end());
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  lease_index_.erase(idx);
+  --stats_.pending;
+  CancelTimerLocked(p.expiry_timer);
+  if (p.phase == PendingPhase::kInFlight && p.cross_domain) {
+    metrics_.cross_domain_copies_in_flight.Add(-1);
+  }
+  return p;
+}
+
+void DynamicReplication::ReclaimProposalsLocked(TimeNs now) {
+  while (!proposals_by_expiry_.empty() && IsExpired(now, proposals_by_expiry_.begin()->first)) {
+    const auto [expiry, id] = *proposals_by_expiry_.begin();
+    proposals_by_expiry_.erase(proposals_by_expiry_.begin());
+    auto it = proposals_.find(id);
+    if (it != proposals_.end() && it->second.lease.expiration_ns == expiry) proposals_.erase(it);
+  }
+}
+
+void DynamicReplication::ClearPending(LeaseId lease_id, bool retire_task, RemovalCause cause) {
+  std::optional<Pending> p;
+  {
+    MutexLock lock(&mu_);
+    p = TakePendingLocked(lease_id);
+  }
+  if (!p.has_value()) return;
+  // Called without the state lock: the master notifies removals (a started
+  // copy's target) to OnReplicaRemoved, which takes it.
+  if (retire_task && p->lease.task_id.valid()) {
+    (void)master_->CancelCopyTask(p->lease.task_id, cause);
+  }
+}
+
+void DynamicReplication::OnLeaseTimer(LeaseId lease_id) {
+  MutexLock control(&control_mu_);
+  std::optional<Pending> p;
+  {
+    MutexLock lock(&mu_);
+    auto idx = lease_index_.find(lease_id);
+    if (idx == lease_index_.end()) return;
+    Pending& live = pending_.at(idx->second);
+    {
+      MutexLock timer_lock(&timer_mu_);
+      lease_timers_.erase(live.expiry_timer);
+    }
+    live.expiry_timer = kNoTimer;  // this timer is the one running
+    p = live;
+    ++stats_.leases_expired;
+    if (p->phase == PendingPhase::kInFlight) {
+      ++stats_.copies_failed;
+      metrics_.copy_tasks_failed.Add();
+    }
+  }
+  // Granted: the task was never consumed; retire it so the key's task slot
+  // is free (expired dynamic state never blocks an ordinary copy).
+  // In flight: the copy is cancelled; its target replica is removed with
+  // kCopyTimedOut, which starts the recreate cooldown in OnReplicaRemoved.
+  ClearPending(lease_id, /*retire_task=*/true,
+               p->phase == PendingPhase::kInFlight ? RemovalCause::kCopyTimedOut
+                                                   : RemovalCause::kCopyCancelled);
+  ResumeWarmupIfWaiting();
+}
+
+void DynamicReplication::StartRecreateCooldown(TimeNs now, const ObjectName& name,
+                                               absl::string_view domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(domain) : Domain();
+  // A full table only loses the damping.
+  (void)recreate_cooldown_.Start(now, HeatKeyView{name.tenant, name.key, d},
+                                 knobs_.recreate_cooldown_ns());
+}
+
+void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  if (!removal.replica.dynamic) return;
+  const ReplicaDescriptor& replica = removal.replica;
+  {
+    MutexLock lock(&mu_);
+    if (replica.status == ReplicaStatus::kComplete) {
+      auto obj = dynamic_.find(removal.name);
+      if (obj != dynamic_.end()) {
+        if (obj->second.erase(replica.segment_id) > 0) {
+          --dynamic_count_;
+          metrics_.dynamic_replicas.Add(-1);
+        }
+        if (obj->second.empty()) dynamic_.erase(obj);
+      }
+    } else {
+      // The PROCESSING target of an in-flight copy (unmount, dead client,
+      // revoke, timeout): the action is over.
+      auto idx = lease_index_.find(replica.lease_id);
+      if (idx != lease_index_.end()) {
+        const Pending& p = pending_.at(idx->second);
+        if (p.phase == PendingPhase::kInFlight && p.target_replica == replica.replica_id) {
+          (void)TakePendingLocked(replica.lease_id);
+        }
+      }
+    }
+  }
+  if (StartsRecreateCooldown(removal.cause)) {
+    StartRecreateCooldown(removal.t_ns, removal.name, DomainOf(replica));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dynamic copy lifecycle
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<DynamicReplication::Pending> DynamicReplication::FindLeaseForCall(
+    const CopyTaskFence& fence) const {
+  if (!fence.lease_id.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", fence.task_id.value, " carries no lease; use the ordinary copy calls"));
+  }
+  MutexLock lock(&mu_);
+  auto idx = lease_index_.find(fence.lease_id);
+  if (idx == lease_index_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("no pending dynamic action for lease ",
+                                                      fence.lease_id.value, " (task ",
+                                                      fence.task_id.value, "): stale task"));
+  }
+  return pending_.at(idx->second);
+}
+
+absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
+    ClientId client, const CopyStartRequest& req) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (p.phase != PendingPhase::kGranted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " already started"));
+  }
+  // Checks that clear the pending state are failures of the action itself;
+  // the others come from stale or foreign callers and leave it alone
+  // (DESIGN 5).
+  auto fail = [&](absl::Status status) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.copies_failed;
+    }
+    metrics_.copy_tasks_failed.Add();
+    ClearPending(lease.lease_id, /*retire_task=*/true, RemovalCause::kCopyCancelled);
+    ResumeWarmupIfWaiting();
+    return status;
+  };
+  if (IsExpired(now, lease.expiration_ns)) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.leases_expired;
+    }
+    return fail(RejectionStatus(
+        RejectReason::kExpired,
+        absl::StrCat("lease ", lease.lease_id.value, " expired at ", lease.expiration_ns, " ns")));
+  }
+  if (req.version != lease.version) {
+    return RejectionStatus(RejectReason::kVersionMismatch,
+                           absl::StrCat("fence version ", req.version, " differs from lease ",
+                                        lease.lease_id.value, "'s version ", lease.version));
+  }
+  absl::StatusOr<ObjectView> object = master_->GetObjectView(lease.name);
+  if (!object.ok() || object->version != lease.version) {
+    return fail(
+        RejectionStatus(RejectReason::kVersionMismatch,
+                        absl::StrCat("object '", lease.name.key, "' changed since lease ",
+                                     lease.lease_id.value, " (version ", lease.version, ")")));
+  }
+  if (req.task_id != lease.task_id) {
+    return absl::AbortedError(absl::StrCat("task ", req.task_id.value, " is not lease ",
+                                           lease.lease_id.value, "'s task ", lease.task_id.value));
+  }
+  const std::optional<Task> task = master_->GetTask(lease.task_id);
+  if (!task.has_value()) {
+    // The master retired the task (its source or target was unmounted).
+    return fail(absl::NotFoundError(absl::StrCat("task ", lease.task_id.value, " of lease ",
+                                                 lease.lease_id.value, " is gone")));
+  }
+  if (task->copy.source_segment != lease.source_segment ||
+      task->copy.target_segment != lease.target_segment || task->copy.lease_id != lease.lease_id) {
+    return absl::AbortedError(
+        absl::StrCat("task ", lease.task_id.value, " does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("client ", client.value, " is not the source client (",
+                     lease.source_client.value, ") of lease ", lease.lease_id.value));
+  }
+  if (task->status != TaskStatus::kProcessing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", lease.task_id.value, " was not fetched"));
+  }
+  const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
+  if (!target.has_value() || target->unmounting || !target->allocatable) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        "target segment ", lease.target_segment.value, " is no longer a valid target")));
+  }
+  absl::StatusOr<CopyStartResponse> started = master_->LeasedCopyStart(client, req);
+  if (!started.ok()) {
+    const absl::StatusCode code = started.status().code();
+    if (code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kAborted) {
+      return started.status();  // a stale fence: not this action's failure
+    }
+    // Quota or target failure: clear, so the key is not stuck.
+    return fail(started.status());
+  }
+  {
+    MutexLock lock(&mu_);
+    auto idx = lease_index_.find(lease.lease_id);
+    HS_CHECK(idx != lease_index_.end());
+    Pending& live = pending_.at(idx->second);
+    live.phase = PendingPhase::kInFlight;
+    live.target_replica = started->target_replica;
+    if (live.cross_domain) metrics_.cross_domain_copies_in_flight.Add(1);
+    ++stats_.copies_started;
+  }
+  return started;
+}
+
+absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (req.version != lease.version || req.task_id != lease.task_id) {
+    return RejectionStatus(
+        RejectReason::kVersionMismatch,
+        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
+                     ") does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "client ", client.value, " is not the source client of lease ", lease.lease_id.value));
+  }
+  if (p.phase != PendingPhase::kInFlight) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
+  }
+  if (IsExpired(now, lease.expiration_ns)) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.leases_expired;
+      ++stats_.copies_failed;
+    }
+    metrics_.copy_tasks_failed.Add();
+    ClearPending(lease.lease_id, /*retire_task=*/true, RemovalCause::kCopyTimedOut);
+    ResumeWarmupIfWaiting();
+    return RejectionStatus(RejectReason::kExpired,
+                           absl::StrCat("lease ", lease.lease_id.value, " expired"));
+  }
+  HS_RETURN_IF_ERROR(master_->LeasedCopyEnd(client, req));
+  {
+    MutexLock lock(&mu_);
+    std::optional<Pending> done = TakePendingLocked(lease.lease_id);
+    HS_CHECK(done.has_value());
+    const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
+    DynamicRecord record;
+    record.domain = target.has_value() ? target->location.domain : lease.target_domain;
+    record.lease_id = lease.lease_id;
+    record.version = lease.version;
+    if (dynamic_[lease.name].emplace(lease.target_segment, std::move(record)).second) {
+      ++dynamic_count_;
+      metrics_.dynamic_replicas.Add(1);
+    }
+    ++stats_.copies_completed;
+  }
+  metrics_.copy_tasks_completed.Add();
+  metrics_.Copies(p.cross_domain).Add();
+  metrics_.CopyBytes(p.cross_domain).Add(static_cast<int64_t>(lease.size_bytes));
+  ResumeWarmupIfWaiting();
+  return absl::OkStatus();
+}
+
+absl::Status DynamicReplication::DynamicReplicaCopyRevoke(ClientId client,
+                                                          const CopyRevokeRequest& req) {
+  MutexLock control(&control_mu_);
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (req.version != lease.version || req.task_id != lease.task_id) {
+    return RejectionStatus(
+        RejectReason::kVersionMismatch,
+        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
+                     ") does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "client ", client.value, " is not the source client of lease ", lease.lease_id.value));
+  }
+  if (p.phase != PendingPhase::kInFlight) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
+  }
+  // The master removes the target with kCopyRevoked; OnReplicaRemoved drops
+  // the pending state and starts the recreate cooldown. The task itself ends
+  // when the worker reports it.
+  HS_RETURN_IF_ERROR(master_->LeasedCopyRevoke(client, req));
+  {
+    MutexLock lock(&mu_);
+    (void)TakePendingLocked(lease.lease_id);  // normally gone already
+    ++stats_.copies_revoked;
+  }
+  metrics_.copy_tasks_revoked.Add();
+  ResumeWarmupIfWaiting();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Warmup
+// ---------------------------------------------------------------------------
+
+void DynamicReplication::ScheduleDomainPoll() {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || domain_poll_timer_ != kNoTimer) return;
+  domain_poll_timer_ =
+      env_->executor->PostAfter(MsToNs(knobs_.dynamic_replication_warmup_domain_poll_ms), [this]() {
+        {
+          MutexLock timer_lock(&timer_mu_);
+          domain_poll_timer_ = kNoTimer;
+          if (stopping_) return;
+        }
+        PollDomains();
+        ScheduleDomainPoll();
+      });
+}
+
+void DynamicReplication::PollDomains() {
+  MutexLock control(&control_mu_);
+  std::set<Domain> seen;
+  for (const SegmentView& s : master_->ListSegments()) {
+    if (!s.unmounting) seen.insert(NormalizeDomain(s.location.domain));
+  }
+  bool started = false;
+  for (const Domain& d : seen) {
+    if (known_domains_.insert(d).second) {
+      StartWarmup(d);
+      started = true;
+    }
+  }
+  if (started || !warmup_jobs_.empty()) RunWarmup();
+}
+
+absl::StatusOr<WarmupRequestResult> DynamicReplication::RequestWarmup(absl::string_view domain) {
+  if (!knobs_.dynamic_replication_warmup_enabled) {
+    return absl::FailedPreconditionError("warmup needs dynamic_replication_warmup_enabled");
+  }
+  if (!enabled_) return absl::FailedPreconditionError("dynamic_replication_mode is off");
+  if (domain.size() > 256) return absl::InvalidArgumentError("domain name too long");
+  MutexLock control(&control_mu_);
+  const Domain d = NormalizeDomain(domain);
+  known_domains_.insert(d);
+  StartWarmup(d);
+  WarmupRequestResult result;
+  result.domain = d;
+  for (const WarmupJob& job : warmup_jobs_) {
+    if (job.domain == d) result.candidates = static_cast<int64_t>(job.queue.size() - job.next);
+  }
+  RunWarmup();
+  return result;
+}
+
+void DynamicReplication::StartWarmup(const Domain& domain) {
+  const TimeNs now = Now();
+  // Recent heat, summed over requester domains, plus the objects that hold
+  // dynamic replicas: a capped object records no heat (DESIGN 2), yet it is
+  // exactly what a new domain will read.
+  std::map<ObjectName, int64_t> heat;
+  for (const HotKey& h : window_.HotKeys(
+           now, 1, static_cast<size_t>(knobs_.dynamic_replication_heat_window_entries_max))) {
+    heat[h.key.object()] += h.count_in_window;
+  }
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, replicas] : dynamic_) heat.emplace(name, 0);
+  }
+  std::vector<std::pair<int64_t, ObjectName>> ranked;
+  ranked.reserve(heat.size());
+  for (auto& [name, count] : heat) ranked.emplace_back(count, name);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+  });
+  if (static_cast<int64_t>(ranked.size()) > knobs_.dynamic_replication_warmup_objects_max) {
+    ranked.resize(static_cast<size_t>(knobs_.dynamic_replication_warmup_objects_max));
+  }
+  WarmupJob job;
+  job.domain = domain;
+  for (auto& [count, name] : ranked) job.queue.push_back(std::move(name));
+  // A new request for a domain replaces its unfinished job.
+  warmup_jobs_.erase(std::remove_if(warmup_jobs_.begin(), warmup_jobs_.end(),
+                                    [&](const WarmupJob& j) { return j.domain == domain; }),
+                     warmup_jobs_.end());
+  if (!job.queue.empty()) warmup_jobs_.push_back(std::move(job));
+}
+
+int64_t DynamicReplication::WarmupInFlight() const {
+  MutexLock lock(&mu_);
+  int64_t n = 0;
+  for (const auto& [key, p] : pending_) n += p.lease.warmup ? 1 : 0;
+  return n;
+}
+
+void DynamicReplication::RunWarmup() {
+  while (!warmup_jobs_.empty()) {
+    WarmupJob& job = warmup_jobs_.front();
+    while (job.next < job.queue.size()) {
+      if (WarmupInFlight() >= knobs_.dynamic_replication_warmup_copies_in_flight_max) {
+        // Resumed when a warmup copy ends (ResumeWarmupIfWaiting) or by the
+        // poll timer.
+        return;
+      }
+      const ObjectName& name = job.queue[job.next];
+      AdmissionInput input;
+      input.kind = DecisionKind::kWarmup;
+      input.heat_key = HeatKey(name.tenant, name.key, "");
+      input.target_domain = job.domain;
+      AdmissionResult result = Admit(input);
+      if (result.deferred) {
+        // Byte budget spent: try again when the next budget window opens.
+        ScheduleWarmupResume(warmup_budget_window_start_ns_ + kWarmupBudgetWindowNs - Now());
+        return;
+      }
+      Emit(result.record);
+      ++job.next;
+    }
+    warmup_jobs_.erase(warmup_jobs_.begin());
+  }
+}
+
+void DynamicReplication::ResumeWarmupIfWaiting() {
+  if (!warmup_jobs_.empty()) RunWarmup();
+}
+
+void DynamicReplication::ScheduleWarmupResume(DurationNs delay) {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || warmup_timer_ != kNoTimer) return;
+  warmup_timer_ = env_->executor->PostAfter(std::max<DurationNs>(1, delay), [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      warmup_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    MutexLock control(&control_mu_);
+    RunWarmup();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Views and invariants
+// ---------------------------------------------------------------------------
+
+std::vector<PendingActionView> DynamicReplication::PendingActions() const {
+  MutexLock lock(&mu_);
+  std::vector<PendingActionView> out;
+  out.reserve(pending_.size());
+  for (const auto& [key, p] : pending_) {
+    out.push_back(PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain});
+  }
+  return out;
+}
+
+std::optional<PendingActionView> DynamicReplication::FindPending(
+    const ObjectName& name, absl::string_view target_domain) const {
+  MutexLock lock(&mu_);
+  auto it = pending_.find(
+      PendingKey{ObjectName{NormalizeTenant(name.tenant), name.key}, PendingDomain(target_domain)});
+  if (it == pending_.end()) return std::nullopt;
+  const Pending& p = it->second;
+  return PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain};
+}
+
+std::vector<DynamicReplicaView> DynamicReplication::DynamicReplicas() const {
+  MutexLock lock(&mu_);
+  std::vector<DynamicReplicaView> out;
+  for (const auto& [name, replicas] : dynamic_) {
+    for (const auto& [segment, r] : replicas) {
+      out.push_back(DynamicReplicaView{name, segment, r.domain, r.lease_id, r.version});
+    }
+  }
+  return out;
+}
+
+bool DynamicReplication::RecreateCooldownActive(const ObjectName& name, absl::string_view domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(domain) : Domain();
+  return recreate_cooldown_.Deadline(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d})
+      .has_value();
+}
+
+bool DynamicReplication::AdmissionCooldownActive(const ObjectName& name,
+                                                 absl::string_view requester_domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(requester_domain) : Domain();
+  return admission_cooldown_.Deadline(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d})
+      .has_value();
+}
+
+int64_t DynamicReplication::HeatCount(const ObjectName& name,
+                                      absl::string_view requester_domain) const {
+  const Domain d = domain_aware() ? NormalizeDomain(requester_domain) : Domain();
+  return window_.CountInWindow(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d});
+}
+
+void DynamicReplication::SyncMetrics() {
+  MutexLock lock(&sync_mu_);
+  const int64_t records = window_.stats().records;
+  metrics_.hot_read_observations.Add(records - synced_window_records_);
+  synced_window_records_ = records;
+}
+
+DynamicReplicationStats DynamicReplication::Stats() const {
+  MutexLock lock(&mu_);
+  DynamicReplicationStats s = stats_;
+  s.dynamic_replicas = dynamic_count_;
+  return s;
+}
+
+absl::Status DynamicReplication::CheckInvariants() const {
+  auto violation = [](const std::string& what) {
+    return absl::InternalError(absl::StrCat("dynamic replication invariant violated: ", what));
+  };
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  std::vector<Pending> pending;
+  std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic;
+  {
+    MutexLock lock(&mu_);
+    if (pending_.size() != lease_index_.size() ||
+        static_cast<int64_t>(pending_.size()) != stats_.pending) {
+      return violation("pending table and lease index disagree");
+    }
+    for (const auto& [lease, key] : lease_index_) {
+      auto it = pending_.find(key);
+      if (it == pending_.end() || it->second.lease.lease_id != lease) {
+        return violation(absl::StrCat("lease ", lease.value, " indexes a missing action"));
+      }
+    }
+    if (static_cast<int64_t>(pending_.size()) > knobs_.dynamic_replication_pending_actions_max ||
+        static_cast<int64_t>(proposals_.size()) > knobs_.dynamic_replication_proposals_max) {
+      return violation("a table exceeds its limit");
+    }
+    int64_t records = 0;
+    for (const auto& [name, replicas] : dynamic_) records += static_cast<int64_t>(replicas.size());
+    if (records != dynamic_count_ || metrics_.dynamic_replicas.value() != dynamic_count_) {
+      return violation(absl::StrCat(records, " dynamic replica records, count ", dynamic_count_,
+                                    ", gauge ", metrics_.dynamic_replicas.value()));
+    }
+    for (const auto& [key, p] : pending_) pending.push_back(p);
+    dynamic = dynamic_;
+  }
+  for (const Pending& p : pending) {
+    const std::string where = absl::StrCat("lease ", p.lease.lease_id.value);
+    const std::optional<Task> task = master_->GetTask(p.lease.task_id);
+    if (!task.has_value()) {
+      // Allowed only while the expiry timer is due, or for a granted action
+      // whose task the master retired (target unmounted): both are cleared
+      // at the next touch of the key or at expiry.
+      if (p.phase == PendingPhase::kInFlight && !IsExpired(now, p.lease.expiration_ns)) {
+        return violation(where + " is in flight without its task");
+      }
+      continue;
+    }
+    if (task->copy.lease_id != p.lease.lease_id || task->copy.version != p.lease.version ||
+        task->assigned_client != p.lease.source_client) {
+      return violation(where + " does not match its task");
+    }
+    if (p.phase == PendingPhase::kInFlight) {
+      absl::StatusOr<ObjectView> object = master_->GetObjectView(p.lease.name);
+      bool found = false;
+      if (object.ok()) {
+        for (const ReplicaDescriptor& d : object->replicas) {
+          found |= d.replica_id == p.target_replica && d.dynamic &&
+                   d.status == ReplicaStatus::kProcessing && d.lease_id == p.lease.lease_id;
+        }
+      }
+      if (!found) return violation(where + " is in flight without a PROCESSING target");
+    }
+  }
+  for (const auto& [name, replicas] : dynamic) {
+    absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
+    if (!object.ok()) return violation(absl::StrCat("dynamic replica of missing '", name.key, "'"));
+    for (const auto& [segment, record] : replicas) {
+      bool found = false;
+      for (const ReplicaDescriptor& d : object->replicas) {
+        found |= d.segment_id == segment && d.dynamic && d.status == ReplicaStatus::kComplete &&
+                 d.version == object->version && d.version == record.version;
+      }
+      if (!found) {
+        return violation(absl::StrCat("dynamic replica record of '", name.key, "' on segment ",
+                                      segment.value, " has no COMPLETE dynamic replica"));
+      }
+    }
+  }
+  return window_.CheckInvariants();
+}
+
+}  // namespace heatsink

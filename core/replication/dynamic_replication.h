@@ -1,0 +1,375 @@
+// File: core/replication/dynamic_replication.h
+//
+// Dynamic hot replication (RFC stage 1 and stage 2) on top of a MasterService:
+// centralised admission, distributed execution.
+//
+// Read path (ReadObserver::OnKeyRead, foreground). Mode off: nothing. Else one
+// heat observation per key read in the bounded HeatWindow, keyed by tenant +
+// key (+ requester domain when domain-aware); a read of an object already at
+// its replica cap (in the requester's domain when domain-aware) records no
+// heat (DESIGN 2). When the read brings the window to the admission hit count,
+// one deduplicated trigger is queued and, if the queue was empty, the
+// admission worker is posted to the Executor. Nothing else happens there.
+//
+// Admission (background, on the Executor; also SubmitReplicaActionProposal).
+// Checks in this order, each with its own reason word (decision.h) and status
+// code (replica_action.h RejectionCode):
+//   mode_off; for proposals: invalid_argument, expired,
+//   domain_hint_unsupported, conflict (idempotency);
+//   below_threshold (the master's own window, re-read now: a trigger whose
+//   key has cooled is logged, never dropped, DESIGN 8);
+//   pending (a dynamic action for the object and target domain, or any copy
+//   task of the key, is in flight); cooldown (admission cooldown of the heat
+//   key); recreate_cooldown (object, + target domain when domain-aware);
+//   object_not_found, not_complete; replica_limit; version_mismatch,
+//   size_mismatch (proposals); then placement (placement.h): no_source,
+//   target_domain_has_replica, utilization_cap, no_target /
+//   no_target_in_domain; finally resource_exhausted when the pending table is
+//   full and task_create_failed when the master refuses the task (the pending
+//   state installed just before is rolled back).
+// Observe mode stops after placement with outcome would_propose (and starts
+// the admission cooldown, so observe counts what enforce would create).
+// Enforce grants the lease (lease_id, deadline min(now + lease TTL, the
+// proposal's expiration)), installs the pending state, creates the
+// REPLICA_COPY task for the selected source client through
+// MasterService::CreateCopyTaskForPlan, starts the admission cooldown, and
+// arms a timer at the lease's expiry.
+//
+// Copy lifecycle (DynamicCopyCalls). DynamicReplicaCopyStart checks, in
+// order: the lease exists and is pending (else FAILED_PRECONDITION, nothing
+// cleared: a stale task without pending state); expiry (clears); the fence
+// version equals the lease's (ABORTED version_mismatch, stale caller, nothing
+// cleared) and the object's current version still equals it (clears); the
+// fence's task is the lease's task (stale, nothing cleared); the task's
+// source and target are the lease's (nothing cleared); the caller is the
+// lease's source client (PERMISSION_DENIED, nothing cleared); the target
+// segment is still mounted and allocatable (clears). Then the master reserves
+// target quota; if that fails, the pending state is cleared and the task
+// retired, so the key is neither stuck nor blocking an ordinary copy.
+// DynamicReplicaCopyEnd and ...Revoke must present the lease id and version
+// recorded in the in-flight task; a stale one changes nothing.
+// End makes the dynamic replica readable and records it; Revoke drops the
+// target (recreate cooldown starts).
+//
+// Expiry (a timer per lease, DESIGN 9): a lease that is still pending retires
+// its unconsumed task; an in-flight copy is cancelled (its target replica is
+// removed) and the recreate cooldown starts. Expired dynamic state never
+// blocks an ordinary copy: the task slot is freed at expiry.
+//
+// Removals (ReplicaRemovalObserver): removing a readable dynamic replica
+// drops its record; eviction, revoke and reaping (task timeout, lease expiry)
+// start the recreate cooldown (object, + the replica's domain when domain-aware;
+// DESIGN 3); unmount, a dead client and an explicit Remove do not.
+//
+// Warmup (stage 2, Target Scenario 3; knob dynamic_replication_warmup_enabled,
+// off by default). When a domain's first segment appears (checked every
+// dynamic_replication_warmup_domain_poll_ms) or on RequestWarmup(domain), the
+// candidates are the objects in recent heat (heat-window keys with at least
+// one read in the window, summed over domains) plus the objects holding
+// dynamic replicas, hottest first, at most warmup_objects_max. Each is copied
+// into the domain with the same lease/version fence as a dynamic copy,
+// skipping objects already present there (already_present); at most
+// warmup_copies_in_flight_max warmup copies run at once and at most
+// warmup_bytes_per_second_max bytes start per second; the rest wait and are
+// resumed by a timer. Warmup decisions are logged with kind "warmup".
+//
+// Decisions: every admission, proposal and warmup decision goes to the
+// DecisionSink (nullable) and to ReplicationMetrics, under one lock so the
+// log order is the decision order.
+//
+// Dynamic state lives in master memory only; it is not persisted across a
+// master restart (DESIGN 11).
+//
+// Thread safety: every public method is thread-safe. The read path takes only
+// the heat window's shard lock and the trigger queue's lock. Decisions and
+// the copy lifecycle serialise on one control lock (never taken by the read
+// path or by the removal observer); the master is never called with the
+// state lock held, because its observers take that lock.
+// Determinism: ordered containers only; used from one thread (the
+// simulator), the same calls give the same decisions, ids and log.
+#ifndef HEATSINK_CORE_REPLICATION_DYNAMIC_REPLICATION_H_
+#define HEATSINK_CORE_REPLICATION_DYNAMIC_REPLICATION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/base/mutex.h"
+#include "core/env/env.h"
+#include "core/master/dynamic_copy_calls.h"
+#include "core/master/master_observers.h"
+#include "core/master/master_service.h"
+#include "core/replication/admission_trigger_queue.h"
+#include "core/replication/cooldown.h"
+#include "core/replication/decision.h"
+#include "core/replication/heat_window.h"
+#include "core/replication/replica_action.h"
+#include "core/replication/replication_knobs.h"
+#include "core/replication/replication_metrics.h"
+
+namespace heatsink {
+
+// Where a pending dynamic action is in its lifecycle.
+enum class PendingPhase {
+  kGranted,   // lease granted, task queued, CopyStart not yet accepted
+  kInFlight,  // CopyStart accepted: target quota reserved, transfer running
+};
+
+absl::string_view PendingPhaseName(PendingPhase p);
+
+// A read-only copy of one pending action, for tests and reports.
+struct PendingActionView {
+  ReplicaActionLease lease;
+  PendingPhase phase = PendingPhase::kGranted;
+  ReplicaId target_replica;  // valid once in flight
+  bool cross_domain = false;
+};
+
+// A readable dynamic replica the master holds.
+struct DynamicReplicaView {
+  ObjectName name;
+  SegmentId segment;
+  Domain domain;
+  LeaseId lease_id;
+  Version version = 0;
+};
+
+struct WarmupRequestResult {
+  Domain domain;
+  int64_t candidates = 0;  // objects the warmup will consider
+};
+
+// Counters for tests and summaries (the metrics registry has the same
+// numbers under stable names).
+struct DynamicReplicationStats {
+  int64_t admission_passes = 0;  // background worker runs
+  int64_t triggers_processed = 0;
+  int64_t decisions = 0;  // records emitted (heat, proposal, warmup)
+  int64_t leases_granted = 0;
+  int64_t leases_expired = 0;
+  int64_t copies_started = 0;
+  int64_t copies_completed = 0;
+  int64_t copies_failed = 0;  // start failures and in-flight copies reaped at expiry
+  int64_t copies_revoked = 0;
+  int64_t warmup_copies = 0;
+  int64_t pending = 0;           // now
+  int64_t dynamic_replicas = 0;  // now
+};
+
+class DynamicReplication final : public ReadObserver,
+                                 public ReplicaRemovalObserver,
+                                 public DynamicCopyCalls {
+ public:
+  // Does not register itself as an observer (ReplicatedMaster does).
+  // REQUIRES: knobs.Validate().ok() (checked); env, master and metrics
+  // outlive this object; sink may be null.
+  DynamicReplication(Env* env, MasterService* master, const ReplicationKnobs& knobs,
+                     DecisionSink* sink, MetricsRegistry* metrics);
+  // Cancels every timer it armed. REQUIRES: no call into this object runs
+  // concurrently with or after destruction.
+  ~DynamicReplication() override;
+  DynamicReplication(const DynamicReplication&) = delete;
+  DynamicReplication& operator=(const DynamicReplication&) = delete;
+
+  const ReplicationKnobs& knobs() const { return knobs_; }
+
+  // --- Observers (called by the master) ------------------------------------
+  void OnKeyRead(const ReadObservation& read) override;
+  void OnReplicaRemoved(const ReplicaRemoval& removal) override;
+
+  // --- Control plane --------------------------------------------------------
+  // Internal control-plane entry (not a public client RPC). OK: the lease
+  // (enforce) or the would-be plan (observe, would_propose = true). Same
+  // proposal id and identical content returns the same lease while it lives
+  // (a repeat is not a new decision: nothing is logged); different content
+  // is ALREADY_EXISTS (conflict). Rejections carry their reason
+  // (RejectReasonOf).
+  [[nodiscard]] absl::StatusOr<ReplicaActionLease> SubmitReplicaActionProposal(
+      const ReplicaActionProposal& proposal);
+
+  // --- Dynamic copy lifecycle (the source store worker) --------------------
+  [[nodiscard]] absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(
+      ClientId client, const CopyStartRequest& req) override;
+  [[nodiscard]] absl::Status DynamicReplicaCopyEnd(ClientId client,
+                                                   const CopyEndRequest& req) override;
+  [[nodiscard]] absl::Status DynamicReplicaCopyRevoke(ClientId client,
+                                                      const CopyRevokeRequest& req) override;
+
+  // --- Warmup (stage 2) -----------------------------------------------------
+  // Starts (or extends) a warmup of `domain`. FAILED_PRECONDITION when warmup
+  // is disabled or the mode is not enforce; INVALID_ARGUMENT for a bad domain.
+  [[nodiscard]] absl::StatusOr<WarmupRequestResult> RequestWarmup(absl::string_view domain);
+
+  // --- Background work --------------------------------------------------------
+  // Runs the admission worker now on the caller's thread (the Executor does
+  // this by itself; tests and benchmarks may call it). Returns triggers taken.
+  int64_t RunAdmission();
+
+  // --- Views ------------------------------------------------------------------
+  std::vector<PendingActionView> PendingActions() const;  // by (object, domain)
+  std::optional<PendingActionView> FindPending(const ObjectName& name,
+                                               absl::string_view target_domain = "") const;
+  std::vector<DynamicReplicaView> DynamicReplicas() const;  // by (object, segment)
+  // Whether the recreate / admission cooldown is active for the object (and
+  // domain when domain-aware) now.
+  bool RecreateCooldownActive(const ObjectName& name, absl::string_view domain = "");
+  bool AdmissionCooldownActive(const ObjectName& name, absl::string_view requester_domain = "");
+  int64_t HeatCount(const ObjectName& name, absl::string_view requester_domain = "") const;
+  DynamicReplicationStats Stats() const;
+  const HeatWindow& heat_window() const { return window_; }
+  const AdmissionTriggerQueue& trigger_queue() const { return triggers_; }
+  // Synced (SyncMetrics) before it is returned.
+  ReplicationMetrics& metrics() {
+    SyncMetrics();
+    return metrics_;
+  }
+  // Carries counts kept off the read path into the metrics registry (the
+  // heat window's record count becomes hot_read_observations_total). Call
+  // before reading the registry; ReplicatedMaster::metrics() does.
+  void SyncMetrics();
+
+  // OK, or INTERNAL naming the first violated invariant: every pending action
+  // has a live master task carrying its lease id and version (or its expiry
+  // timer is due), in-flight actions have a PROCESSING dynamic target
+  // replica, every dynamic replica record matches a COMPLETE dynamic replica
+  // of the current version, the replica gauge equals the record count,
+  // tables within their limits, heat window consistent.
+  [[nodiscard]] absl::Status CheckInvariants() const;
+
+ private:
+  struct PendingKey {
+    ObjectName name;
+    Domain domain;  // normalised target domain when domain-aware, else ""
+    friend auto operator<=>(const PendingKey&, const PendingKey&) = default;
+    friend bool operator==(const PendingKey&, const PendingKey&) = default;
+  };
+  struct Pending {
+    ReplicaActionLease lease;
+    PendingPhase phase = PendingPhase::kGranted;
+    ReplicaId target_replica;
+    bool cross_domain = false;
+    TimerId expiry_timer = kNoTimer;
+  };
+  struct ProposalEntry {
+    ReplicaActionProposal proposal;
+    ReplicaActionLease lease;
+  };
+  struct DynamicRecord {
+    Domain domain;
+    LeaseId lease_id;
+    Version version = 0;
+  };
+  // What an admission needs to know about its origin.
+  struct AdmissionInput {
+    DecisionKind kind = DecisionKind::kHeat;
+    HeatKey heat_key;      // tenant, key, requester domain ("" when not domain-aware)
+    Domain target_domain;  // normalised when domain-aware, else ""
+    const ReplicaActionProposal* proposal = nullptr;
+  };
+  struct AdmissionResult {
+    DecisionRecord record;
+    std::optional<ReplicaActionLease> lease;
+    absl::Status status;  // OK exactly when accepted or would_propose
+    // Warmup only: the byte budget is spent; nothing was decided, retry.
+    bool deferred = false;
+  };
+  struct WarmupJob {
+    Domain domain;
+    std::vector<ObjectName> queue;  // remaining candidates, hottest first
+    size_t next = 0;
+  };
+
+  bool domain_aware() const { return knobs_.dynamic_replication_domain_aware; }
+  Domain PendingDomain(absl::string_view target_domain) const;
+
+  AdmissionResult Admit(const AdmissionInput& input) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  AdmissionResult Reject(AdmissionResult result, RejectReason reason, std::string message);
+  // Installs the pending state, creates the task, arms the expiry timer;
+  // rolls the pending state back when the task cannot be created.
+  AdmissionResult Grant(AdmissionResult result, const AdmissionInput& input,
+                        const ObjectView& object, ReplicaId source_replica, bool cross_domain,
+                        ReplicaActionLease lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  void Emit(const DecisionRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+
+  void WakeAdmissionWorker();
+  void OnLeaseTimer(LeaseId lease_id);
+  TimerId ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CancelTimerLocked(TimerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the pending action of `lease_id` (if still there) and, when
+  // `retire_task`, retires its task with `cause` (a started copy's target is
+  // then removed and the removal observer sees `cause`).
+  void ClearPending(LeaseId lease_id, bool retire_task, RemovalCause cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  std::optional<Pending> TakePendingLocked(LeaseId lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReclaimProposalsLocked(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartRecreateCooldown(TimeNs now, const ObjectName& name, absl::string_view domain);
+  absl::StatusOr<Pending> FindLeaseForCall(const CopyTaskFence& fence) const;
+
+  // Warmup.
+  void PollDomains();
+  void ScheduleDomainPoll();
+  void StartWarmup(const Domain& domain) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  void RunWarmup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  void ScheduleWarmupResume(DurationNs delay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  void ResumeWarmupIfWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  int64_t WarmupInFlight() const;
+
+  TimeNs Now() const { return env_->NowNs(); }
+
+  Env* const env_;
+  MasterService* const master_;
+  const ReplicationKnobs knobs_;
+  DecisionSink* const sink_;
+  ReplicationMetrics metrics_;
+  const int64_t hit_count_;
+  const bool enabled_;  // mode != off
+
+  HeatWindow window_;
+  AdmissionTriggerQueue triggers_;
+  CooldownTable admission_cooldown_;
+  CooldownTable recreate_cooldown_;
+
+  // Serialises decisions and the copy lifecycle (outer lock; held across
+  // master calls).
+  mutable Mutex control_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Guards the tables below (inner lock; never held across a master call).
+  mutable Mutex mu_;
+  std::map<PendingKey, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<LeaseId, PendingKey> lease_index_ ABSL_GUARDED_BY(mu_);
+  std::map<ProposalId, ProposalEntry> proposals_ ABSL_GUARDED_BY(mu_);
+  // (lease expiration, proposal id): idempotency entries die with their lease.
+  std::set<std::pair<TimeNs, ProposalId>> proposals_by_expiry_ ABSL_GUARDED_BY(mu_);
+  std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic_ ABSL_GUARDED_BY(mu_);
+  int64_t dynamic_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<Domain> known_domains_ ABSL_GUARDED_BY(control_mu_);
+  std::vector<WarmupJob> warmup_jobs_ ABSL_GUARDED_BY(control_mu_);
+  TimeNs warmup_budget_window_start_ns_ ABSL_GUARDED_BY(control_mu_) = 0;
+  int64_t warmup_budget_bytes_used_ ABSL_GUARDED_BY(control_mu_) = 0;
+  DynamicReplicationStats stats_ ABSL_GUARDED_BY(mu_);
+
+  Mutex sync_mu_;
+  int64_t synced_window_records_ ABSL_GUARDED_BY(sync_mu_) = 0;
+
+  Mutex timer_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  TimerId admission_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId domain_poll_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId warmup_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  std::set<TimerId> lease_timers_ ABSL_GUARDED_BY(timer_mu_);
+  bool stopping_ ABSL_GUARDED_BY(timer_mu_) = false;
+  std::atomic<uint64_t> next_lease_id_{1};
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_REPLICATION_DYNAMIC_REPLICATION_H_

@@ -1,0 +1,144 @@
+// Multi-threaded stress of ReplicatedMaster (dynamic replication in enforce
+// mode, domain-aware): reader threads read hot and cold keys from two domains
+// while a proposer submits proposals (some reusing ids), and a pump thread
+// advances the clock, runs the executor (admission, lease expiry, sweep) and
+// plays the source store workers (fetch, dynamic copy start/end or revoke,
+// report), with evictions and re-puts mixed in. At the end CheckInvariants
+// passes (master and dynamic replication) and dynamic copies completed. Meant
+// to run under ThreadSanitizer (label slow).
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/env/manual_env.h"
+#include "core/env/rng.h"
+#include "core/replication/replicated_master.h"
+#include "gtest/gtest.h"
+
+namespace heatsink {
+namespace {
+
+constexpr int kKeys = 48;
+constexpr int kReadsPerThread = 20'000;
+constexpr uint64_t kStores = 6;
+
+std::string KeyName(uint64_t i) { return "key" + std::to_string(i); }
+
+TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
+  ManualEnv env(11);
+  MasterKnobs mk = MasterKnobs::Production();
+  mk.client_live_ttl_sec = 1'000'000;
+  mk.metadata_shards = 8;
+  mk.default_kv_lease_ttl_ms = 5;
+  ReplicationKnobs rk;
+  rk.dynamic_replication_mode = DynamicReplicationMode::kEnforce;
+  rk.dynamic_replication_domain_aware = true;
+  rk.dynamic_replication_heat_window_seconds = 1;
+  rk.dynamic_replication_admission_qps_threshold = 4.0;
+  rk.dynamic_replication_admission_cooldown_ms = 50;
+  rk.dynamic_replication_recreate_cooldown_ms = 100;
+  rk.dynamic_replication_lease_ttl_ms = 30;
+  rk.dynamic_replication_heat_window_entries_max = 64;
+  rk.dynamic_replication_max_memory_replicas = 3;
+  absl::StatusOr<std::unique_ptr<ReplicatedMaster>> created =
+      ReplicatedMaster::Create(env.env(), mk, rk, nullptr);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ReplicatedMaster& rm = **created;
+  MasterService& master = rm.master();
+  for (uint64_t s = 1; s <= kStores; ++s) {
+    const std::string domain = s <= kStores / 2 ? "a" : "b";
+    const std::string host = "h" + std::to_string(s);
+    ASSERT_TRUE(master.RegisterClient(RegisterClientRequest{ClientId(s), host, domain}).ok());
+    MountSegmentRequest m{SegmentId(s), "seg" + std::to_string(s), host, domain,
+                          1 << 20,      "tcp://" + host,           true};
+    ASSERT_TRUE(master.MountSegment(ClientId(s), m).ok());
+  }
+  auto put = [&](uint64_t i) {
+    PutStartRequest req{ObjectName{"", KeyName(i)}, 256, 1, {SegmentId(1 + i % kStores)}};
+    absl::StatusOr<PutStartResponse> s = master.PutStart(ClientId(100), req);
+    if (s.ok()) (void)master.PutEnd(ClientId(100), PutEndRequest{req.name, s->version});
+  };
+  for (uint64_t i = 0; i < kKeys; ++i) put(i);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> readers_done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t]() {
+      Rng rng(200 + static_cast<uint64_t>(t));
+      const std::string domain = t == 0 ? "a" : "b";
+      for (int i = 0; i < kReadsPerThread; ++i) {
+        // A few hot keys, the rest cold.
+        const uint64_t key = rng.Bernoulli(1, 2) ? rng.Uniform(4) : rng.Uniform(kKeys);
+        (void)master.GetReplicaList(
+            GetReplicaListRequest{ObjectName{"", KeyName(key)}, ClientId(300 + t), domain});
+      }
+      readers_done.fetch_add(1);
+    });
+  }
+  threads.emplace_back([&]() {
+    Rng rng(300);
+    uint64_t next_id = 1;
+    while (!stop.load()) {
+      const uint64_t key = rng.Uniform(8);
+      absl::StatusOr<ObjectView> view = master.GetObjectView(ObjectName{"", KeyName(key)});
+      if (!view.ok()) continue;
+      ReplicaActionProposal p;
+      p.proposal_id = ProposalId(rng.Bernoulli(1, 4) && next_id > 1 ? next_id - 1 : next_id++);
+      p.name = ObjectName{"", KeyName(key)};
+      p.requester_domain = rng.Bernoulli(1, 2) ? "a" : "b";
+      p.observed_version = view->version;
+      p.expected_size_bytes = view->size_bytes;
+      p.expiration_ns = env.NowNs() + MsToNs(20);
+      (void)rm.SubmitReplicaActionProposal(p);
+    }
+  });
+  // The pump: time, executor, and the store workers' side of the copies.
+  Rng rng(400);
+  int64_t rounds = 0;
+  while (readers_done.load() < 2) {
+    env.AdvanceBy(MsToNs(1));
+    for (uint64_t c = 1; c <= kStores; ++c) {
+      absl::StatusOr<FetchTasksResponse> fetched = master.FetchTasks(ClientId(c), 8);
+      if (!fetched.ok()) continue;
+      for (const Task& task : fetched->tasks) {
+        const CopyTaskFence fence{task.id, task.copy.version, task.copy.lease_id};
+        bool ok = false;
+        if (rm.DynamicReplicaCopyStart(ClientId(c), fence).ok()) {
+          if (rng.Bernoulli(1, 5)) {
+            (void)rm.DynamicReplicaCopyRevoke(ClientId(c), fence);
+          } else {
+            ok = rm.DynamicReplicaCopyEnd(ClientId(c), fence).ok();
+          }
+        }
+        (void)master.MarkTaskComplete(ClientId(c), MarkTaskCompleteRequest{task.id, ok, ""});
+      }
+    }
+    if (++rounds % 50 == 0) {
+      (void)master.Evict(1 << 12);
+      for (uint64_t i = 0; i < kKeys; ++i) {
+        if (!master.GetObjectView(ObjectName{"", KeyName(i)}).ok()) put(i);
+      }
+      const absl::Status mid = rm.CheckInvariants();
+      EXPECT_TRUE(mid.ok()) << mid;
+      if (!mid.ok()) break;
+    }
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  if (HasFailure()) return;
+  env.AdvanceBy(MsToNs(100));  // every lease expires
+  const absl::Status invariants = rm.CheckInvariants();
+  EXPECT_TRUE(invariants.ok()) << invariants;
+  const DynamicReplicationStats stats = rm.replication().Stats();
+  EXPECT_GT(stats.leases_granted, 0);
+  EXPECT_GT(stats.copies_completed, 0);
+  EXPECT_EQ(stats.pending, 0);
+  EXPECT_EQ(rm.metrics().Value("dynamic_replication_replicas"),
+            static_cast<int64_t>(rm.replication().DynamicReplicas().size()));
+}
+
+}  // namespace
+}  // namespace heatsink
