@@ -2,6 +2,9 @@
 # Installs the Debian 12 packages Heatsink builds with. Idempotent: packages
 # already present are not touched, and apt-get runs only when one is missing.
 # Uses sudo when not root.
+# Usage: tools/setup.sh [--numa-guest]
+#   --numa-guest  also installs what tools/numa-qemu-test.sh needs (QEMU,
+#                 busybox, cpio) to run the NUMA tests in multi-node guests.
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -11,6 +14,12 @@ PACKAGES=(
   libnuma-dev libhwloc-dev libucx-dev ucx-utils prometheus-cpp-dev
   clang libclang-rt-14-dev
 )
+if [[ ${1:-} == --numa-guest ]]; then
+  PACKAGES+=(qemu-system-x86 busybox-static cpio)
+elif [[ -n ${1:-} ]]; then
+  echo "setup: unknown argument '$1' (usage: tools/setup.sh [--numa-guest])" >&2
+  exit 2
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,309 @@
+#include "runtime/numa/promotion_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/env/time.h"
+#include "runtime/numa/mempolicy.h"
+
+namespace heatsink::runtime {
+
+absl::Status LinuxThreadBinder::BindCurrentThread(int node) {
+  const NumaNode* n = topology_->FindNode(node);
+  if (n == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("NUMA node ", node, " is not in the topology"));
+  }
+  if (!n->cpus.empty()) {
+    if (absl::Status s = PinThreadToCpus(n->cpus); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("node ", node, ": ", s.message()));
+    }
+  }
+  return SetThreadBindPolicy(node);
+}
+
+NumaPromotionService::NumaPromotionService(Env* env, TierManager* manager,
+                                           PromotionServiceOptions options)
+    : env_(env), manager_(manager), options_(std::move(options)) {}
+
+NumaPromotionService::~NumaPromotionService() { Stop(); }
+
+std::vector<int> NumaPromotionService::worker_nodes() const {
+  std::vector<int> nodes;
+  for (const auto& w : workers_) nodes.push_back(w->node);
+  return nodes;
+}
+
+template <typename Pred>
+void NumaPromotionService::WaitFor(std::unique_lock<std::mutex>& lock, int64_t ms, Pred wake) {
+  cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(ms, 0)),
+               [&] { return stopping_ || wake(); });
+}
+
+absl::Status NumaPromotionService::Start() {
+  const int regions = static_cast<int>(manager_->regions().size());
+  if (static_cast<int>(options_.region_nodes.size()) != regions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("promotion service: ", options_.region_nodes.size(),
+                     " region nodes for a tier manager with ", regions, " regions"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HS_CHECK_MSG(!started_, "promotion service started twice");
+    started_ = true;
+    stopping_ = false;
+    workers_stopping_ = false;
+    command_generation_ = 0;  // every worker starts having seen generation 0
+    summaries_.assign(manager_->head_region_count(), RegionSummary{});
+  }
+  // One worker per node holding head regions, ascending node order.
+  std::map<int, std::vector<int>> regions_by_node;
+  for (int r = 0; r < manager_->head_region_count(); ++r) {
+    regions_by_node[options_.region_nodes[r]].push_back(r);
+  }
+  for (auto& [node, list] : regions_by_node) {
+    auto worker = std::make_unique<Worker>();
+    worker->node = node;
+    worker->regions = list;
+    workers_.push_back(std::move(worker));
+  }
+  const int threads = static_cast<int>(workers_.size()) + 2;
+  for (auto& w : workers_) {
+    Worker* worker = w.get();
+    worker->thread = std::thread([this, worker] { WorkerLoop(worker); });
+  }
+  coordinator_ = std::thread([this] { CoordinatorLoop(); });
+  decay_thread_ = std::thread([this] { DecayLoop(); });
+
+  absl::Status status;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return bind_reports_ == threads; });
+    status = bind_status_;
+  }
+  if (!status.ok()) Stop();
+  return status;
+}
+
+bool NumaPromotionService::BindAndReport(int node, const std::string& who) {
+  absl::Status status;
+  if (options_.binder != nullptr) status = options_.binder->BindCurrentThread(node);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!status.ok() && bind_status_.ok()) {
+    bind_status_ = absl::Status(status.code(), absl::StrCat(who, ": ", status.message()));
+  }
+  ++bind_reports_;
+  done_cv_.notify_all();
+  // Every thread waits for all reports, so none starts work that a failed
+  // start-up would have to interrupt.
+  const int threads = static_cast<int>(workers_.size()) + 2;
+  done_cv_.wait(lock, [&] { return bind_reports_ == threads; });
+  return bind_status_.ok();
+}
+
+void NumaPromotionService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  done_cv_.notify_all();
+  if (coordinator_.joinable()) coordinator_.join();
+  if (decay_thread_.joinable()) decay_thread_.join();
+  // Workers last: the coordinator and the decay thread may be waiting for a
+  // command they dispatched, which the workers finish first.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    workers_stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_.clear();
+  started_ = false;
+  bind_reports_ = 0;
+  bind_status_ = absl::OkStatus();
+  workers_stopping_ = false;
+}
+
+void NumaPromotionService::RequestDecay() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    decay_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+PromotionServiceStats NumaPromotionService::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void NumaPromotionService::WorkerLoop(Worker* worker) {
+  if (!BindAndReport(worker->node, absl::StrCat("promotion worker of node ", worker->node))) {
+    return;
+  }
+  uint64_t seen = 0;
+  while (true) {
+    CommandKind kind;
+    PromotionRound* round = nullptr;
+    DecayPass* pass = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return workers_stopping_ || command_generation_ != seen; });
+      // Stop sets workers_stopping_ only once nobody can dispatch any more.
+      if (command_generation_ == seen) return;
+      seen = command_generation_;
+      kind = command_kind_;
+      round = command_round_;
+      pass = command_pass_;
+    }
+    std::vector<RegionSummary> local;
+    for (int region : worker->regions) {
+      if (kind == CommandKind::kScan) {
+        local.push_back(round->ScanRegion(region));
+      } else {
+        pass->DecayRegion(region);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const RegionSummary& s : local) summaries_[s.region] = s;
+    auto& counter = kind == CommandKind::kScan ? stats_.region_scans_by_node[worker->node]
+                                               : stats_.region_decays_by_node[worker->node];
+    counter += static_cast<int64_t>(worker->regions.size());
+    if (--command_pending_ == 0) done_cv_.notify_all();
+  }
+}
+
+void NumaPromotionService::RunOnWorkers(CommandKind kind, PromotionRound* round,
+                                        DecayPass* pass) {
+  std::lock_guard<std::mutex> dispatch(dispatch_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  command_kind_ = kind;
+  command_round_ = round;
+  command_pass_ = pass;
+  command_pending_ = static_cast<int>(workers_.size());
+  ++command_generation_;
+  cv_.notify_all();
+  // Workers finish a command even while stopping, so this wait always ends.
+  done_cv_.wait(lock, [&] { return command_pending_ == 0; });
+  command_round_ = nullptr;
+  command_pass_ = nullptr;
+}
+
+void NumaPromotionService::CoordinatorLoop() {
+  if (!BindAndReport(options_.serving_node, "promotion coordinator")) return;
+  while (true) {
+    uint64_t decays_seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      decays_seen = decays_finished_;
+    }
+    absl::StatusOr<PromotionRound> round = manager_->TryBeginPromotion();
+    if (!round.ok()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (absl::IsFailedPrecondition(round.status())) {
+        stats_.promotion_disabled = true;  // decay keeps its own schedule
+        return;
+      }
+      // A decay is pending or holds the gate: resume when it has finished.
+      WaitFor(lock, manager_->knobs().no_inversion_wait_ms,
+              [&] { return decays_finished_ != decays_seen; });
+      continue;
+    }
+    RunOnWorkers(CommandKind::kScan, &*round, nullptr);
+    std::vector<RegionSummary> summaries;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      summaries = summaries_;
+    }
+    const PromotionResult result = round->Exchange(round->Reduce(summaries));
+    round->Finish();
+    int64_t wait_ms = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    ++rounds_finished_;
+    ++stats_.rounds;
+    cv_.notify_all();  // a decay waiting for the gate may take it now
+    switch (result.outcome) {
+      case PromotionOutcome::kExchanged:
+        ++stats_.exchanges;
+        continue;
+      case PromotionOutcome::kStale:
+        ++stats_.stale;
+        continue;
+      case PromotionOutcome::kPreempted:
+      case PromotionOutcome::kBusy:
+        ++stats_.preempted;
+        WaitFor(lock, manager_->knobs().no_inversion_wait_ms,
+                [&] { return decays_finished_ != decays_seen; });
+        continue;
+      case PromotionOutcome::kRateLimited:
+        ++stats_.rate_limited;
+        wait_ms = (result.retry_at_ns - env_->NowNs() + kNsPerMs - 1) / kNsPerMs;
+        break;
+      case PromotionOutcome::kFailed:
+        ++stats_.failed;
+        wait_ms = manager_->knobs().no_inversion_wait_ms;
+        break;
+      case PromotionOutcome::kNoInversion:
+      case PromotionOutcome::kDisabled:
+        ++stats_.no_inversion;
+        wait_ms = manager_->knobs().no_inversion_wait_ms;
+        break;
+    }
+    WaitFor(lock, wait_ms, [] { return false; });
+  }
+}
+
+void NumaPromotionService::RunDecayPass() {
+  manager_->MarkDecayPending();
+  absl::StatusOr<DecayPass> pass = manager_->TryBeginDecay();
+  while (!pass.ok()) {
+    HS_CHECK_MSG(absl::IsUnavailable(pass.status()), pass.status().ToString());
+    {
+      // The coordinator's round holds the gate; it signals when it ends. The
+      // timeout covers a round that ended between the attempt and the wait.
+      std::unique_lock<std::mutex> lock(mu_);
+      const uint64_t seen = rounds_finished_;
+      cv_.wait_for(lock, std::chrono::milliseconds(10),
+                   [&] { return rounds_finished_ != seen; });
+    }
+    pass = manager_->TryBeginDecay();
+  }
+  RunOnWorkers(CommandKind::kDecay, nullptr, &*pass);
+  // The index lives with the serving node: its shards are decayed here.
+  for (int shard = 0; shard < pass->shard_count(); ++shard) pass->DecayIndexShard(shard);
+  pass->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++decays_finished_;
+    ++stats_.decay_passes;
+  }
+  cv_.notify_all();
+}
+
+void NumaPromotionService::DecayLoop() {
+  if (!BindAndReport(options_.serving_node, "decay thread")) return;
+  using Clock = std::chrono::steady_clock;
+  const auto interval = std::chrono::milliseconds(manager_->knobs().decay_interval_ms);
+  Clock::time_point next = Clock::now() + interval;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, next, [&] { return stopping_ || decay_requested_; });
+      if (stopping_) return;
+      decay_requested_ = false;
+    }
+    RunDecayPass();
+    const Clock::time_point now = Clock::now();
+    if (now >= next) next += interval * ((now - next) / interval + 1);
+  }
+}
+
+}  // namespace heatsink::runtime

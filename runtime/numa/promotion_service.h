@@ -1,0 +1,171 @@
+// File: runtime/numa/promotion_service.h
+//
+// ADR-0019 promotion and decay on real threads, around the core's
+// TierManager (which makes every decision and never waits):
+//   - one persistent worker per NUMA node holding head regions, bound to that
+//     node, scans its node-local dense score arrays during a promotion round
+//     and decays them during a decay pass; only one RegionSummary per region
+//     crosses nodes;
+//   - a coordinator on the serving node begins a round, has the workers scan,
+//     reduces their summaries and exchanges at most one pair of blocks under
+//     the exclusive tier lock; after an exchange (or a stale candidate) it
+//     scans again at once, after a scan without inversion it sleeps
+//     no_inversion_wait_ms (the ADR's one second);
+//   - a decay thread on the serving node marks a rescore pending every
+//     decay_interval_ms (the ADR's minute), waits for the gate -- the
+//     coordinator wakes it when its round ends -- then has each worker decay
+//     its node's dense arrays while it decays the index shards itself.
+//
+// The core's priority gate gets real waiting here: condition variables
+// signalled when a round ends (decay may take the gate) and when a decay pass
+// ends (promotion may resume). A pending decay therefore never waits for more
+// than the exchange already in progress.
+//
+// With no_numa_promotion, or without a foreign head region, the coordinator
+// stops at its first round and decay keeps its schedule.
+//
+// Binding: a ThreadBinder pins each thread to its node (CPUs and memory
+// policy) as the thread starts. Start() fails, with every thread joined, when
+// a binding fails -- e.g. a node the machine does not have. Tests that plan
+// for a topology loaded from XML pass no binder (logical nodes).
+//
+// Thread safety: Start/Stop/RequestDecay/stats from any thread except the
+// service's own. The TierManager, Env and binder must outlive the service.
+#ifndef HEATSINK_RUNTIME_NUMA_PROMOTION_SERVICE_H_
+#define HEATSINK_RUNTIME_NUMA_PROMOTION_SERVICE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/env/env.h"
+#include "core/model/topology.h"
+#include "core/tiering/tier_manager.h"
+
+namespace heatsink::runtime {
+
+// Binds the calling thread to a node.
+class ThreadBinder {
+ public:
+  virtual ~ThreadBinder() = default;
+  [[nodiscard]] virtual absl::Status BindCurrentThread(int node) = 0;
+};
+
+// The real binding: the node's CPUs (sched_setaffinity) and its memory
+// (set_mempolicy MPOL_BIND | MPOL_F_STATIC_NODES), so the thread runs and
+// allocates there. INVALID_ARGUMENT for a node not in the topology.
+class LinuxThreadBinder final : public ThreadBinder {
+ public:
+  // `topology` must outlive the binder.
+  explicit LinuxThreadBinder(const Topology* topology) : topology_(topology) {}
+  [[nodiscard]] absl::Status BindCurrentThread(int node) override;
+
+ private:
+  const Topology* const topology_;
+};
+
+struct PromotionServiceOptions {
+  // Node of every region of the manager's plan, index = region (see
+  // NumaPlacement::regions). Only head regions are scanned and decayed by
+  // workers.
+  std::vector<int> region_nodes;
+  int serving_node = 0;
+  ThreadBinder* binder = nullptr;  // null: threads are not bound
+};
+
+struct PromotionServiceStats {
+  int64_t rounds = 0;          // rounds that scanned
+  int64_t exchanges = 0;
+  int64_t no_inversion = 0;
+  int64_t stale = 0;
+  int64_t preempted = 0;       // a decay became pending before the exchange
+  int64_t rate_limited = 0;
+  int64_t failed = 0;
+  int64_t decay_passes = 0;
+  bool promotion_disabled = false;
+  // Regions scanned / decayed by each node's worker, by node.
+  std::map<int, int64_t> region_scans_by_node;
+  std::map<int, int64_t> region_decays_by_node;
+};
+
+class NumaPromotionService {
+ public:
+  NumaPromotionService(Env* env, TierManager* manager, PromotionServiceOptions options);
+  NumaPromotionService(const NumaPromotionService&) = delete;
+  NumaPromotionService& operator=(const NumaPromotionService&) = delete;
+  ~NumaPromotionService();  // Stop()
+
+  // Starts the workers, the coordinator and the decay thread.
+  // INVALID_ARGUMENT when region_nodes does not match the manager's regions;
+  // a binder's error when a thread cannot be bound (nothing keeps running).
+  // REQUIRES: not started.
+  [[nodiscard]] absl::Status Start();
+  // Finishes the round or pass in progress and joins every thread. Idempotent.
+  void Stop();
+
+  // Runs one decay pass as soon as the gate allows, besides the schedule.
+  void RequestDecay();
+
+  // The nodes that have a worker, ascending.
+  std::vector<int> worker_nodes() const;
+  PromotionServiceStats stats() const;
+
+ private:
+  enum class CommandKind { kScan, kDecay };
+  struct Worker {
+    int node = 0;
+    std::vector<int> regions;  // head regions on this node
+    std::thread thread;
+  };
+
+  void WorkerLoop(Worker* worker);
+  void CoordinatorLoop();
+  void DecayLoop();
+  // Runs one command on every worker and waits until all are done.
+  void RunOnWorkers(CommandKind kind, PromotionRound* round, DecayPass* pass);
+  // Reports a thread's binding result to Start.
+  bool BindAndReport(int node, const std::string& who);
+  void RunDecayPass();
+  // Waits (under lock) up to `ms`, or until stopping / `wake` returns true.
+  template <typename Pred>
+  void WaitFor(std::unique_lock<std::mutex>& lock, int64_t ms, Pred wake);
+
+  Env* const env_;
+  TierManager* const manager_;
+  const PromotionServiceOptions options_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::thread coordinator_;
+  std::thread decay_thread_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;        // state changes for the service threads
+  std::condition_variable done_cv_;   // worker command completion, start-up reports
+  bool started_ = false;
+  bool stopping_ = false;          // the coordinator and the decay thread stop
+  bool workers_stopping_ = false;  // set once nobody can dispatch a command
+  int bind_reports_ = 0;
+  absl::Status bind_status_;
+  // Current worker command.
+  uint64_t command_generation_ = 0;
+  CommandKind command_kind_ = CommandKind::kScan;
+  PromotionRound* command_round_ = nullptr;
+  DecayPass* command_pass_ = nullptr;
+  int command_pending_ = 0;
+  std::vector<RegionSummary> summaries_;  // index = head region
+  // Gate waiting.
+  uint64_t rounds_finished_ = 0;      // the coordinator released the gate
+  uint64_t decays_finished_ = 0;
+  bool decay_requested_ = false;
+  PromotionServiceStats stats_;
+  std::mutex dispatch_mu_;  // one worker command at a time
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_NUMA_PROMOTION_SERVICE_H_
