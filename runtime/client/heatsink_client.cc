@@ -1,0 +1,200 @@
+#include "runtime/client/heatsink_client.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "core/replication/replica_selection.h"
+#include "runtime/env/notification.h"
+#include "runtime/transport/socket.h"
+#include "runtime/transport/tcp_data_mover.h"
+#include "runtime/transport/wire.h"
+
+namespace heatsink::runtime {
+namespace {
+
+// Waits for one MasterClient callback. Every MasterClient call runs its
+// callback exactly once, bounded by the client's deadline.
+template <typename T>
+class Await {
+ public:
+  auto Callback() {
+    return [state = state_](T result) mutable {
+      state->result.emplace(std::move(result));
+      state->done.Notify();
+    };
+  }
+  T Wait() {
+    state_->done.WaitForNotification();
+    return *std::move(state_->result);
+  }
+
+ private:
+  struct State {
+    Notification done;
+    std::optional<T> result;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+}  // namespace
+
+absl::Status HeatsinkClientOptions::Validate() const {
+  if (!client_id.valid()) return absl::InvalidArgumentError("client id must be non-zero");
+  if (replica_num == 0) return absl::InvalidArgumentError("replica_num must be positive");
+  if (object_bytes_max == 0) return absl::InvalidArgumentError("object_bytes_max must be positive");
+  return tcp.Validate();
+}
+
+absl::Status WriteRemote(absl::string_view endpoint, SegmentId segment, uint64_t offset,
+                         absl::string_view bytes, const TcpTransportKnobs& knobs) {
+  HS_ASSIGN_OR_RETURN(Socket socket,
+                      ConnectTcp(endpoint, knobs.connect_timeout_ms, knobs.io_timeout_ms));
+  const wire::RangeRequest request{segment, offset, bytes.size()};
+  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeRange(request)));
+  HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));
+  uint64_t sent = 0;
+  while (sent < bytes.size()) {
+    const uint32_t n =
+        static_cast<uint32_t>(std::min<uint64_t>(knobs.chunk_bytes, bytes.size() - sent));
+    uint8_t header[wire::kHeaderBytes];
+    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
+    HS_RETURN_IF_ERROR(SendAll2(socket, header, sizeof(header), bytes.data() + sent, n));
+    sent += n;
+  }
+  uint64_t landed = 0;
+  HS_RETURN_IF_ERROR(wire::RecvStatus(socket, &landed));
+  if (landed != bytes.size()) {
+    return absl::UnavailableError(
+        absl::StrCat("store acknowledged ", landed, " of ", bytes.size(), " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+HeatsinkClient::HeatsinkClient(MasterClient* master, HeatsinkClientOptions options)
+    : master_(master), options_(std::move(options)) {
+  HS_CHECK_OK(options_.Validate());
+}
+
+ObjectName HeatsinkClient::Name(absl::string_view key) const {
+  return ObjectName{options_.tenant, std::string(key)};
+}
+
+absl::Status HeatsinkClient::Put(absl::string_view key, absl::string_view bytes) {
+  if (bytes.size() > options_.object_bytes_max) {
+    return absl::ResourceExhaustedError(absl::StrCat("object of ", bytes.size(),
+                                                     " bytes above object_bytes_max=",
+                                                     options_.object_bytes_max));
+  }
+  PutStartRequest start;
+  start.name = Name(key);
+  start.size_bytes = bytes.size();
+  start.replica_num = options_.replica_num;
+  start.preferred_segments = options_.preferred_segments;
+  Await<absl::StatusOr<PutStartResponse>> started;
+  master_->PutStart(options_.client_id, start, started.Callback());
+  HS_ASSIGN_OR_RETURN(PutStartResponse put, started.Wait());
+
+  absl::Status written = absl::OkStatus();
+  for (const ReplicaDescriptor& replica : put.replicas) {
+    if (replica.location == nullptr || replica.size_bytes != bytes.size()) {
+      written = absl::InternalError("master returned an unusable replica descriptor");
+      break;
+    }
+    written = WriteRemote(replica.location->transport_endpoint, replica.segment_id,
+                          replica.offset, bytes, options_.tcp);
+    if (!written.ok()) break;
+  }
+  if (!written.ok()) {
+    // Nothing of a failed put may become readable.
+    Await<absl::Status> revoked;
+    master_->PutRevoke(options_.client_id, PutRevokeRequest{start.name, put.version},
+                       revoked.Callback());
+    (void)revoked.Wait();
+    return written;
+  }
+  Await<absl::Status> ended;
+  master_->PutEnd(options_.client_id, PutEndRequest{start.name, put.version}, ended.Callback());
+  return ended.Wait();
+}
+
+absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view key) {
+  GetReplicaListRequest req;
+  req.name = Name(key);
+  req.requester = options_.client_id;
+  req.requester_domain = options_.domain;
+  Await<absl::StatusOr<GetReplicaListResponse>> listed;
+  master_->GetReplicaList(req, listed.Callback());
+  return listed.Wait();
+}
+
+absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
+                                                  const GetReplicaListResponse& list) {
+  if (list.size_bytes > options_.object_bytes_max) {
+    return absl::ResourceExhaustedError(absl::StrCat("object of ", list.size_bytes,
+                                                     " bytes above object_bytes_max=",
+                                                     options_.object_bytes_max));
+  }
+  std::vector<ReadableReplica> readable;
+  readable.reserve(list.replicas.size());
+  for (const ReplicaDescriptor& r : list.replicas) {
+    if (r.location == nullptr) return absl::InternalError("replica without a location");
+    readable.push_back(ReadableReplica{r.segment_id, r.location->host, r.location->domain, true});
+  }
+  const std::optional<size_t> pick = SelectReplicaForRead(
+      options_.replica_selection_policy,
+      ReaderIdentity{options_.client_id, options_.host, options_.domain}, name, readable,
+      options_.replica_selection_seed);
+  if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
+  const ReplicaDescriptor& chosen = list.replicas[*pick];
+  GetResult result;
+  HS_ASSIGN_OR_RETURN(result.bytes, ReadRemote(chosen.location->transport_endpoint,
+                                               chosen.segment_id, chosen.offset,
+                                               chosen.size_bytes, options_.tcp));
+  result.version = list.version;
+  result.segment = chosen.segment_id;
+  result.replica_count = list.replicas.size();
+  return result;
+}
+
+absl::StatusOr<GetResult> HeatsinkClient::Get(absl::string_view key) {
+  HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
+  return ReadOne(Name(key), list);
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(
+    absl::Span<const std::string> keys) {
+  BatchGetReplicaListRequest req;
+  req.names.reserve(keys.size());
+  for (const std::string& key : keys) req.names.push_back(Name(key));
+  req.requester = options_.client_id;
+  req.requester_domain = options_.domain;
+  Await<absl::StatusOr<BatchGetReplicaListResponse>> listed;
+  master_->BatchGetReplicaList(req, listed.Callback());
+  HS_ASSIGN_OR_RETURN(BatchGetReplicaListResponse lists, listed.Wait());
+  if (lists.results.size() != keys.size()) {
+    return absl::InternalError("master answered a batch with the wrong number of results");
+  }
+  std::vector<absl::StatusOr<GetResult>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!lists.results[i].ok()) {
+      out.push_back(lists.results[i].status());
+    } else {
+      out.push_back(ReadOne(req.names[i], *lists.results[i]));
+    }
+  }
+  return out;
+}
+
+absl::Status HeatsinkClient::Remove(absl::string_view key) {
+  Await<absl::Status> removed;
+  master_->Remove(RemoveRequest{Name(key)}, removed.Callback());
+  return removed.Wait();
+}
+
+}  // namespace heatsink::runtime

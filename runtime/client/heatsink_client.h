@@ -1,0 +1,104 @@
+// File: runtime/client/heatsink_client.h
+//
+// The C++ client library: Put, Get, BatchGet and Remove of one tenant's
+// objects against a Heatsink cluster. Control calls go to the master through
+// a MasterClient (GrpcMasterClient in production); bytes move directly
+// between this process and the stores' data endpoints over TCP.
+//
+//   Put:    PutStart -> write the bytes to every PROCESSING replica -> PutEnd
+//           (PutRevoke when a write fails, so no partial object is readable).
+//   Get:    GetReplicaList -> pick one replica with the core's replica
+//           selection policy (`first` or `spread`, the same code the
+//           simulator runs) -> read it from its store. Each read reports the
+//           reader's client id and domain, which the master's heat window
+//           keys on.
+//   Remove: Remove.
+//
+// Tenancy: every name this client sends carries its tenant, so one client
+// never reads or removes another tenant's objects.
+//
+// Calls block the calling thread until the master and the stores answered
+// (each step bounded by its own deadline). Thread-safe.
+#ifndef HEATSINK_RUNTIME_CLIENT_HEATSINK_CLIENT_H_
+#define HEATSINK_RUNTIME_CLIENT_HEATSINK_CLIENT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/replication/replication_knobs.h"
+#include "core/worker/master_client.h"
+#include "runtime/transport/tcp_knobs.h"
+
+namespace heatsink::runtime {
+
+struct HeatsinkClientOptions {
+  ClientId client_id;  // the reader/writer identity the master sees (non-zero)
+  HostId host = "localhost";
+  Domain domain;       // the reader's domain (empty = default)
+  std::string tenant;  // empty = default tenant
+  uint32_t replica_num = 1;
+  // Segments Put asks for first (PutStartRequest::preferred_segments).
+  std::vector<SegmentId> preferred_segments;
+  ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
+  uint64_t replica_selection_seed = 1;
+  // Data-plane limits and timeouts for reads and writes.
+  TcpTransportKnobs tcp;
+  // Largest object Put accepts and Get reads.
+  uint64_t object_bytes_max = uint64_t{1} << 30;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// What a Get read and from where (for tests and the load generator).
+struct GetResult {
+  std::string bytes;
+  Version version = 0;
+  SegmentId segment;     // the replica that was read
+  size_t replica_count = 0;  // readable replicas the master listed
+};
+
+class HeatsinkClient {
+ public:
+  // REQUIRES: options.Validate().ok() (checked); `master` outlives the client.
+  HeatsinkClient(MasterClient* master, HeatsinkClientOptions options);
+  HeatsinkClient(const HeatsinkClient&) = delete;
+  HeatsinkClient& operator=(const HeatsinkClient&) = delete;
+
+  // The master's status (ALREADY_EXISTS for an existing key, ...); a failed
+  // write revokes the put and returns the write's error.
+  [[nodiscard]] absl::Status Put(absl::string_view key, absl::string_view bytes);
+  [[nodiscard]] absl::StatusOr<GetResult> Get(absl::string_view key);
+  // One result per key, same order; RESOURCE_EXHAUSTED for the whole batch
+  // above the master's batch limit.
+  [[nodiscard]] absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> BatchGet(
+      absl::Span<const std::string> keys);
+  [[nodiscard]] absl::Status Remove(absl::string_view key);
+
+  // Only the replica list (one GetReplicaList, no bytes): the master's side
+  // of a read, as the load generator drives it.
+  [[nodiscard]] absl::StatusOr<GetReplicaListResponse> Lookup(absl::string_view key);
+
+  const HeatsinkClientOptions& options() const { return options_; }
+
+ private:
+  ObjectName Name(absl::string_view key) const;
+  absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list);
+
+  MasterClient* const master_;
+  const HeatsinkClientOptions options_;
+};
+
+// Writes `bytes` at [offset, +size) of `segment` on the store serving
+// `endpoint` (the data plane's WRITE conversation); OK once every byte landed.
+[[nodiscard]] absl::Status WriteRemote(absl::string_view endpoint, SegmentId segment,
+                                       uint64_t offset, absl::string_view bytes,
+                                       const TcpTransportKnobs& knobs);
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_CLIENT_HEATSINK_CLIENT_H_

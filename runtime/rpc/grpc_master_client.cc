@@ -1,0 +1,320 @@
+#include "runtime/rpc/grpc_master_client.h"
+
+#include <chrono>
+#include <functional>
+#include <utility>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/status_macros.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "runtime/rpc/convert.h"
+#include "runtime/rpc/status.h"
+
+namespace heatsink::runtime {
+
+template <typename Req, typename Resp>
+struct GrpcMasterClient::PendingCall {
+  grpc::ClientContext ctx;
+  Req req;
+  Resp resp;
+  // Turns the finished RPC into the caller's result and runs its `done`.
+  absl::AnyInvocable<void(const grpc::Status&, Resp&) &&> finish;
+};
+
+namespace {
+
+// Depth of Start() calls on this thread: a gRPC callback that sees it
+// non-zero is running inside the issuing call and must be deferred.
+thread_local int t_issuing = 0;
+
+template <typename Req, typename Resp>
+using Pending = GrpcMasterClient::PendingCall<Req, Resp>;
+
+// Finishers: map the RPC status (and response) to the MasterClient callback.
+template <typename Resp>
+absl::AnyInvocable<void(const grpc::Status&, Resp&) &&> StatusOnly(
+    MasterClient::StatusCallback done) {
+  return [done = std::move(done)](const grpc::Status& status, Resp&) mutable {
+    std::move(done)(FromGrpcStatus(status));
+  };
+}
+
+template <typename Resp, typename Result>
+absl::AnyInvocable<void(const grpc::Status&, Resp&) &&> WithResult(
+    MasterClient::Callback<Result> done) {
+  return [done = std::move(done)](const grpc::Status& status, Resp& resp) mutable {
+    if (!status.ok()) {
+      std::move(done)(FromGrpcStatus(status));
+      return;
+    }
+    std::move(done)(absl::StatusOr<Result>(FromProto(resp)));
+  };
+}
+
+v1::CopyTaskFence FenceProto(const CopyTaskFence& fence) {
+  v1::CopyTaskFence out;
+  ToProto(fence, &out);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
+    const std::string& master_address, const RpcOptions& options) {
+  HS_RETURN_IF_ERROR(options.Validate());
+  if (master_address.empty()) return absl::InvalidArgumentError("empty master address");
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                      MakeChannelCredentials(options.tls));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.message_bytes_max);
+  args.SetMaxSendMessageSize(options.message_bytes_max);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(master_address, credentials, args);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create a channel to ", master_address));
+  }
+  return std::unique_ptr<GrpcMasterClient>(new GrpcMasterClient(std::move(channel), options));
+}
+
+GrpcMasterClient::GrpcMasterClient(std::shared_ptr<grpc::Channel> channel,
+                                   const RpcOptions& options)
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(v1::Master::NewStub(channel_)),
+      deferred_(&clock_, ThreadPoolOptions{.threads = 1}) {}
+
+GrpcMasterClient::~GrpcMasterClient() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [this] { return in_flight_ == 0; });
+  lock.unlock();
+  deferred_.Shutdown();
+}
+
+size_t GrpcMasterClient::calls_in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+void GrpcMasterClient::Prepare(grpc::ClientContext* ctx, ClientId caller) const {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(options_.call_timeout_ms));
+  if (caller.valid()) ctx->AddMetadata(kClientIdMetadataKey, absl::StrCat(caller.value));
+}
+
+void GrpcMasterClient::CallEnded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--in_flight_ == 0) idle_.notify_all();
+}
+
+template <typename Req, typename Resp, typename Issue>
+void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, ClientId caller,
+                             Issue issue) {
+  Prepare(&call->ctx, caller);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++in_flight_;
+  }
+  PendingCall<Req, Resp>* raw = call.release();
+  // std::function needs a copyable callable: it holds only the raw pointer,
+  // which the completion takes back exactly once.
+  std::function<void(grpc::Status)> on_done = [this, raw](grpc::Status status) {
+    auto finish = [this, raw, status = std::move(status)]() mutable {
+      std::unique_ptr<PendingCall<Req, Resp>> owned(raw);
+      std::move(owned->finish)(status, owned->resp);
+      owned.reset();
+      CallEnded();
+    };
+    if (t_issuing > 0) {
+      deferred_.Post(std::move(finish));
+    } else {
+      finish();
+    }
+  };
+  ++t_issuing;
+  issue(stub_->async(), &raw->ctx, &raw->req, &raw->resp, std::move(on_done));
+  --t_issuing;
+}
+
+#define HS_GRPC_ISSUE(Method)                                                              \
+  [](v1::Master::Stub::async_interface* async, grpc::ClientContext* ctx, const auto* req,  \
+     auto* resp, std::function<void(grpc::Status)> on_done) {                              \
+    async->Method(ctx, req, resp, std::move(on_done));                                     \
+  }
+
+void GrpcMasterClient::RegisterClient(const RegisterClientRequest& req, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::RegisterClientRequest, v1::Empty>>();
+  call->req.set_host(req.host);
+  call->req.set_domain(req.domain);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), req.client_id, HS_GRPC_ISSUE(RegisterClient));
+}
+
+void GrpcMasterClient::Heartbeat(ClientId client, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::Empty, v1::Empty>>();
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(Heartbeat));
+}
+
+void GrpcMasterClient::MountSegment(ClientId client, const MountSegmentRequest& req,
+                                    StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::MountSegmentRequest, v1::Empty>>();
+  ToProto(req, &call->req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(MountSegment));
+}
+
+void GrpcMasterClient::UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::UnmountSegmentRequest, v1::Empty>>();
+  call->req.set_segment_id(segment.value);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(UnmountSegment));
+}
+
+void GrpcMasterClient::PutStart(ClientId client, const PutStartRequest& req,
+                                Callback<PutStartResponse> done) {
+  auto call = std::make_unique<Pending<v1::PutStartRequest, v1::PutStartResponse>>();
+  ToProto(req, &call->req);
+  call->finish = WithResult<v1::PutStartResponse, PutStartResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(PutStart));
+}
+
+void GrpcMasterClient::PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::PutFenceRequest, v1::Empty>>();
+  ToProto(req.name, call->req.mutable_name());
+  call->req.set_version(req.version);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(PutEnd));
+}
+
+void GrpcMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req,
+                                 StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::PutFenceRequest, v1::Empty>>();
+  ToProto(req.name, call->req.mutable_name());
+  call->req.set_version(req.version);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(PutRevoke));
+}
+
+void GrpcMasterClient::GetReplicaList(const GetReplicaListRequest& req,
+                                      Callback<GetReplicaListResponse> done) {
+  auto call =
+      std::make_unique<Pending<v1::GetReplicaListRequest, v1::GetReplicaListResponse>>();
+  ToProto(req, &call->req);
+  call->finish = WithResult<v1::GetReplicaListResponse, GetReplicaListResponse>(std::move(done));
+  Start(std::move(call), req.requester, HS_GRPC_ISSUE(GetReplicaList));
+}
+
+void GrpcMasterClient::BatchGetReplicaList(const BatchGetReplicaListRequest& req,
+                                           Callback<BatchGetReplicaListResponse> done) {
+  auto call = std::make_unique<
+      Pending<v1::BatchGetReplicaListRequest, v1::BatchGetReplicaListResponse>>();
+  ToProto(req, &call->req);
+  call->finish =
+      WithResult<v1::BatchGetReplicaListResponse, BatchGetReplicaListResponse>(std::move(done));
+  Start(std::move(call), req.requester, HS_GRPC_ISSUE(BatchGetReplicaList));
+}
+
+void GrpcMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::RemoveRequest, v1::Empty>>();
+  ToProto(req.name, call->req.mutable_name());
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), ClientId(), HS_GRPC_ISSUE(Remove));
+}
+
+void GrpcMasterClient::FetchTasks(ClientId client, size_t batch_max,
+                                  Callback<FetchTasksResponse> done) {
+  auto call = std::make_unique<Pending<v1::FetchTasksRequest, v1::FetchTasksResponse>>();
+  call->req.set_batch_max(batch_max);
+  call->finish = [done = std::move(done)](const grpc::Status& status,
+                                          v1::FetchTasksResponse& resp) mutable {
+    if (!status.ok()) {
+      std::move(done)(FromGrpcStatus(status));
+      return;
+    }
+    FetchTasksResponse out;
+    out.tasks.reserve(resp.tasks_size());
+    for (const v1::Task& task : resp.tasks()) out.tasks.push_back(FromProto(task));
+    std::move(done)(std::move(out));
+  };
+  Start(std::move(call), client, HS_GRPC_ISSUE(FetchTasks));
+}
+
+void GrpcMasterClient::MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
+                                        StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::MarkTaskCompleteRequest, v1::Empty>>();
+  ToProto(req, &call->req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(MarkTaskComplete));
+}
+
+void GrpcMasterClient::CopyStart(ClientId client, const CopyStartRequest& req,
+                                 Callback<CopyStartResponse> done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::CopyStartResponse>>();
+  call->req = FenceProto(req);
+  call->finish = WithResult<v1::CopyStartResponse, CopyStartResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(CopyStart));
+}
+
+void GrpcMasterClient::CopyEnd(ClientId client, const CopyEndRequest& req, StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::Empty>>();
+  call->req = FenceProto(req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(CopyEnd));
+}
+
+void GrpcMasterClient::CopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                  StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::Empty>>();
+  call->req = FenceProto(req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(CopyRevoke));
+}
+
+void GrpcMasterClient::DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
+                                               Callback<CopyStartResponse> done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::CopyStartResponse>>();
+  call->req = FenceProto(req);
+  call->finish = WithResult<v1::CopyStartResponse, CopyStartResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(DynamicReplicaCopyStart));
+}
+
+void GrpcMasterClient::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
+                                             StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::Empty>>();
+  call->req = FenceProto(req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(DynamicReplicaCopyEnd));
+}
+
+void GrpcMasterClient::DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                                StatusCallback done) {
+  auto call = std::make_unique<Pending<v1::CopyTaskFence, v1::Empty>>();
+  call->req = FenceProto(req);
+  call->finish = StatusOnly<v1::Empty>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(DynamicReplicaCopyRevoke));
+}
+
+#undef HS_GRPC_ISSUE
+
+absl::Status GrpcMasterClient::Ping() {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, ClientId());
+  v1::Empty req, resp;
+  return FromGrpcStatus(stub_->Ping(&ctx, req, &resp));
+}
+
+absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, ClientId());
+  v1::Empty req;
+  v1::ListSegmentsResponse resp;
+  HS_RETURN_IF_ERROR(FromGrpcStatus(stub_->ListSegments(&ctx, req, &resp)));
+  std::vector<SegmentView> out;
+  out.reserve(resp.segments_size());
+  for (const v1::SegmentView& view : resp.segments()) out.push_back(FromProto(view));
+  return out;
+}
+
+}  // namespace heatsink::runtime

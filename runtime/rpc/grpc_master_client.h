@@ -1,0 +1,115 @@
+// File: runtime/rpc/grpc_master_client.h
+//
+// MasterClient over gRPC: every call is one unary RPC on the heatsink.v1.Master
+// service with the call deadline of RpcOptions, the caller's client id in the
+// `heatsink-client-id` metadata, and bounded message sizes. The master's
+// status comes back unchanged; transport failures are UNAVAILABLE or
+// DEADLINE_EXCEEDED (core/worker/master_client.h's contract).
+//
+// `done` runs on a gRPC completion thread (or, if gRPC finishes a call before
+// the issuing function returned, on the client's own executor thread), never
+// inside the call. Callbacks must not block for long: they share gRPC's
+// threads.
+//
+// Example:
+//   HS_ASSIGN_OR_RETURN(auto client, GrpcMasterClient::Connect("127.0.0.1:5000", {}));
+//   StoreWorker worker(env, client.get(), &mover, options);
+//
+// Lifetime: the destructor waits until every issued call has run its `done`
+// (each call is bounded by its deadline). Thread-safe.
+#ifndef HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
+#define HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/worker/master_client.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "heatsink/master.grpc.pb.h"
+#include "runtime/env/steady_clock.h"
+#include "runtime/env/thread_pool_executor.h"
+#include "runtime/rpc/rpc_options.h"
+
+namespace heatsink::runtime {
+
+class GrpcMasterClient final : public MasterClient {
+ public:
+  // Creates the channel (connecting lazily). INVALID_ARGUMENT for bad
+  // options or unreadable TLS files.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcMasterClient>> Connect(
+      const std::string& master_address, const RpcOptions& options);
+  ~GrpcMasterClient() override;
+  GrpcMasterClient(const GrpcMasterClient&) = delete;
+  GrpcMasterClient& operator=(const GrpcMasterClient&) = delete;
+
+  void RegisterClient(const RegisterClientRequest& req, StatusCallback done) override;
+  void Heartbeat(ClientId client, StatusCallback done) override;
+  void MountSegment(ClientId client, const MountSegmentRequest& req, StatusCallback done) override;
+  void UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) override;
+  void PutStart(ClientId client, const PutStartRequest& req,
+                Callback<PutStartResponse> done) override;
+  void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) override;
+  void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) override;
+  void GetReplicaList(const GetReplicaListRequest& req,
+                      Callback<GetReplicaListResponse> done) override;
+  void BatchGetReplicaList(const BatchGetReplicaListRequest& req,
+                           Callback<BatchGetReplicaListResponse> done) override;
+  void Remove(const RemoveRequest& req, StatusCallback done) override;
+  void FetchTasks(ClientId client, size_t batch_max, Callback<FetchTasksResponse> done) override;
+  void MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
+                        StatusCallback done) override;
+  void CopyStart(ClientId client, const CopyStartRequest& req,
+                 Callback<CopyStartResponse> done) override;
+  void CopyEnd(ClientId client, const CopyEndRequest& req, StatusCallback done) override;
+  void CopyRevoke(ClientId client, const CopyRevokeRequest& req, StatusCallback done) override;
+  void DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
+                               Callback<CopyStartResponse> done) override;
+  void DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
+                             StatusCallback done) override;
+  void DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                StatusCallback done) override;
+
+  // Blocking calls beyond the MasterClient interface (tools, resolvers,
+  // benchmarks). Each is bounded by the call deadline.
+  [[nodiscard]] absl::Status Ping();
+  [[nodiscard]] absl::StatusOr<std::vector<SegmentView>> ListSegments();
+
+  size_t calls_in_flight() const;
+
+  template <typename Req, typename Resp>
+  struct PendingCall;
+
+ private:
+  GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, const RpcOptions& options);
+
+  // Sets the deadline and, for a valid `caller`, the identity metadata.
+  void Prepare(grpc::ClientContext* ctx, ClientId caller) const;
+  // Issues `call` through `issue` and arranges for its finish to run exactly
+  // once, never inside this function.
+  template <typename Req, typename Resp, typename Issue>
+  void Start(std::unique_ptr<PendingCall<Req, Resp>> call, ClientId caller, Issue issue);
+  void CallEnded();
+
+  const RpcOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Master::Stub> stub_;
+  SteadyClock clock_;
+  // Runs the rare callbacks gRPC completes before the issuing call returned.
+  ThreadPoolExecutor deferred_;
+
+  mutable std::mutex mu_;  // guards in_flight_
+  std::condition_variable idle_;
+  size_t in_flight_ = 0;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_

@@ -1,0 +1,135 @@
+// File: runtime/rpc/master_handler.h
+//
+// What the gRPC master service calls: the master's operations, synchronous,
+// with the caller's identity already established by the server. One
+// implementation serves a plain MasterService; the dynamic-replication master
+// provides its own so that reads feed its heat window and the Dynamic* copy
+// calls go through its lease checks.
+//
+// Thread safety: implementations are called from many server threads at once.
+#ifndef HEATSINK_RUNTIME_RPC_MASTER_HANDLER_H_
+#define HEATSINK_RUNTIME_RPC_MASTER_HANDLER_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/master/dynamic_copy_calls.h"
+#include "core/master/master_service.h"
+#include "core/master/master_types.h"
+
+namespace heatsink::runtime {
+
+class MasterHandler {
+ public:
+  virtual ~MasterHandler() = default;
+
+  [[nodiscard]] virtual absl::Status RegisterClient(const RegisterClientRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status Heartbeat(ClientId client) = 0;
+  [[nodiscard]] virtual absl::Status MountSegment(ClientId client,
+                                                  const MountSegmentRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status UnmountSegment(ClientId client, SegmentId segment) = 0;
+  virtual std::vector<SegmentView> ListSegments() const = 0;
+
+  [[nodiscard]] virtual absl::StatusOr<PutStartResponse> PutStart(ClientId client,
+                                                                  const PutStartRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status PutEnd(ClientId client, const PutEndRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<GetReplicaListResponse> GetReplicaList(
+      const GetReplicaListRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<BatchGetReplicaListResponse> BatchGetReplicaList(
+      const BatchGetReplicaListRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status Remove(const RemoveRequest& req) = 0;
+
+  [[nodiscard]] virtual absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client,
+                                                                      size_t batch_max) = 0;
+  [[nodiscard]] virtual absl::Status MarkTaskComplete(ClientId client,
+                                                      const MarkTaskCompleteRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<CopyStartResponse> CopyStart(
+      ClientId client, const CopyStartRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status CopyEnd(ClientId client, const CopyEndRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status CopyRevoke(ClientId client, const CopyRevokeRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(
+      ClientId client, const CopyStartRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status DynamicReplicaCopyEnd(ClientId client,
+                                                           const CopyEndRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status DynamicReplicaCopyRevoke(ClientId client,
+                                                              const CopyRevokeRequest& req) = 0;
+};
+
+// Serves a MasterService. The Dynamic* calls go to `dynamic` (dynamic
+// replication's lease checks: ReplicatedMaster) when given; without it they
+// take the master's leased copy lifecycle (fence checks only), as
+// LocalMasterClient does. Both must outlive the handler.
+class MasterServiceHandler final : public MasterHandler {
+ public:
+  explicit MasterServiceHandler(MasterService* master, DynamicCopyCalls* dynamic = nullptr)
+      : master_(master), dynamic_(dynamic) {}
+
+  absl::Status RegisterClient(const RegisterClientRequest& req) override {
+    return master_->RegisterClient(req);
+  }
+  absl::Status Heartbeat(ClientId client) override { return master_->Heartbeat(client); }
+  absl::Status MountSegment(ClientId client, const MountSegmentRequest& req) override {
+    return master_->MountSegment(client, req);
+  }
+  absl::Status UnmountSegment(ClientId client, SegmentId segment) override {
+    return master_->UnmountSegment(client, segment);
+  }
+  std::vector<SegmentView> ListSegments() const override { return master_->ListSegments(); }
+  absl::StatusOr<PutStartResponse> PutStart(ClientId client, const PutStartRequest& req) override {
+    return master_->PutStart(client, req);
+  }
+  absl::Status PutEnd(ClientId client, const PutEndRequest& req) override {
+    return master_->PutEnd(client, req);
+  }
+  absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req) override {
+    return master_->PutRevoke(client, req);
+  }
+  absl::StatusOr<GetReplicaListResponse> GetReplicaList(const GetReplicaListRequest& req) override {
+    return master_->GetReplicaList(req);
+  }
+  absl::StatusOr<BatchGetReplicaListResponse> BatchGetReplicaList(
+      const BatchGetReplicaListRequest& req) override {
+    return master_->BatchGetReplicaList(req);
+  }
+  absl::Status Remove(const RemoveRequest& req) override { return master_->Remove(req); }
+  absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max) override {
+    return master_->FetchTasks(client, batch_max);
+  }
+  absl::Status MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req) override {
+    return master_->MarkTaskComplete(client, req);
+  }
+  absl::StatusOr<CopyStartResponse> CopyStart(ClientId client,
+                                              const CopyStartRequest& req) override {
+    return master_->CopyStart(client, req);
+  }
+  absl::Status CopyEnd(ClientId client, const CopyEndRequest& req) override {
+    return master_->CopyEnd(client, req);
+  }
+  absl::Status CopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
+    return master_->CopyRevoke(client, req);
+  }
+  absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(ClientId client,
+                                                            const CopyStartRequest& req) override {
+    if (dynamic_ != nullptr) return dynamic_->DynamicReplicaCopyStart(client, req);
+    return master_->LeasedCopyStart(client, req);
+  }
+  absl::Status DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) override {
+    if (dynamic_ != nullptr) return dynamic_->DynamicReplicaCopyEnd(client, req);
+    return master_->LeasedCopyEnd(client, req);
+  }
+  absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
+    if (dynamic_ != nullptr) return dynamic_->DynamicReplicaCopyRevoke(client, req);
+    return master_->LeasedCopyRevoke(client, req);
+  }
+
+ private:
+  MasterService* const master_;
+  DynamicCopyCalls* const dynamic_;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_RPC_MASTER_HANDLER_H_

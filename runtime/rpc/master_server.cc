@@ -1,0 +1,266 @@
+#include "runtime/rpc/master_server.h"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "grpcpp/server_context.h"
+#include "heatsink/master.grpc.pb.h"
+#include "core/base/status_macros.h"
+#include "runtime/rpc/convert.h"
+#include "runtime/rpc/status.h"
+
+namespace heatsink::runtime {
+
+class MasterServer::Service final : public v1::Master::Service {
+ public:
+  explicit Service(MasterHandler* handler) : handler_(handler) {}
+
+  MasterServerStats stats() const {
+    MasterServerStats s;
+    s.calls_total = calls_.load(std::memory_order_relaxed);
+    s.calls_failed_total = failed_.load(std::memory_order_relaxed);
+    s.calls_unauthenticated_total = unauthenticated_.load(std::memory_order_relaxed);
+    s.get_replica_list_calls_total = get_replica_list_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  grpc::Status Ping(grpc::ServerContext*, const v1::Empty*, v1::Empty*) override {
+    return Finish(absl::OkStatus());
+  }
+
+  grpc::Status RegisterClient(grpc::ServerContext* ctx, const v1::RegisterClientRequest* req,
+                              v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->RegisterClient(RegisterClientRequest{caller, req->host(), req->domain()});
+    });
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::Empty*, v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) { return handler_->Heartbeat(caller); });
+  }
+
+  grpc::Status MountSegment(grpc::ServerContext* ctx, const v1::MountSegmentRequest* req,
+                            v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->MountSegment(caller, FromProto(*req));
+    });
+  }
+
+  grpc::Status UnmountSegment(grpc::ServerContext* ctx, const v1::UnmountSegmentRequest* req,
+                              v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->UnmountSegment(caller, SegmentId(req->segment_id()));
+    });
+  }
+
+  grpc::Status ListSegments(grpc::ServerContext*, const v1::Empty*,
+                            v1::ListSegmentsResponse* resp) override {
+    return Guarded([&] {
+      for (const SegmentView& view : handler_->ListSegments()) ToProto(view, resp->add_segments());
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::Status PutStart(grpc::ServerContext* ctx, const v1::PutStartRequest* req,
+                        v1::PutStartResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status PutEnd(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
+                      v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->PutEnd(caller, PutEndRequest{FromProto(req->name()), req->version()});
+    });
+  }
+
+  grpc::Status PutRevoke(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
+                         v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->PutRevoke(caller, PutRevokeRequest{FromProto(req->name()), req->version()});
+    });
+  }
+
+  grpc::Status GetReplicaList(grpc::ServerContext*, const v1::GetReplicaListRequest* req,
+                              v1::GetReplicaListResponse* resp) override {
+    get_replica_list_.fetch_add(1, std::memory_order_relaxed);
+    return Guarded([&]() -> absl::Status {
+      absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status BatchGetReplicaList(grpc::ServerContext*,
+                                   const v1::BatchGetReplicaListRequest* req,
+                                   v1::BatchGetReplicaListResponse* resp) override {
+    return Guarded([&]() -> absl::Status {
+      absl::StatusOr<BatchGetReplicaListResponse> r =
+          handler_->BatchGetReplicaList(FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status Remove(grpc::ServerContext*, const v1::RemoveRequest* req, v1::Empty*) override {
+    return Guarded([&] { return handler_->Remove(RemoveRequest{FromProto(req->name())}); });
+  }
+
+  grpc::Status FetchTasks(grpc::ServerContext* ctx, const v1::FetchTasksRequest* req,
+                          v1::FetchTasksResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      absl::StatusOr<FetchTasksResponse> r =
+          handler_->FetchTasks(caller, static_cast<size_t>(req->batch_max()));
+      if (!r.ok()) return r.status();
+      for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::Status MarkTaskComplete(grpc::ServerContext* ctx, const v1::MarkTaskCompleteRequest* req,
+                                v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->MarkTaskComplete(caller, FromProto(*req));
+    });
+  }
+
+  grpc::Status CopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                         v1::CopyStartResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status CopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                       v1::Empty*) override {
+    return ForCaller(ctx,
+                     [&](ClientId caller) { return handler_->CopyEnd(caller, FromProto(*req)); });
+  }
+
+  grpc::Status CopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                          v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->CopyRevoke(caller, FromProto(*req));
+    });
+  }
+
+  // The source-client rule of dynamic copies is enforced by the handler
+  // against `caller`, the identity of the channel, not a field of the message.
+  grpc::Status DynamicReplicaCopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                                       v1::CopyStartResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      absl::StatusOr<CopyStartResponse> r =
+          handler_->DynamicReplicaCopyStart(caller, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status DynamicReplicaCopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                                     v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->DynamicReplicaCopyEnd(caller, FromProto(*req));
+    });
+  }
+
+  grpc::Status DynamicReplicaCopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
+                                        v1::Empty*) override {
+    return ForCaller(ctx, [&](ClientId caller) {
+      return handler_->DynamicReplicaCopyRevoke(caller, FromProto(*req));
+    });
+  }
+
+ private:
+  grpc::Status Finish(const absl::Status& status) {
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    if (!status.ok()) failed_.fetch_add(1, std::memory_order_relaxed);
+    return ToGrpcStatus(status);
+  }
+
+  // Library exceptions (allocation failure inside protobuf, for example) stop
+  // here and become INTERNAL instead of unwinding into gRPC.
+  template <typename Fn>
+  grpc::Status Guarded(Fn&& fn) {
+    absl::Status status;
+    try {
+      status = fn();
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("exception in master call: ", e.what()));
+    }
+    return Finish(status);
+  }
+
+  template <typename Fn>
+  grpc::Status ForCaller(grpc::ServerContext* ctx, Fn&& fn) {
+    const auto& metadata = ctx->client_metadata();
+    const auto it = metadata.find(kClientIdMetadataKey);
+    uint64_t id = 0;
+    if (it == metadata.end() ||
+        !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &id) ||
+        id == 0) {
+      unauthenticated_.fetch_add(1, std::memory_order_relaxed);
+      return Finish(absl::UnauthenticatedError(
+          absl::StrCat("missing or invalid '", kClientIdMetadataKey, "' metadata")));
+    }
+    return Guarded([&] { return fn(ClientId(id)); });
+  }
+
+  MasterHandler* const handler_;
+  std::atomic<int64_t> calls_{0};
+  std::atomic<int64_t> failed_{0};
+  std::atomic<int64_t> unauthenticated_{0};
+  std::atomic<int64_t> get_replica_list_{0};
+};
+
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
+    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options) {
+  HS_RETURN_IF_ERROR(options.Validate());
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      MakeServerCredentials(options.tls));
+  std::unique_ptr<MasterServer> server(new MasterServer());
+  server->service_ = std::make_unique<Service>(handler);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen_address, credentials, &port);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(options.message_bytes_max);
+  builder.SetMaxSendMessageSize(options.message_bytes_max);
+  grpc::ResourceQuota quota("heatsink-master");
+  quota.SetMaxThreads(options.server_threads_max);
+  builder.SetResourceQuota(quota);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve on '", listen_address, "'"));
+  }
+  server->port_ = port;
+  const size_t colon = listen_address.rfind(':');
+  server->address_ = absl::StrCat(listen_address.substr(0, colon), ":", port);
+  return server;
+}
+
+MasterServer::~MasterServer() { Shutdown(absl::ZeroDuration()); }
+
+void MasterServer::Shutdown(absl::Duration grace) {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
+  server_->Wait();
+}
+
+MasterServerStats MasterServer::stats() const { return service_->stats(); }
+
+}  // namespace heatsink::runtime

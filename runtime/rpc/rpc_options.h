@@ -1,0 +1,61 @@
+// File: runtime/rpc/rpc_options.h
+//
+// Transport settings shared by the master's gRPC server and its clients:
+// message size limits, deadlines, and optional TLS. Names are the flag names
+// of heatsink-master / heatsink-store / heatsink-load.
+//
+// TLS (optional): give the server `tls_cert_path` + `tls_key_path` (PEM) and,
+// to require client certificates, `tls_client_ca_path`. Clients give
+// `tls_ca_path` (the CA that signed the server's certificate) and, when the
+// server requires client certificates, their own `tls_cert_path` +
+// `tls_key_path`. Empty paths mean plaintext (loopback and trusted networks).
+#ifndef HEATSINK_RUNTIME_RPC_RPC_OPTIONS_H_
+#define HEATSINK_RUNTIME_RPC_RPC_OPTIONS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace heatsink::runtime {
+
+// The metadata key carrying the caller's client id (decimal).
+inline constexpr char kClientIdMetadataKey[] = "heatsink-client-id";
+
+struct TlsFiles {
+  std::string cert_path;       // own certificate chain (PEM)
+  std::string key_path;        // own private key (PEM)
+  std::string ca_path;         // client: CA of the server's certificate
+  std::string client_ca_path;  // server: CA of client certificates (enables mutual TLS)
+
+  bool server_enabled() const { return !cert_path.empty(); }
+  bool client_enabled() const { return !ca_path.empty(); }
+};
+
+struct RpcOptions {
+  // Largest message either side accepts or sends; larger ones fail with
+  // RESOURCE_EXHAUSTED. Bounds a BatchGetReplicaList answer too.
+  int message_bytes_max = 4 << 20;
+  // Deadline of every client call; an expired call is DEADLINE_EXCEEDED.
+  int64_t call_timeout_ms = 5'000;
+  // Server: threads serving calls at most.
+  int server_threads_max = 16;
+  TlsFiles tls;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// Server credentials: TLS when configured, else insecure. INVALID_ARGUMENT
+// or NOT_FOUND when a PEM file cannot be read.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsFiles& tls);
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const TlsFiles& tls);
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_RPC_RPC_OPTIONS_H_

@@ -1,0 +1,47 @@
+#include "runtime/store/segment_directory_resolver.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/env/time.h"
+
+namespace heatsink::runtime {
+
+SegmentDirectoryResolver::SegmentDirectoryResolver(Lister list, int64_t refresh_interval_ms,
+                                                   size_t entries_max)
+    : list_(std::move(list)),
+      refresh_interval_ms_(refresh_interval_ms),
+      entries_max_(entries_max) {}
+
+absl::StatusOr<std::string> SegmentDirectoryResolver::Resolve(SegmentId segment) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(segment);
+  if (it != endpoints_.end()) return it->second;
+  const TimeNs now = clock_.NowNs();
+  if (refreshes_ > 0 && now - last_refresh_ns_ < MsToNs(refresh_interval_ms_)) {
+    return absl::NotFoundError(absl::StrCat("segment ", segment.value, " has no known endpoint"));
+  }
+  last_refresh_ns_ = now;
+  ++refreshes_;
+  absl::StatusOr<std::vector<SegmentView>> views = list_();
+  if (!views.ok()) return views.status();
+  std::map<SegmentId, std::string> fresh;
+  for (const SegmentView& view : *views) {
+    if (fresh.size() >= entries_max_) break;
+    if (view.location.transport_endpoint.empty() || view.unmounting) continue;
+    fresh.emplace(view.location.id, view.location.transport_endpoint);
+  }
+  endpoints_ = std::move(fresh);
+  it = endpoints_.find(segment);
+  if (it == endpoints_.end()) {
+    return absl::NotFoundError(absl::StrCat("segment ", segment.value, " is not mounted"));
+  }
+  return it->second;
+}
+
+int64_t SegmentDirectoryResolver::refreshes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refreshes_;
+}
+
+}  // namespace heatsink::runtime

@@ -1,0 +1,58 @@
+// File: runtime/store/segment_directory_resolver.h
+//
+// An EndpointResolver that learns where segments are served from the
+// master's segment descriptors: a cached segment id -> data endpoint table,
+// refreshed through `list` (for example GrpcMasterClient::ListSegments) when a
+// segment is not in it. A refresh replaces the whole table, so unmounted
+// segments disappear and remounted ones get their new endpoint.
+//
+// Refreshes are rate-limited to one per `refresh_interval_ms` so that copies
+// to an unknown segment cannot hammer the master; within the interval an
+// unknown segment is NOT_FOUND. Thread-safe.
+#ifndef HEATSINK_RUNTIME_STORE_SEGMENT_DIRECTORY_RESOLVER_H_
+#define HEATSINK_RUNTIME_STORE_SEGMENT_DIRECTORY_RESOLVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/master/master_types.h"
+#include "runtime/env/steady_clock.h"
+#include "runtime/transport/endpoint_resolver.h"
+
+namespace heatsink::runtime {
+
+class SegmentDirectoryResolver final : public EndpointResolver {
+ public:
+  using Lister = std::function<absl::StatusOr<std::vector<SegmentView>>()>;
+
+  SegmentDirectoryResolver(Lister list, int64_t refresh_interval_ms = 100,
+                           size_t entries_max = 65'536);
+  SegmentDirectoryResolver(const SegmentDirectoryResolver&) = delete;
+  SegmentDirectoryResolver& operator=(const SegmentDirectoryResolver&) = delete;
+
+  // NOT_FOUND when the master does not list the segment (or lists it without
+  // an endpoint); the lister's error when a due refresh fails.
+  [[nodiscard]] absl::StatusOr<std::string> Resolve(SegmentId segment) const override;
+
+  int64_t refreshes() const;
+
+ private:
+  const Lister list_;
+  const int64_t refresh_interval_ms_;
+  const size_t entries_max_;
+  SteadyClock clock_;
+  mutable std::mutex mu_;  // guards the three members below; held across a refresh
+  mutable std::map<SegmentId, std::string> endpoints_;
+  mutable TimeNs last_refresh_ns_ = 0;
+  mutable int64_t refreshes_ = 0;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_STORE_SEGMENT_DIRECTORY_RESOLVER_H_

@@ -1,0 +1,123 @@
+#include "runtime/store/store_node.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/status_macros.h"
+#include "runtime/env/notification.h"
+
+namespace heatsink::runtime {
+
+absl::Status StoreNodeOptions::Validate() const {
+  if (!client_id.valid()) return absl::InvalidArgumentError("client id must be non-zero");
+  if (client_id.value >= (uint64_t{1} << 56)) {
+    return absl::InvalidArgumentError("client id must be below 2^56");
+  }
+  if (segments < 1 || segments > kStoreSegmentsMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segments must be in [1, ", kStoreSegmentsMax, "], got ", segments));
+  }
+  if (segment_bytes == 0) return absl::InvalidArgumentError("segment_bytes must be positive");
+  HS_RETURN_IF_ERROR(tcp.Validate());
+  return absl::OkStatus();
+}
+
+SegmentId StoreSegmentId(ClientId client, int index) {
+  return SegmentId(client.value * 256 + static_cast<uint64_t>(index) + 1);
+}
+
+StoreNode::StoreNode(const StoreNodeOptions& options)
+    : options_(options), memory_(&allocator_, SegmentMemoryKnobs{}) {}
+
+absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(Env* env, MasterClient* master,
+                                                            EndpointResolver* resolver,
+                                                            const StoreNodeOptions& options) {
+  HS_RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<StoreNode> node(new StoreNode(options));
+  node->master_ = master;
+  for (int i = 0; i < options.segments; ++i) {
+    const SegmentId id = StoreSegmentId(options.client_id, i);
+    HS_RETURN_IF_ERROR(node->memory_.Create(id, options.segment_bytes));
+    node->segment_ids_.push_back(id);
+  }
+  HS_ASSIGN_OR_RETURN(node->server_, TcpDataServer::Start(&node->memory_, options.tcp));
+  node->mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, options.tcp);
+
+  StoreWorkerOptions worker = options.worker;
+  worker.client_id = options.client_id;
+  worker.host = options.host;
+  worker.domain = options.domain;
+  worker.segments.clear();
+  for (size_t i = 0; i < node->segment_ids_.size(); ++i) {
+    MountSegmentRequest mount;
+    mount.segment_id = node->segment_ids_[i];
+    mount.name = absl::StrCat(options.host, "/", options.client_id.value, "/", i);
+    mount.host = options.host;
+    mount.domain = options.domain;
+    mount.capacity_bytes = options.segment_bytes;
+    mount.transport_endpoint = node->server_->endpoint();
+    worker.segments.push_back(std::move(mount));
+  }
+  HS_RETURN_IF_ERROR(worker.Validate());
+  node->ReleaseStaleSegments(master);
+  node->worker_ = std::make_unique<StoreWorker>(env, master, node->mover_.get(), std::move(worker));
+  node->worker_->Start();
+  return node;
+}
+
+namespace {
+
+// Runs one MasterClient call and waits for its status (bounded by the
+// client's call deadline).
+template <typename Issue>
+absl::Status Await(Issue issue) {
+  auto done = std::make_shared<Notification>();
+  auto result = std::make_shared<absl::Status>();
+  issue([done, result](absl::Status status) {
+    *result = std::move(status);
+    done->Notify();
+  });
+  done->WaitForNotification();
+  return *result;
+}
+
+}  // namespace
+
+void StoreNode::Unmount() {
+  if (worker_ != nullptr) worker_->Stop();
+  for (SegmentId id : segment_ids_) {
+    (void)Await([&](MasterClient::StatusCallback done) {
+      master_->UnmountSegment(options_.client_id, id, std::move(done));
+    });
+  }
+}
+
+void StoreNode::ReleaseStaleSegments(MasterClient* master) {
+  // A store restarted under the same client id has lost its memory, so any
+  // segment the master still holds for it from the previous run (not yet
+  // reaped) lists replicas that no longer exist. Unmounting them as their
+  // owner drops those replicas now and lets the fresh mount (new endpoint)
+  // succeed. Every step is best effort: an unreachable master is handled by
+  // the worker's registration retries.
+  const absl::Status registered = Await([&](MasterClient::StatusCallback done) {
+    master->RegisterClient(
+        RegisterClientRequest{options_.client_id, options_.host, options_.domain},
+        std::move(done));
+  });
+  if (!registered.ok()) return;
+  for (SegmentId id : segment_ids_) {
+    (void)Await([&](MasterClient::StatusCallback done) {
+      master->UnmountSegment(options_.client_id, id, std::move(done));
+    });
+  }
+}
+
+StoreNode::~StoreNode() { Stop(); }
+
+void StoreNode::Stop() {
+  if (worker_ != nullptr) worker_->Stop();
+  if (mover_ != nullptr) mover_->Shutdown();
+  if (server_ != nullptr) server_->Shutdown();
+}
+
+}  // namespace heatsink::runtime

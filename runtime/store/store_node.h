@@ -1,0 +1,108 @@
+// File: runtime/store/store_node.h
+//
+// One store process's parts, wired together: segment memory (plain aligned
+// memory here; NUMA-bound memory later sits behind SegmentAllocator), the TCP
+// data endpoint serving those segments (remote writes of copies and puts,
+// reads), the TCP data mover that pushes this store's replicas to other
+// stores, and the core StoreWorker that registers, mounts, heartbeats and runs
+// REPLICA_COPY tasks (CopyStart -> transfer -> CopyEnd, or the Dynamic* calls
+// for leased tasks).
+//
+// Segment ids: segment i (0-based) of client c is c * 256 + i + 1, so ids
+// never collide between stores with distinct client ids (client ids must be
+// below 2^56 and segments at most 255).
+//
+// Restart: Start() first unmounts, as their owner, any of this client's
+// segments the master still holds from a previous run of the store (their
+// bytes died with it), so a store restarted under the same client id is
+// serving again at once instead of waiting for the master to reap it.
+//
+// Example:
+//   HS_ASSIGN_OR_RETURN(auto node, StoreNode::Start(env, master, resolver, options));
+//   ... node->data_endpoint() ...
+//   node->Stop();
+//
+// Thread safety: thread-safe. REQUIRES: env, master and resolver outlive the
+// node; the node is stopped (or destroyed) before the Env's executor shuts
+// down.
+#ifndef HEATSINK_RUNTIME_STORE_STORE_NODE_H_
+#define HEATSINK_RUNTIME_STORE_STORE_NODE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/env/env.h"
+#include "core/worker/master_client.h"
+#include "core/worker/store_worker.h"
+#include "runtime/memory/segment_memory.h"
+#include "runtime/transport/endpoint_resolver.h"
+#include "runtime/transport/tcp_data_mover.h"
+#include "runtime/transport/tcp_data_server.h"
+#include "runtime/transport/tcp_knobs.h"
+
+namespace heatsink::runtime {
+
+inline constexpr int kStoreSegmentsMax = 255;
+
+struct StoreNodeOptions {
+  ClientId client_id;  // required, below 2^56
+  HostId host = "localhost";
+  Domain domain;  // empty = default
+  int segments = 1;
+  uint64_t segment_bytes = 64ull << 20;
+  // Data endpoint and mover settings (listen host/port included).
+  TcpTransportKnobs tcp;
+  // StoreWorker timing and limits (client_id, host, domain and segments are
+  // filled from the fields above).
+  StoreWorkerOptions worker;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+SegmentId StoreSegmentId(ClientId client, int index);
+
+class StoreNode {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StoreNode>> Start(
+      Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options);
+  ~StoreNode();  // Stop()
+  StoreNode(const StoreNode&) = delete;
+  StoreNode& operator=(const StoreNode&) = delete;
+
+  // Stops the worker's timers, breaks running copies and closes the data
+  // endpoint. Idempotent. The master notices through missed heartbeats.
+  void Stop();
+  // Graceful leave: stops the worker, then unmounts every segment so the
+  // master drops their replicas at once instead of after client_live_ttl_sec.
+  // Best effort, each call bounded by the master client's deadline. Call
+  // before Stop().
+  void Unmount();
+
+  const std::string& data_endpoint() const { return server_->endpoint(); }
+  const std::vector<SegmentId>& segment_ids() const { return segment_ids_; }
+  SegmentMemory& memory() { return memory_; }
+  StoreWorker& worker() { return *worker_; }
+  const TcpDataServer& data_server() const { return *server_; }
+
+ private:
+  explicit StoreNode(const StoreNodeOptions& options);
+  // Unmounts this client's segments left over from a previous run.
+  void ReleaseStaleSegments(MasterClient* master);
+
+  const StoreNodeOptions options_;
+  MasterClient* master_ = nullptr;
+  AlignedSegmentAllocator allocator_;
+  SegmentMemory memory_;
+  std::vector<SegmentId> segment_ids_;
+  std::unique_ptr<TcpDataServer> server_;
+  std::unique_ptr<TcpDataMover> mover_;
+  std::unique_ptr<StoreWorker> worker_;
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_STORE_STORE_NODE_H_

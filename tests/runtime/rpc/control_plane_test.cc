@@ -1,0 +1,573 @@
+// Covers the gRPC control plane end to end on loopback, in one process: a
+// ReplicatedMaster served by MasterServer on an ephemeral port, two store
+// nodes (domains "a" and "b") that register, mount and run REPLICA_COPY tasks
+// through GrpcMasterClient, and HeatsinkClient writers and readers.
+//   - put, get and batch get return the written bytes (checksums);
+//   - hammering reads from domain "b" in enforce mode makes the master admit
+//     the key and the source store copy it over the TCP data mover: a dynamic
+//     replica appears in domain "b" and reads from it return the same bytes;
+//     observe mode counts would-propose and creates no replica;
+//   - fences and identities are enforced over the wire: stale versions and
+//     lease ids are ABORTED, a caller that is not the task's source client is
+//     PERMISSION_DENIED, a call without identity UNAUTHENTICATED, and none of
+//     them changes the master's state;
+//   - absl status codes survive the wire unchanged.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/env/rng.h"
+#include "core/replication/replicated_master.h"
+#include "gtest/gtest.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "heatsink/master.grpc.pb.h"
+#include "runtime/client/heatsink_client.h"
+#include "runtime/env/notification.h"
+#include "runtime/env/runtime_env.h"
+#include "runtime/rpc/grpc_master_client.h"
+#include "runtime/rpc/master_handler.h"
+#include "runtime/rpc/master_server.h"
+#include "runtime/rpc/status.h"
+#include "runtime/store/segment_directory_resolver.h"
+#include "runtime/store/store_node.h"
+
+namespace heatsink::runtime {
+namespace {
+
+constexpr uint64_t kSegmentBytes = 8 << 20;
+
+std::string Pattern(uint64_t seed, size_t size) {
+  Rng rng(seed);
+  std::string out(size, '\0');
+  for (char& c : out) c = static_cast<char>(rng.Next64());
+  return out;
+}
+
+// Polls `condition` every 10 ms for up to `timeout`.
+template <typename Fn>
+bool WaitFor(Fn condition, absl::Duration timeout = absl::Seconds(20)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+template <typename T>
+T Wait(const std::function<void(absl::AnyInvocable<void(T) &&>)>& issue) {
+  auto result = std::make_shared<std::optional<T>>();
+  auto done = std::make_shared<Notification>();
+  issue([result, done](T value) {
+    result->emplace(std::move(value));
+    done->Notify();
+  });
+  done->WaitForNotification();
+  return std::move(**result);
+}
+
+struct Store {
+  std::unique_ptr<GrpcMasterClient> rpc;
+  std::unique_ptr<SegmentDirectoryResolver> resolver;
+  std::unique_ptr<StoreNode> node;
+};
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void StartCluster(DynamicReplicationMode mode) {
+    MasterKnobs master_knobs;
+    master_knobs.sweep_interval_ms = 100;
+    ReplicationKnobs replication;
+    replication.dynamic_replication_mode = mode;
+    replication.dynamic_replication_heat_window_seconds = 1;
+    replication.dynamic_replication_admission_qps_threshold = 4.0;  // 4 reads in 1 s
+    replication.dynamic_replication_domain_aware = true;
+    replication.dynamic_replication_lease_ttl_ms = 10'000;
+    absl::StatusOr<std::unique_ptr<ReplicatedMaster>> master =
+        ReplicatedMaster::Create(env_.env(), master_knobs, replication, nullptr);
+    ASSERT_TRUE(master.ok()) << master.status();
+    master_ = *std::move(master);
+    handler_ = std::make_unique<MasterServiceHandler>(&master_->master(), master_.get());
+    absl::StatusOr<std::unique_ptr<MasterServer>> server =
+        MasterServer::Start(handler_.get(), "127.0.0.1:0", rpc_options_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    AddStore(ClientId(1), "host-a", "a");
+    AddStore(ClientId(2), "host-b", "b");
+    ASSERT_TRUE(WaitFor([&] { return master_->master().ListSegments().size() == 2; }));
+  }
+
+  void AddStore(ClientId id, const std::string& host, const std::string& domain) {
+    Store store;
+    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+    ASSERT_TRUE(rpc.ok()) << rpc.status();
+    store.rpc = *std::move(rpc);
+    GrpcMasterClient* raw = store.rpc.get();
+    store.resolver =
+        std::make_unique<SegmentDirectoryResolver>([raw] { return raw->ListSegments(); });
+    StoreNodeOptions options;
+    options.client_id = id;
+    options.host = host;
+    options.domain = domain;
+    options.segment_bytes = kSegmentBytes;
+    options.worker.heartbeat_interval_ms = 200;
+    options.worker.fetch_interval_ms = 20;
+    absl::StatusOr<std::unique_ptr<StoreNode>> node =
+        StoreNode::Start(env_.env(), store.rpc.get(), store.resolver.get(), options);
+    ASSERT_TRUE(node.ok()) << node.status();
+    store.node = *std::move(node);
+    stores_.push_back(std::move(store));
+  }
+
+  std::unique_ptr<HeatsinkClient> MakeClient(ClientId id, const std::string& host,
+                                             const std::string& domain) {
+    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+    EXPECT_TRUE(rpc.ok()) << rpc.status();
+    client_rpcs_.push_back(*std::move(rpc));
+    HeatsinkClientOptions options;
+    options.client_id = id;
+    options.host = host;
+    options.domain = domain;
+    options.tenant = "t1";
+    options.preferred_segments = {stores_[0].node->segment_ids()[0]};
+    return std::make_unique<HeatsinkClient>(client_rpcs_.back().get(), options);
+  }
+
+  void TearDown() override {
+    for (Store& store : stores_) store.node->Stop();
+    if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
+    env_.Shutdown();
+    stores_.clear();
+    client_rpcs_.clear();
+  }
+
+  RuntimeEnv env_{RuntimeEnvOptions{.executor = {.threads = 4}, .seed = 7}};
+  RpcOptions rpc_options_;
+  std::unique_ptr<ReplicatedMaster> master_;
+  std::unique_ptr<MasterServiceHandler> handler_;
+  std::unique_ptr<MasterServer> server_;
+  std::vector<Store> stores_;
+  std::vector<std::unique_ptr<GrpcMasterClient>> client_rpcs_;
+};
+
+TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
+  StartCluster(DynamicReplicationMode::kOff);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  const std::string bytes = Pattern(1, (2 << 20) + 17);  // three TCP chunks
+  ASSERT_TRUE(writer->Put("k1", bytes).ok());
+  EXPECT_EQ(writer->Put("k1", bytes).code(), absl::StatusCode::kAlreadyExists);
+
+  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
+  absl::StatusOr<GetResult> got = reader->Get("k1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+  EXPECT_EQ(got->segment, stores_[0].node->segment_ids()[0]);
+
+  const std::vector<std::string> keys = {"k1", "missing"};
+  absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> batch = reader->BatchGet(keys);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->size(), 2u);
+  ASSERT_TRUE((*batch)[0].ok());
+  EXPECT_EQ((*batch)[0]->bytes, bytes);
+  EXPECT_EQ((*batch)[1].status().code(), absl::StatusCode::kNotFound);
+
+  // Tenants do not see each other's objects.
+  HeatsinkClientOptions other = reader->options();
+  other.tenant = "t2";
+  HeatsinkClient stranger(client_rpcs_.back().get(), other);
+  EXPECT_EQ(stranger.Get("k1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(stranger.Remove("k1").code(), absl::StatusCode::kNotFound);
+
+  // Leased by the reads above: Remove is refused until the read lease ends.
+  EXPECT_EQ(writer->Remove("k1").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
+TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
+  StartCluster(DynamicReplicationMode::kEnforce);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  const std::string bytes = Pattern(2, (1 << 20) + 333);
+  ASSERT_TRUE(writer->Put("hot", bytes).ok());
+  const SegmentId segment_b = stores_[1].node->segment_ids()[0];
+
+  // Readers in domain "b" hammer the key until a replica in "b" is listed.
+  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> bad_reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      while (!stop.load()) {
+        absl::StatusOr<GetResult> got = reader->Get("hot");
+        if (!got.ok() || got->bytes != bytes) bad_reads.fetch_add(1);
+      }
+    });
+  }
+  const bool replicated = WaitFor([&] {
+    absl::StatusOr<ObjectView> view = master_->master().GetObjectView(ObjectName{"t1", "hot"});
+    if (!view.ok()) return false;
+    for (const ReplicaDescriptor& r : view->replicas) {
+      if (r.segment_id == segment_b && r.status == ReplicaStatus::kComplete) return true;
+    }
+    return false;
+  });
+  // Keep reading a little while the new replica serves readers in "b".
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(replicated);
+  EXPECT_EQ(bad_reads.load(), 0);
+
+  absl::StatusOr<ObjectView> view = master_->master().GetObjectView(ObjectName{"t1", "hot"});
+  ASSERT_TRUE(view.ok());
+  ASSERT_EQ(view->replicas.size(), 2u);
+  const ReplicaDescriptor& copy = view->replicas[1];
+  EXPECT_TRUE(copy.dynamic);
+  EXPECT_EQ(copy.origin, ReplicaOrigin::kCopy);
+  EXPECT_EQ(copy.location->domain, "b");
+  // The bytes landed in store b's memory by the TCP data mover.
+  absl::StatusOr<std::string> landed =
+      stores_[1].node->memory().Read(segment_b, copy.offset, copy.size_bytes);
+  ASSERT_TRUE(landed.ok());
+  EXPECT_EQ(StableHash(*landed), StableHash(bytes));
+  EXPECT_GE(stores_[1].node->data_server().writes_completed(), 1u);
+  EXPECT_GE(stores_[0].node->worker().stats().dynamic_tasks, 1);
+
+  // A reader in "b" with the spread policy now reads its own domain's replica.
+  HeatsinkClientOptions spread = reader->options();
+  spread.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  HeatsinkClient local_reader(client_rpcs_.back().get(), spread);
+  absl::StatusOr<GetResult> got = local_reader.Get("hot");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->segment, segment_b);
+  EXPECT_EQ(got->bytes, bytes);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
+TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {
+  StartCluster(DynamicReplicationMode::kObserve);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  const std::string bytes = Pattern(3, 4096);
+  ASSERT_TRUE(writer->Put("warm", bytes).ok());
+  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<GetResult> got = reader->Get("warm");
+    EXPECT_TRUE(got.ok()) << got.status();
+    return master_->replication().Stats().decisions > 0;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  absl::StatusOr<ObjectView> view = master_->master().GetObjectView(ObjectName{"t1", "warm"});
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->replicas.size(), 1u);
+  EXPECT_EQ(master_->replication().Stats().leases_granted, 0);
+  EXPECT_EQ(stores_[1].node->data_server().writes_completed(), 0u);
+  const std::vector<MetricFamily> metrics = master_->metrics().Snapshot();
+  int64_t would_propose = 0;
+  for (const MetricFamily& family : metrics) {
+    if (family.name != "dynamic_replication_would_propose_total") continue;
+    for (const MetricSample& sample : family.samples) would_propose += sample.value;
+  }
+  EXPECT_GE(would_propose, 1);
+}
+
+// A client the test drives by hand: registered and owning one mounted
+// segment, so ordinary and leased copy tasks can be assigned to it.
+class FenceTest : public ControlPlaneTest {
+ protected:
+  static constexpr ClientId kOwner{77};
+  static constexpr SegmentId kOwnerSegment{7700};
+
+  void SetUp() override {
+    StartCluster(DynamicReplicationMode::kEnforce);
+    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+    ASSERT_TRUE(rpc.ok());
+    owner_ = *std::move(rpc);
+    ASSERT_TRUE(Call([&](auto done) {
+                  owner_->RegisterClient({kOwner, "host-a", "a"}, std::move(done));
+                }).ok());
+    MountSegmentRequest mount;
+    mount.segment_id = kOwnerSegment;
+    mount.name = "owner";
+    mount.host = "host-a";
+    mount.domain = "a";
+    mount.capacity_bytes = 1 << 20;
+    mount.transport_endpoint = stores_[0].node->data_endpoint();
+    ASSERT_TRUE(Call([&](auto done) { owner_->MountSegment(kOwner, mount, std::move(done)); })
+                    .ok());
+    PutStartRequest put;
+    put.name = name_;
+    put.size_bytes = 100;
+    put.preferred_segments = {kOwnerSegment};
+    absl::StatusOr<PutStartResponse> started =
+        Wait<absl::StatusOr<PutStartResponse>>([&](auto done) {
+          owner_->PutStart(kOwner, put, std::move(done));
+        });
+    ASSERT_TRUE(started.ok()) << started.status();
+    version_ = started->version;
+    // Stale version: ABORTED; another client: PERMISSION_DENIED; then the real end.
+    EXPECT_EQ(Call([&](auto done) {
+                owner_->PutEnd(kOwner, {name_, version_ + 1}, std::move(done));
+              }).code(),
+              absl::StatusCode::kAborted);
+    EXPECT_EQ(Call([&](auto done) {
+                owner_->PutEnd(ClientId(1), {name_, version_}, std::move(done));
+              }).code(),
+              absl::StatusCode::kPermissionDenied);
+    ASSERT_TRUE(
+        Call([&](auto done) { owner_->PutEnd(kOwner, {name_, version_}, std::move(done)); }).ok());
+  }
+
+  void TearDown() override {
+    owner_.reset();
+    ControlPlaneTest::TearDown();
+  }
+
+  absl::Status Call(const std::function<void(MasterClient::StatusCallback)>& issue) {
+    return Wait<absl::Status>([&](absl::AnyInvocable<void(absl::Status) &&> done) {
+      issue(std::move(done));
+    });
+  }
+
+  absl::StatusOr<Task> FetchOne() {
+    absl::StatusOr<FetchTasksResponse> fetched =
+        Wait<absl::StatusOr<FetchTasksResponse>>([&](auto done) {
+          owner_->FetchTasks(kOwner, 4, std::move(done));
+        });
+    if (!fetched.ok()) return fetched.status();
+    if (fetched->tasks.size() != 1) return absl::NotFoundError("expected one task");
+    return fetched->tasks[0];
+  }
+
+  absl::StatusCode StartCode(bool dynamic, ClientId caller, const CopyTaskFence& fence) {
+    absl::StatusOr<CopyStartResponse> r =
+        Wait<absl::StatusOr<CopyStartResponse>>([&](auto done) {
+          if (dynamic) {
+            owner_->DynamicReplicaCopyStart(caller, fence, std::move(done));
+          } else {
+            owner_->CopyStart(caller, fence, std::move(done));
+          }
+        });
+    return r.status().code();
+  }
+
+  size_t ReplicaCount() {
+    absl::StatusOr<ObjectView> view = master_->master().GetObjectView(name_);
+    return view.ok() ? view->replicas.size() : 0;
+  }
+
+  ObjectName name_{"t1", "fenced"};
+  Version version_ = 0;
+  std::unique_ptr<GrpcMasterClient> owner_;
+};
+
+TEST_F(FenceTest, OrdinaryCopyFencesAreCheckedOverTheWire) {
+  const SegmentId target = stores_[1].node->segment_ids()[0];
+  absl::StatusOr<CopyTaskResponse> task =
+      master_->master().CreateCopyTask(CopyTaskRequest{name_, target, kOwnerSegment});
+  ASSERT_TRUE(task.ok()) << task.status();
+  absl::StatusOr<Task> fetched = FetchOne();
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(fetched->id, task->task_id);
+  EXPECT_EQ(fetched->copy.version, version_);
+
+  const CopyTaskFence good{task->task_id, version_, LeaseId()};
+  EXPECT_EQ(StartCode(false, kOwner, {task->task_id, version_ + 1, LeaseId()}),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(StartCode(false, ClientId(2), good), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(StartCode(true, kOwner, good), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(StartCode(false, kOwner, {TaskId(999'999), version_, LeaseId()}),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReplicaCount(), 1u);  // rejected calls changed nothing
+
+  EXPECT_EQ(StartCode(false, kOwner, good), absl::StatusCode::kOk);
+  EXPECT_EQ(ReplicaCount(), 2u);  // the PROCESSING target
+  EXPECT_EQ(Call([&](auto done) {
+              owner_->CopyEnd(kOwner, {task->task_id, version_ + 1, LeaseId()}, std::move(done));
+            }).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_TRUE(Call([&](auto done) { owner_->CopyRevoke(kOwner, good, std::move(done)); }).ok());
+  EXPECT_EQ(ReplicaCount(), 1u);
+  EXPECT_TRUE(Call([&](auto done) {
+                owner_->MarkTaskComplete(kOwner, {task->task_id, false, "revoked"},
+                                         std::move(done));
+              }).ok());
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
+TEST_F(FenceTest, OnlyTheSourceClientMayStartADynamicCopy) {
+  // Reads from domain "b" make the key hot; the admission worker grants a
+  // lease and queues a leased REPLICA_COPY task for the source's owner.
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<GetReplicaListResponse> listed =
+        Wait<absl::StatusOr<GetReplicaListResponse>>([&](auto done) {
+          owner_->GetReplicaList({name_, ClientId(200), "b"}, std::move(done));
+        });
+    ASSERT_TRUE(listed.ok()) << listed.status();
+  }
+  absl::StatusOr<Task> fetched = absl::NotFoundError("no task yet");
+  ASSERT_TRUE(WaitFor([&] {
+    fetched = FetchOne();
+    return fetched.ok();
+  }));
+  ASSERT_TRUE(fetched->copy.leased());
+  struct {
+    TaskId task_id;
+    LeaseId lease_id;
+  } lease_value{fetched->id, fetched->copy.lease_id}, *lease = &lease_value;
+  EXPECT_EQ(fetched->copy.target_segment, stores_[1].node->segment_ids()[0]);
+
+  const CopyTaskFence good{lease->task_id, version_, lease->lease_id};
+  // Store b's identity, even presenting the right fence, is not the source.
+  EXPECT_EQ(StartCode(true, ClientId(2), good), absl::StatusCode::kPermissionDenied);
+  // A lease id the master does not know: a stale task.
+  EXPECT_EQ(StartCode(true, kOwner, {lease->task_id, version_, LeaseId(lease->lease_id.value + 1)}),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(StartCode(true, kOwner, {lease->task_id, version_ + 1, lease->lease_id}),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(StartCode(false, kOwner, good), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReplicaCount(), 1u);
+  // The live pending lease survived the stale and foreign callers.
+  EXPECT_EQ(StartCode(true, kOwner, good), absl::StatusCode::kOk);
+  EXPECT_EQ(ReplicaCount(), 2u);
+  EXPECT_TRUE(
+      Call([&](auto done) { owner_->DynamicReplicaCopyRevoke(kOwner, good, std::move(done)); })
+          .ok());
+  EXPECT_EQ(ReplicaCount(), 1u);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
+TEST_F(ControlPlaneTest, CallsWithoutIdentityAreUnauthenticated) {
+  StartCluster(DynamicReplicationMode::kOff);
+  auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Master::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::Empty req, resp;
+  EXPECT_EQ(stub->Heartbeat(&ctx, req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext bad;
+  bad.AddMetadata(kClientIdMetadataKey, "not-a-number");
+  v1::FetchTasksRequest fetch;
+  fetch.set_batch_max(1);
+  v1::FetchTasksResponse tasks;
+  EXPECT_EQ(stub->FetchTasks(&bad, fetch, &tasks).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_GE(server_->stats().calls_unauthenticated_total, 2);
+  // A malformed request (empty key) gets the master's INVALID_ARGUMENT.
+  grpc::ClientContext get_ctx;
+  v1::GetReplicaListRequest get;
+  v1::GetReplicaListResponse got;
+  EXPECT_EQ(stub->GetReplicaList(&get_ctx, get, &got).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ControlPlaneTest, BadInputGetsTheRightStatusAndChangesNothing) {
+  StartCluster(DynamicReplicationMode::kEnforce);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  ASSERT_TRUE(writer->Put("k", "value").ok());
+  const MasterStats before = master_->master().Stats();
+  GrpcMasterClient* rpc = client_rpcs_.back().get();
+
+  auto status_of = [](auto issue) {
+    auto done = std::make_shared<Notification>();
+    auto result = std::make_shared<absl::Status>();
+    issue([done, result](auto r) {
+      if constexpr (std::is_same_v<decltype(r), absl::Status>) {
+        *result = r;
+      } else {
+        *result = r.status();
+      }
+      done->Notify();
+    });
+    done->WaitForNotification();
+    return result->code();
+  };
+  // Empty and over-long keys, zero size: the master's INVALID_ARGUMENT.
+  PutStartRequest empty_key;
+  empty_key.size_bytes = 1;
+  EXPECT_EQ(status_of([&](auto done) { rpc->PutStart(ClientId(100), empty_key, std::move(done)); }),
+            absl::StatusCode::kInvalidArgument);
+  PutStartRequest long_key;
+  long_key.name = ObjectName{"t1", std::string(5000, 'k')};
+  long_key.size_bytes = 1;
+  EXPECT_EQ(status_of([&](auto done) { rpc->PutStart(ClientId(100), long_key, std::move(done)); }),
+            absl::StatusCode::kInvalidArgument);
+  PutStartRequest zero;
+  zero.name = ObjectName{"t1", "zero"};
+  EXPECT_EQ(status_of([&](auto done) { rpc->PutStart(ClientId(100), zero, std::move(done)); }),
+            absl::StatusCode::kInvalidArgument);
+  // Too many keys in one batch: RESOURCE_EXHAUSTED, nothing read.
+  BatchGetReplicaListRequest batch;
+  batch.names.assign(master_->master().knobs().batch_keys_max + 1, ObjectName{"t1", "k"});
+  EXPECT_EQ(status_of([&](auto done) { rpc->BatchGetReplicaList(batch, std::move(done)); }),
+            absl::StatusCode::kResourceExhausted);
+  // Unknown task, unknown client heartbeat.
+  EXPECT_EQ(status_of([&](auto done) {
+              rpc->MarkTaskComplete(ClientId(1), {TaskId(12345), true, ""}, std::move(done));
+            }),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(status_of([&](auto done) { rpc->Heartbeat(ClientId(4242), std::move(done)); }),
+            absl::StatusCode::kNotFound);
+  // A message above the size limit never reaches the master.
+  RpcOptions small = rpc_options_;
+  small.message_bytes_max = 4096;
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> limited =
+      GrpcMasterClient::Connect(server_->address(), small);
+  ASSERT_TRUE(limited.ok());
+  PutStartRequest big;
+  big.name = ObjectName{"t1", std::string(8000, 'b')};
+  big.size_bytes = 1;
+  EXPECT_EQ(status_of([&](auto done) { (*limited)->PutStart(ClientId(100), big, std::move(done)); }),
+            absl::StatusCode::kResourceExhausted);
+
+  const MasterStats after = master_->master().Stats();
+  EXPECT_EQ(after.objects, before.objects);
+  EXPECT_EQ(after.used_bytes, before.used_bytes);
+  EXPECT_EQ(after.puts_completed_total, before.puts_completed_total);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
+TEST(GrpcMasterClientTest, UnreachableMasterIsATransportError) {
+  RpcOptions options;
+  options.call_timeout_ms = 300;
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
+      GrpcMasterClient::Connect("127.0.0.1:1", options);
+  ASSERT_TRUE(client.ok());
+  const absl::Status ping = (*client)->Ping();
+  EXPECT_TRUE(ping.code() == absl::StatusCode::kUnavailable ||
+              ping.code() == absl::StatusCode::kDeadlineExceeded)
+      << ping;
+  auto done = std::make_shared<Notification>();
+  auto result = std::make_shared<absl::Status>();
+  (*client)->Heartbeat(ClientId(1), [done, result](absl::Status s) {
+    *result = s;
+    done->Notify();
+  });
+  ASSERT_TRUE(done->WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(result->code() == absl::StatusCode::kUnavailable ||
+              result->code() == absl::StatusCode::kDeadlineExceeded)
+      << *result;
+  EXPECT_EQ(GrpcMasterClient::Connect("", options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RpcStatus, CodesAndMessagesRoundTrip) {
+  for (int code = 0; code <= 16; ++code) {
+    const absl::Status status(static_cast<absl::StatusCode>(code), code == 0 ? "" : "why");
+    const grpc::Status wire = ToGrpcStatus(status);
+    EXPECT_EQ(static_cast<int>(wire.error_code()), code);
+    EXPECT_EQ(FromGrpcStatus(wire), status);
+  }
+  EXPECT_EQ(StatusCodeFromInt(99), absl::StatusCode::kUnknown);
+  EXPECT_EQ(StatusCodeFromInt(-1), absl::StatusCode::kUnknown);
+}
+
+}  // namespace
+}  // namespace heatsink::runtime

@@ -1,0 +1,406 @@
+// Covers the production processes end to end, as separate processes on
+// loopback with ports chosen at run time: heatsink-master (enforce mode,
+// domain-aware, /metrics on) and two heatsink-store processes in domains "a"
+// and "b" (the second takes its domain from MOONCAKE_STORE_DOMAIN). The test
+// process writes an object through the client library, reads it from domain
+// "b" until a dynamic replica appears in "b", checks every byte read, checks
+// that /metrics shows the admission and copy counters, then kills the source
+// store with SIGKILL, restarts it under the same client id and sees it
+// re-register and serve a new put. Every process gets SIGTERM at the end and
+// must exit 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/env/rng.h"
+#include "gtest/gtest.h"
+#include "runtime/client/heatsink_client.h"
+#include "runtime/rpc/grpc_master_client.h"
+#include "runtime/transport/socket.h"
+
+namespace heatsink::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A child process with stdout and stderr in `log`.
+class Process {
+ public:
+  // Everything the child needs is prepared before fork(): between fork and
+  // exec a multi-threaded parent's child may only make async-signal-safe
+  // calls (no allocation).
+  Process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+          const fs::path& log)
+      : argv_(argv), env_(env) {
+    std::vector<char*> args;
+    for (std::string& a : argv_) args.push_back(a.data());
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    for (std::string& kv : env_) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    const std::string log_path = log.string();
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execve(args[0], args.data(), envp.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (running()) {
+      kill(pid_, SIGKILL);
+      (void)Wait();
+    }
+  }
+  bool running() const { return pid_ > 0 && !exited_; }
+  void Signal(int signal) const { kill(pid_, signal); }
+  // Exit status (or 128 + signal), waiting up to 20 s; -1 on timeout.
+  int Wait() {
+    for (int i = 0; i < 2000 && !exited_; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return exited_ ? code_ : -1;
+  }
+
+ private:
+  std::vector<std::string> argv_;
+  std::vector<std::string> env_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+template <typename Fn>
+bool WaitFor(Fn condition, absl::Duration timeout = absl::Seconds(30)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+std::vector<std::string> ReadLines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+std::string HttpGet(const std::string& endpoint, const std::string& path) {
+  absl::StatusOr<Socket> socket = ConnectTcp(endpoint, 2000, 5000);
+  if (!socket.ok()) return "";
+  const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: x\r\n\r\n");
+  if (!SendAll(*socket, request.data(), request.size()).ok()) return "";
+  std::string response;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::recv(socket->fd(), buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    response.append(buffer, static_cast<size_t>(n));
+  }
+  return response;
+}
+
+// The value of an unlabelled sample `name` in Prometheus text, or -1.
+int64_t MetricValue(const std::string& text, const std::string& name) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name + " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line.substr(name.size() + 1), &value)) return static_cast<int64_t>(value);
+  }
+  return -1;
+}
+
+std::string Pattern(uint64_t seed, size_t size) {
+  Rng rng(seed);
+  std::string out(size, '\0');
+  for (char& c : out) c = static_cast<char>(rng.Next64());
+  return out;
+}
+
+class ProcessesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / absl::StrCat("heatsink_processes_", getpid());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Process> StartStore(uint64_t id, const std::string& host,
+                                      const std::string& domain_flag,
+                                      const std::vector<std::string>& env,
+                                      const std::string& tag) {
+    const fs::path endpoint_file = dir_ / (tag + ".endpoint");
+    fs::remove(endpoint_file);
+    std::vector<std::string> argv = {
+        std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--master", master_address_,
+        "--client-id", absl::StrCat(id), "--host", host, "--segment-mib", "16",
+        "--heartbeat-interval-ms", "200", "--fetch-interval-ms", "20",
+        "--endpoint-file", endpoint_file.string()};
+    if (!domain_flag.empty()) {
+      argv.push_back("--domain");
+      argv.push_back(domain_flag);
+    }
+    auto process = std::make_unique<Process>(argv, env, dir_ / (tag + ".log"));
+    EXPECT_TRUE(WaitFor([&] { return fs::exists(endpoint_file); })) << tag << " did not start";
+    return process;
+  }
+
+  fs::path dir_;
+  std::string master_address_;
+};
+
+TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
+  const fs::path address_file = dir_ / "master.address";
+  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
+                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
+                  address_file.string(), "--decisions", (dir_ / "decisions.jsonl").string(),
+                  "--set", "dynamic_replication_mode=enforce", "--set",
+                  "dynamic_replication_domain_aware=true", "--set",
+                  "dynamic_replication_heat_window_seconds=1", "--set",
+                  "dynamic_replication_admission_qps_threshold=4", "--set",
+                  "client_live_ttl_sec=2", "--set", "sweep_interval_ms=100"},
+                 {}, dir_ / "master.log");
+  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
+  master_address_ = ReadLines(address_file)[0];
+  const std::string metrics_address = ReadLines(address_file)[1];
+
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
+  std::unique_ptr<Process> store_b =
+      StartStore(2, "host-b", "", {"MOONCAKE_STORE_DOMAIN=b"}, "store_b");
+
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    return segments.ok() && segments->size() == 2;
+  }));
+  absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+  ASSERT_TRUE(segments.ok());
+  SegmentId segment_a, segment_b;
+  for (const SegmentView& s : *segments) {
+    (s.location.domain == "a" ? segment_a : segment_b) = s.location.id;
+  }
+  ASSERT_TRUE(segment_a.valid() && segment_b.valid());
+
+  HeatsinkClientOptions writer_options;
+  writer_options.client_id = ClientId(100);
+  writer_options.domain = "a";
+  writer_options.preferred_segments = {segment_a};
+  HeatsinkClient writer(rpc->get(), writer_options);
+  const std::string bytes = Pattern(9, (1 << 20) + 5);
+  ASSERT_TRUE(writer.Put("hot", bytes).ok());
+
+  HeatsinkClientOptions reader_options;
+  reader_options.client_id = ClientId(200);
+  reader_options.host = "host-b";
+  reader_options.domain = "b";
+  reader_options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  HeatsinkClient reader(rpc->get(), reader_options);
+  int64_t reads = 0;
+  bool local = false;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<GetResult> got = reader.Get("hot");
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) return true;
+    ++reads;
+    EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+    local = got->segment == segment_b;
+    return local;
+  }));
+  EXPECT_TRUE(local) << "no read was served from domain b after " << reads << " reads";
+
+  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_admissions_accepted_total"), 1)
+      << metrics;
+  EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_completed_total"), 1);
+  EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 1);
+  EXPECT_GE(MetricValue(metrics, "heatsink_rpc_get_replica_list_calls_total"), reads);
+  EXPECT_GE(ReadLines(dir_ / "decisions.jsonl").size(), 1u);
+
+  // SIGKILL the source store: the master reaps it (client_live_ttl_sec) and
+  // its segment; the replica in "b" keeps the object readable.
+  store_a->Signal(SIGKILL);
+  EXPECT_EQ(store_a->Wait(), 128 + SIGKILL);
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> s = (*rpc)->ListSegments();
+    return s.ok() && s->size() == 1;
+  }));
+  absl::StatusOr<GetResult> survived = reader.Get("hot");
+  ASSERT_TRUE(survived.ok()) << survived.status();
+  EXPECT_EQ(survived->segment, segment_b);
+  EXPECT_EQ(survived->bytes, bytes);
+
+  // The restarted store registers again under its id and takes new puts.
+  store_a = StartStore(1, "host-a", "a", {}, "store_a2");
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> s = (*rpc)->ListSegments();
+    return s.ok() && s->size() == 2;
+  }));
+  const std::string again = Pattern(10, 5000);
+  ASSERT_TRUE(writer.Put("after-restart", again).ok());
+  absl::StatusOr<GetResult> got = reader.Get("after-restart");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->segment, segment_a);
+  EXPECT_EQ(got->bytes, again);
+
+  // SIGTERM: a store unmounts its segments on the way out.
+  store_b->Signal(SIGTERM);
+  EXPECT_EQ(store_b->Wait(), 0);
+  absl::StatusOr<std::vector<SegmentView>> left = (*rpc)->ListSegments();
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].location.id, segment_a);
+  rpc->reset();
+  store_a->Signal(SIGTERM);
+  EXPECT_EQ(store_a->Wait(), 0);
+  master.Signal(SIGTERM);
+  EXPECT_EQ(master.Wait(), 0);
+}
+
+// The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
+// is held mid-transfer by stopping the target store (SIGSTOP) before the
+// source connects, so the kill lands after DynamicReplicaCopyStart reserved
+// the target range and before any CopyEnd. Then: no readable partial replica,
+// the target's reservation and the pending state clear within the lease TTL
+// (no heartbeat timeout involved: client_live_ttl_sec is far longer), and the
+// restarted source registers again.
+TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
+  const fs::path address_file = dir_ / "master.address";
+  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
+                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
+                  address_file.string(), "--set", "dynamic_replication_mode=enforce", "--set",
+                  "dynamic_replication_domain_aware=true", "--set",
+                  "dynamic_replication_heat_window_seconds=1", "--set",
+                  "dynamic_replication_admission_qps_threshold=4", "--set",
+                  "dynamic_replication_lease_ttl_ms=1500", "--set", "client_live_ttl_sec=60",
+                  "--set", "sweep_interval_ms=100"},
+                 {}, dir_ / "master.log");
+  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
+  master_address_ = ReadLines(address_file)[0];
+  const std::string metrics_address = ReadLines(address_file)[1];
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
+  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
+
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  auto segment_in = [&](const std::string& domain) -> std::optional<SegmentView> {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    if (!segments.ok()) return std::nullopt;
+    for (const SegmentView& s : *segments) {
+      if (s.location.domain == domain) return s;
+    }
+    return std::nullopt;
+  };
+  ASSERT_TRUE(WaitFor([&] { return segment_in("a") && segment_in("b"); }));
+  const SegmentId segment_a = segment_in("a")->location.id;
+
+  HeatsinkClientOptions writer_options;
+  writer_options.client_id = ClientId(100);
+  writer_options.preferred_segments = {segment_a};
+  HeatsinkClient writer(rpc->get(), writer_options);
+  const std::string bytes = Pattern(11, 4 << 20);
+  ASSERT_TRUE(writer.Put("hot", bytes).ok());
+
+  store_b->Signal(SIGSTOP);  // the target accepts no byte from now on
+  HeatsinkClientOptions reader_options;
+  reader_options.client_id = ClientId(200);
+  reader_options.domain = "b";
+  HeatsinkClient reader(rpc->get(), reader_options);
+  const bool reserved = WaitFor([&] {
+    absl::StatusOr<GetResult> got = reader.Get("hot");
+    EXPECT_TRUE(got.ok() && got->bytes == bytes);
+    std::optional<SegmentView> b = segment_in("b");
+    return b.has_value() && b->reserved_bytes > 0;
+  });
+  store_a->Signal(SIGKILL);
+  EXPECT_EQ(store_a->Wait(), 128 + SIGKILL);
+  store_b->Signal(SIGCONT);
+  ASSERT_TRUE(reserved) << "the dynamic copy never started";
+
+  // Within the lease TTL (1.5 s, plus scheduling slack) the pending copy is
+  // gone: no reservation, no dynamic replica, the failure counted.
+  EXPECT_TRUE(WaitFor([&] {
+    std::optional<SegmentView> b = segment_in("b");
+    return b.has_value() && b->reserved_bytes == 0;
+  }, absl::Seconds(5)));
+  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 0) << metrics;
+  EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_failed_total"), 1);
+  EXPECT_EQ(MetricValue(metrics, "heatsink_master_reserved_bytes"), 0);
+  // The master still lists only the original replica (its store is not yet
+  // reaped), never a partial copy in "b".
+  absl::StatusOr<GetReplicaListResponse> listed = reader.Lookup("hot");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->replicas.size(), 1u);
+  EXPECT_EQ(listed->replicas[0].segment_id, segment_a);
+
+  // Restarted under the same id: it registers again (its segment is mounted
+  // afresh at the same id) and serves puts.
+  store_a = StartStore(1, "host-a", "a", {}, "store_a2");
+  const std::string again = Pattern(12, 3000);
+  ASSERT_TRUE(WaitFor([&] { return writer.Put("after-restart", again).ok(); }));
+  absl::StatusOr<GetResult> got = reader.Get("after-restart");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->bytes, again);
+
+  rpc->reset();
+  store_a->Signal(SIGTERM);
+  store_b->Signal(SIGTERM);
+  EXPECT_EQ(store_a->Wait(), 0);
+  EXPECT_EQ(store_b->Wait(), 0);
+  master.Signal(SIGTERM);
+  EXPECT_EQ(master.Wait(), 0);
+}
+
+TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
+  Process unknown({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--set", "no_such=1"}, {},
+                  dir_ / "unknown.log");
+  EXPECT_EQ(unknown.Wait(), 2);
+  std::ifstream log(dir_ / "unknown.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("unknown knob 'no_such'"), std::string::npos) << text;
+
+  Process invalid({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--set",
+                   "eviction_ratio=2"},
+                  {}, dir_ / "invalid.log");
+  EXPECT_EQ(invalid.Wait(), 2);
+  Process store({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--segments", "0"}, {},
+                dir_ / "store.log");
+  EXPECT_NE(store.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace heatsink::runtime

@@ -1,0 +1,319 @@
+// heatsink-load: a load generator for a real Heatsink cluster.
+//
+//   storm  (default): --threads readers in --domain hammer --keys hot keys
+//          (written first) with Get (or, with --lookup-only, only the
+//          master's GetReplicaList) for --duration-ms.
+//   trace: replays a Mooncake trace (JSONL with `hash_ids`): every request
+//          reads its prefix blocks as keys "block-<id>", writing a block of
+//          --value-bytes the first time it is missing (a prefill), reading
+//          it afterwards (a cache hit).
+// Prints throughput, latency percentiles (p50, p99, max), errors and how reads
+// spread over segments.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "core/env/rng.h"
+#include "core/replication/replication_knobs.h"
+#include "nlohmann/json.hpp"
+#include "runtime/client/heatsink_client.h"
+#include "runtime/rpc/grpc_master_client.h"
+#include "tools/runtime_flags.h"
+
+namespace heatsink {
+namespace {
+
+struct Flags {
+  std::string master = "127.0.0.1:50051";
+  std::string mode = "storm";
+  std::string trace;
+  int threads = 8;
+  int64_t duration_ms = 5000;
+  std::string domain;
+  std::string writer_domain;
+  std::string host = "load";
+  std::string tenant;
+  int keys = 1;
+  uint64_t value_bytes = 64 << 10;
+  bool lookup_only = false;
+  std::string policy = "first";
+  uint64_t client_id_base = 1'000'000;
+  int64_t trace_requests_max = 100'000;
+  runtime::RpcOptions rpc;
+};
+
+struct ThreadResult {
+  std::vector<int64_t> latencies_ns;
+  int64_t errors = 0;
+  int64_t bytes = 0;
+  std::map<uint64_t, int64_t> reads_by_segment;
+  std::string first_error;
+};
+
+std::string Value(uint64_t seed, uint64_t size) {
+  Rng rng(seed);
+  std::string out(size, '\0');
+  for (char& c : out) c = static_cast<char>(rng.Next64());
+  return out;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elapsed_ns) {
+  std::vector<int64_t> all;
+  int64_t errors = 0, bytes = 0;
+  std::map<uint64_t, int64_t> by_segment;
+  std::string first_error;
+  for (ThreadResult& r : results) {
+    all.insert(all.end(), r.latencies_ns.begin(), r.latencies_ns.end());
+    errors += r.errors;
+    bytes += r.bytes;
+    for (const auto& [segment, n] : r.reads_by_segment) by_segment[segment] += n;
+    if (first_error.empty()) first_error = r.first_error;
+  }
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double p) -> double {
+    if (all.empty()) return 0;
+    const size_t i = std::min(all.size() - 1, static_cast<size_t>(p * (all.size() - 1)));
+    return static_cast<double>(all[i]) / 1e3;
+  };
+  const double seconds = static_cast<double>(elapsed_ns) / 1e9;
+  std::printf("mode=%s op=%s threads=%d domain=%s\n", flags.mode.c_str(),
+              flags.lookup_only ? "GetReplicaList" : "Get", flags.threads,
+              flags.domain.empty() ? "default" : flags.domain.c_str());
+  std::printf("ops=%zu errors=%lld seconds=%.3f ops_per_second=%.1f MiB_per_second=%.1f\n",
+              all.size(), static_cast<long long>(errors), seconds,
+              seconds > 0 ? static_cast<double>(all.size()) / seconds : 0.0,
+              seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
+  std::printf("latency_us p50=%.1f p99=%.1f max=%.1f\n", pct(0.50), pct(0.99), pct(1.0));
+  for (const auto& [segment, n] : by_segment) {
+    std::printf("reads segment=%llu count=%lld\n", static_cast<unsigned long long>(segment),
+                static_cast<long long>(n));
+  }
+  if (!first_error.empty()) std::printf("first_error=%s\n", first_error.c_str());
+}
+
+int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
+  absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> writer_rpc =
+      runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+  if (!writer_rpc.ok()) {
+    std::fprintf(stderr, "heatsink-load: %s\n", writer_rpc.status().ToString().c_str());
+    return 2;
+  }
+  runtime::HeatsinkClientOptions writer_options = base;
+  if (!flags.writer_domain.empty()) {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*writer_rpc)->ListSegments();
+    if (!segments.ok()) {
+      std::fprintf(stderr, "heatsink-load: %s\n", segments.status().ToString().c_str());
+      return 1;
+    }
+    for (const SegmentView& s : *segments) {
+      if (s.location.domain == flags.writer_domain &&
+          writer_options.preferred_segments.size() < 2) {
+        writer_options.preferred_segments.push_back(s.location.id);
+      }
+    }
+    if (writer_options.preferred_segments.empty()) {
+      std::fprintf(stderr, "heatsink-load: no segment in domain '%s'\n",
+                   flags.writer_domain.c_str());
+      return 1;
+    }
+  }
+  runtime::HeatsinkClient writer(writer_rpc->get(), writer_options);
+  std::vector<std::string> keys;
+  for (int k = 0; k < flags.keys; ++k) {
+    keys.push_back(absl::StrCat("hot-", k));
+    absl::Status put = writer.Put(keys.back(), Value(k + 1, flags.value_bytes));
+    if (!put.ok() && put.code() != absl::StatusCode::kAlreadyExists) {
+      std::fprintf(stderr, "heatsink-load: put %s: %s\n", keys.back().c_str(),
+                   put.ToString().c_str());
+      return 1;
+    }
+  }
+  std::vector<ThreadResult> results(flags.threads);
+  std::vector<std::unique_ptr<runtime::GrpcMasterClient>> rpcs;
+  for (int t = 0; t < flags.threads; ++t) {
+    absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
+        runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+    if (!rpc.ok()) return 2;
+    rpcs.push_back(*std::move(rpc));
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  const int64_t start = NowNs();
+  for (int t = 0; t < flags.threads; ++t) {
+    threads.emplace_back([&, t] {
+      runtime::HeatsinkClientOptions options = base;
+      options.client_id = ClientId(flags.client_id_base + 1 + t);
+      runtime::HeatsinkClient client(rpcs[t].get(), options);
+      ThreadResult& r = results[t];
+      for (uint64_t i = t; !stop.load(std::memory_order_relaxed); ++i) {
+        const std::string& key = keys[i % keys.size()];
+        const int64_t begin = NowNs();
+        absl::Status status;
+        if (flags.lookup_only) {
+          status = client.Lookup(key).status();
+        } else {
+          absl::StatusOr<runtime::GetResult> got = client.Get(key);
+          status = got.status();
+          if (got.ok()) {
+            r.bytes += static_cast<int64_t>(got->bytes.size());
+            ++r.reads_by_segment[got->segment.value];
+          }
+        }
+        r.latencies_ns.push_back(NowNs() - begin);
+        if (!status.ok()) {
+          ++r.errors;
+          if (r.first_error.empty()) r.first_error = status.ToString();
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(flags.duration_ms));
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  Report(flags, results, NowNs() - start);
+  return 0;
+}
+
+int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
+  std::ifstream in(flags.trace);
+  if (!in) {
+    std::fprintf(stderr, "heatsink-load: cannot read trace '%s'\n", flags.trace.c_str());
+    return 2;
+  }
+  std::vector<std::vector<uint64_t>> requests;
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line) &&
+         static_cast<int64_t>(requests.size()) < flags.trace_requests_max) {
+    ++number;
+    if (line.empty()) continue;
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object() || !record.contains("hash_ids") ||
+        !record["hash_ids"].is_array()) {
+      std::fprintf(stderr, "heatsink-load: %s:%lld: not a trace record\n", flags.trace.c_str(),
+                   static_cast<long long>(number));
+      return 2;
+    }
+    std::vector<uint64_t> blocks;
+    for (const nlohmann::json& id : record["hash_ids"]) {
+      if (!id.is_number_unsigned()) continue;
+      blocks.push_back(id.get<uint64_t>());
+    }
+    requests.push_back(std::move(blocks));
+  }
+  std::vector<ThreadResult> results(flags.threads);
+  std::vector<std::thread> threads;
+  std::atomic<size_t> next{0};
+  const int64_t start = NowNs();
+  for (int t = 0; t < flags.threads; ++t) {
+    threads.emplace_back([&, t] {
+      absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
+          runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+      if (!rpc.ok()) return;
+      runtime::HeatsinkClientOptions options = base;
+      options.client_id = ClientId(flags.client_id_base + 1 + t);
+      runtime::HeatsinkClient client(rpc->get(), options);
+      ThreadResult& r = results[t];
+      for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
+        for (uint64_t block : requests[i]) {
+          const std::string key = absl::StrCat("block-", block);
+          const int64_t begin = NowNs();
+          absl::StatusOr<runtime::GetResult> got = client.Get(key);
+          absl::Status status = got.status();
+          if (got.ok()) {
+            r.bytes += static_cast<int64_t>(got->bytes.size());
+            ++r.reads_by_segment[got->segment.value];
+          } else if (status.code() == absl::StatusCode::kNotFound) {
+            status = client.Put(key, Value(block, flags.value_bytes));
+            if (status.code() == absl::StatusCode::kAlreadyExists) status = absl::OkStatus();
+          }
+          r.latencies_ns.push_back(NowNs() - begin);
+          if (!status.ok()) {
+            ++r.errors;
+            if (r.first_error.empty()) r.first_error = status.ToString();
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Report(flags, results, NowNs() - start);
+  return 0;
+}
+
+}  // namespace
+}  // namespace heatsink
+
+int main(int argc, char** argv) {
+  using namespace heatsink;
+  Flags flags;
+  CLI::App app{"heatsink-load: drive a Heatsink cluster and print throughput and latency."};
+  app.add_option("--master", flags.master, "master gRPC address host:port")->capture_default_str();
+  app.add_option("--mode", flags.mode, "storm (hot-key reads) or trace (Mooncake trace replay)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"storm", "trace"}));
+  app.add_option("--trace", flags.trace, "Mooncake trace JSONL file (mode trace)");
+  app.add_option("--trace-requests-max", flags.trace_requests_max,
+                 "replay at most this many trace records")
+      ->capture_default_str();
+  app.add_option("--threads", flags.threads, "reader threads, one client identity each")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--duration-ms", flags.duration_ms, "how long the storm runs")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
+  app.add_option("--domain", flags.domain, "domain the readers report (the heat's origin)");
+  app.add_option("--writer-domain", flags.writer_domain,
+                 "storm: write the hot keys into segments of this domain (default: where the "
+                 "master allocates)");
+  app.add_option("--host", flags.host, "host id the readers report")->capture_default_str();
+  app.add_option("--tenant", flags.tenant, "tenant of every key (empty = default)");
+  app.add_option("--keys", flags.keys, "hot keys in the storm")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--value-bytes", flags.value_bytes, "size of each written value")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_flag("--lookup-only", flags.lookup_only,
+               "storm: only ask the master for replica lists (no data-plane reads)");
+  app.add_option("--policy", flags.policy, "replica selection: first or spread")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"first", "spread"}));
+  app.add_option("--client-id-base", flags.client_id_base,
+                 "reader i uses client id base+1+i; the writer uses base")
+      ->capture_default_str();
+  tools::AddRpcFlags(app, flags.rpc, /*server=*/false);
+  CLI11_PARSE(app, argc, argv);
+
+  absl::Status status = flags.rpc.Validate();
+  if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {
+    status = absl::InvalidArgumentError("--mode trace needs --trace FILE");
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "heatsink-load: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  runtime::HeatsinkClientOptions base;
+  base.client_id = ClientId(flags.client_id_base);
+  base.host = flags.host;
+  base.domain = flags.domain;
+  base.tenant = flags.tenant;
+  base.replica_selection_policy = *ParseReplicaSelectionPolicy(flags.policy);
+  return flags.mode == "storm" ? RunStorm(flags, base) : RunTrace(flags, base);
+}

@@ -1,0 +1,232 @@
+// heatsink-master: the master process. Serves the heatsink.v1.Master gRPC
+// service over a ReplicatedMaster (MasterService + dynamic hot replication),
+// runs its background work (admission, eviction, lease and task reaping) on a
+// thread-pool Executor with the steady clock, optionally writes decision
+// records as JSONL and serves /metrics in the Prometheus text format.
+// SIGINT/SIGTERM stop it cleanly: the server drains running calls, then the
+// background work stops.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "core/master/master_knobs.h"
+#include "core/replication/replicated_master.h"
+#include "core/replication/replication_knobs.h"
+#include "runtime/env/runtime_env.h"
+#include "runtime/master/jsonl_decision_sink.h"
+#include "runtime/rpc/master_handler.h"
+#include "runtime/rpc/master_server.h"
+#include "runtime/rpc/metrics_endpoint.h"
+#include "tools/runtime_flags.h"
+
+namespace heatsink {
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:50051";
+  std::string metrics_listen;
+  std::string config;
+  std::vector<std::string> settings;
+  std::string decisions;
+  std::string address_file;
+  int threads = 4;
+  uint64_t seed = 1;
+  bool list_knobs = false;
+  runtime::RpcOptions rpc;
+};
+
+std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
+                                         const runtime::MasterServer& server,
+                                         const runtime::JsonlDecisionSink* sink) {
+  std::vector<MetricFamily> out = master.metrics().Snapshot();
+  const MasterStats s = master.master().Stats();
+  const MetricType kC = MetricType::kCounter;
+  const MetricType kG = MetricType::kGauge;
+  using runtime::AppendScalar;
+  AppendScalar(out, "master_objects", "Objects the master tracks.", kG, s.objects);
+  AppendScalar(out, "master_segments", "Mounted segments.", kG, s.segments);
+  AppendScalar(out, "master_clients", "Registered clients.", kG, s.clients);
+  AppendScalar(out, "master_tasks_pending", "Copy tasks not yet fetched.", kG, s.tasks_pending);
+  AppendScalar(out, "master_tasks_processing", "Copy tasks fetched, not finished.", kG,
+               s.tasks_processing);
+  AppendScalar(out, "master_capacity_bytes", "Capacity of mounted segments.", kG,
+               static_cast<int64_t>(s.capacity_bytes));
+  AppendScalar(out, "master_used_bytes", "Bytes used in mounted segments.", kG,
+               static_cast<int64_t>(s.used_bytes));
+  AppendScalar(out, "master_reserved_bytes", "Bytes reserved for copies in flight.", kG,
+               static_cast<int64_t>(s.reserved_bytes));
+  AppendScalar(out, "master_puts_completed_total", "Puts ended.", kC, s.puts_completed_total);
+  AppendScalar(out, "master_puts_revoked_total", "Puts revoked.", kC, s.puts_revoked_total);
+  AppendScalar(out, "master_puts_discarded_total", "Puts discarded at timeout.", kC,
+               s.puts_discarded_total);
+  AppendScalar(out, "master_eviction_passes_total", "Eviction passes.", kC,
+               s.eviction_passes_total);
+  AppendScalar(out, "master_evicted_objects_total", "Objects evicted.", kC,
+               s.evicted_objects_total);
+  AppendScalar(out, "master_evicted_bytes_total", "Bytes evicted.", kC,
+               static_cast<int64_t>(s.evicted_bytes_total));
+  AppendScalar(out, "master_copy_tasks_created_total", "Copy tasks created.", kC,
+               s.copy_tasks_created_total);
+  AppendScalar(out, "master_copies_completed_total", "Copies ended.", kC,
+               s.copies_completed_total);
+  AppendScalar(out, "master_copies_revoked_total", "Copies revoked.", kC, s.copies_revoked_total);
+  AppendScalar(out, "master_tasks_timed_out_total", "Tasks reaped at timeout.", kC,
+               s.tasks_timed_out_total);
+  AppendScalar(out, "master_clients_reaped_total", "Clients reaped for missed heartbeats.", kC,
+               s.clients_reaped_total);
+  const runtime::MasterServerStats rpc = server.stats();
+  AppendScalar(out, "rpc_calls_total", "Control-plane calls served.", kC, rpc.calls_total);
+  AppendScalar(out, "rpc_calls_failed_total", "Control-plane calls answered with an error.", kC,
+               rpc.calls_failed_total);
+  AppendScalar(out, "rpc_calls_unauthenticated_total",
+               "Calls rejected for a missing or malformed client identity.", kC,
+               rpc.calls_unauthenticated_total);
+  AppendScalar(out, "rpc_get_replica_list_calls_total", "GetReplicaList calls served.", kC,
+               rpc.get_replica_list_calls_total);
+  if (sink != nullptr) {
+    AppendScalar(out, "decision_log_lines_total", "Decision records written.", kC,
+                 sink->lines_written());
+    AppendScalar(out, "decision_log_write_errors_total", "Decision records lost to write errors.",
+                 kC, sink->write_errors());
+  }
+  return out;
+}
+
+int Run(const Flags& flags, const MasterKnobs& master_knobs,
+        const ReplicationKnobs& replication_knobs) {
+  std::unique_ptr<runtime::JsonlDecisionSink> sink;
+  if (!flags.decisions.empty()) {
+    absl::StatusOr<std::unique_ptr<runtime::JsonlDecisionSink>> opened =
+        runtime::JsonlDecisionSink::Open(flags.decisions);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "heatsink-master: %s\n", opened.status().ToString().c_str());
+      return 1;
+    }
+    sink = *std::move(opened);
+  }
+  runtime::RuntimeEnv env(
+      runtime::RuntimeEnvOptions{.executor = {.threads = flags.threads}, .seed = flags.seed});
+  absl::StatusOr<std::unique_ptr<ReplicatedMaster>> master =
+      ReplicatedMaster::Create(env.env(), master_knobs, replication_knobs, sink.get());
+  if (!master.ok()) {
+    std::fprintf(stderr, "heatsink-master: %s\n", master.status().ToString().c_str());
+    return 2;
+  }
+  runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
+  absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
+      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc);
+  if (!server.ok()) {
+    std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<runtime::MetricsEndpoint> metrics;
+  if (!flags.metrics_listen.empty()) {
+    ReplicatedMaster* m = master->get();
+    const runtime::MasterServer* s = server->get();
+    const runtime::JsonlDecisionSink* d = sink.get();
+    absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
+        runtime::MetricsEndpoint::Start(flags.metrics_listen,
+                                        [m, s, d] { return CollectMetrics(*m, *s, d); });
+    if (!started.ok()) {
+      std::fprintf(stderr, "heatsink-master: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    metrics = *std::move(started);
+  }
+  const std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
+  const std::string metrics_address =
+      metrics == nullptr ? "" : absl::StrCat(flags.metrics_listen.substr(
+                                                 0, flags.metrics_listen.rfind(':')),
+                                             ":", metrics->port());
+  std::printf("heatsink-master: serving on %s (mode %s)%s%s\n", (*server)->address().c_str(),
+              std::string(DynamicReplicationModeName(replication_knobs.dynamic_replication_mode))
+                  .c_str(),
+              metrics == nullptr ? "" : ", metrics on http://",
+              metrics == nullptr ? "" : absl::StrCat(metrics_address, "/metrics").c_str());
+  std::fflush(stdout);
+  if (!flags.address_file.empty()) {
+    absl::Status written = tools::WriteFileAtomically(
+        flags.address_file, absl::StrCat((*server)->address(), "\n", metrics_address, "\n"));
+    if (!written.ok()) {
+      std::fprintf(stderr, "heatsink-master: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
+
+  const int signal = tools::WaitForTerminationSignal();
+  std::printf("heatsink-master: signal %d, shutting down\n", signal);
+  std::fflush(stdout);
+  (*server)->Shutdown(absl::Seconds(2));
+  metrics.reset();
+  env.Shutdown();
+  master->reset();
+  return 0;
+}
+
+}  // namespace
+}  // namespace heatsink
+
+int main(int argc, char** argv) {
+  using namespace heatsink;
+  tools::BlockTerminationSignals();
+  Flags flags;
+  CLI::App app{
+      "heatsink-master: the Heatsink master (gRPC control plane, dynamic hot replication).\n"
+      "Knobs use the core's names, e.g. --set dynamic_replication_mode=enforce; "
+      "--list-knobs prints them all."};
+  app.add_option("--listen", flags.listen, "gRPC address host:port (port 0 picks a free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", flags.metrics_listen,
+                 "serve Prometheus /metrics on host:port (off when empty; port 0 picks one)");
+  app.add_option("--config", flags.config,
+                 "file of `name = value` knob lines ('#' comments), applied before --set")
+      ->check(CLI::ExistingFile);
+  app.add_option("--set", flags.settings,
+                 "knob override name=value (master or replication knob); repeatable");
+  app.add_option("--decisions", flags.decisions,
+                 "write admission decision records to this JSONL file (the simulator's format)");
+  app.add_option("--address-file", flags.address_file,
+                 "write the bound gRPC address and metrics address (one per line) here once "
+                 "serving");
+  app.add_option("--threads", flags.threads, "background executor threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--seed", flags.seed, "seed of the master's random choices (allocation)")
+      ->capture_default_str();
+  app.add_flag("--list-knobs", flags.list_knobs, "print every knob with its value and exit");
+  tools::AddRpcFlags(app, flags.rpc, /*server=*/true);
+  CLI11_PARSE(app, argc, argv);
+
+  MasterKnobs master_knobs;
+  ReplicationKnobs replication_knobs;
+  const std::vector<tools::KnobSetter> registries = {
+      [&](absl::string_view n, absl::string_view v) {
+        return MasterKnobs::Registry().Set(master_knobs, n, v);
+      },
+      [&](absl::string_view n, absl::string_view v) {
+        return ReplicationKnobs::Registry().Set(replication_knobs, n, v);
+      },
+  };
+  absl::Status status = absl::OkStatus();
+  if (!flags.config.empty()) status = tools::ApplyConfigFile(flags.config, registries);
+  for (const std::string& setting : flags.settings) {
+    if (!status.ok()) break;
+    status = tools::ApplySetting(setting, "--set", registries);
+  }
+  if (status.ok()) status = master_knobs.Validate();
+  if (status.ok()) status = replication_knobs.Validate();
+  if (status.ok()) status = flags.rpc.Validate();
+  if (!status.ok()) {
+    std::fprintf(stderr, "heatsink-master: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  if (flags.list_knobs) {
+    tools::PrintKnobs(master_knobs, MasterKnobs::Registry());
+    tools::PrintKnobs(replication_knobs, ReplicationKnobs::Registry());
+    return 0;
+  }
+  return Run(flags, master_knobs, replication_knobs);
+}

@@ -1,0 +1,178 @@
+// heatsink-store: a store process. Mounts one or more MEMORY segments of a
+// configured size with the master, serves their bytes on a TCP data endpoint
+// (reads, puts and incoming copies), heartbeats, and runs the core store
+// worker's FetchTasks loop, executing REPLICA_COPY tasks over the TCP data
+// mover. The domain comes from --domain, else HEATSINK_STORE_DOMAIN, else
+// MOONCAKE_STORE_DOMAIN. SIGINT/SIGTERM stop it cleanly: its segments are
+// unmounted (the master drops their replicas at once), then it exits.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "core/env/rng.h"
+#include "runtime/env/runtime_env.h"
+#include "runtime/rpc/grpc_master_client.h"
+#include "runtime/store/segment_directory_resolver.h"
+#include "runtime/store/store_node.h"
+#include "runtime/transport/tcp_knobs.h"
+#include "tools/runtime_flags.h"
+
+namespace heatsink {
+namespace {
+
+std::string DefaultHost() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string DomainFromEnvironment() {
+  for (const char* variable : {"HEATSINK_STORE_DOMAIN", "MOONCAKE_STORE_DOMAIN"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && value[0] != '\0') return value;
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace heatsink
+
+int main(int argc, char** argv) {
+  using namespace heatsink;
+  tools::BlockTerminationSignals();
+  std::string master_address = "127.0.0.1:50051";
+  uint64_t client_id = 0;
+  std::string host = DefaultHost();
+  std::string domain;
+  int segments = 1;
+  uint64_t segment_mib = 256;
+  std::vector<std::string> settings;
+  std::string endpoint_file;
+  int threads = 2;
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t fetch_interval_ms = 100;
+  bool list_knobs = false;
+  runtime::RpcOptions rpc;
+  runtime::TcpTransportKnobs tcp;
+
+  CLI::App app{
+      "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks).\n"
+      "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
+      "--list-knobs prints them all."};
+  app.add_option("--master", master_address, "master gRPC address host:port")
+      ->capture_default_str();
+  app.add_option("--client-id", client_id,
+                 "this store's client id (non-zero, below 2^56; default: derived from host and "
+                 "process id). Give a fixed id so a restarted store is recognised.");
+  app.add_option("--host", host, "host id reported to the master")->capture_default_str();
+  app.add_option("--domain", domain,
+                 "domain of this store (default: $HEATSINK_STORE_DOMAIN, then "
+                 "$MOONCAKE_STORE_DOMAIN, then the default domain)");
+  app.add_option("--segments", segments, "number of segments to mount")
+      ->capture_default_str()
+      ->check(CLI::Range(1, runtime::kStoreSegmentsMax));
+  app.add_option("--segment-mib", segment_mib, "size of each segment in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--data-host", tcp.listen_host, "address the TCP data endpoint binds")
+      ->capture_default_str();
+  app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
+      ->capture_default_str();
+  app.add_option("--set", settings, "data-plane knob override name=value; repeatable");
+  app.add_option("--endpoint-file", endpoint_file,
+                 "write the data endpoint and client id (one per line) here once running");
+  app.add_option("--threads", threads, "executor threads (heartbeats, task fetching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--heartbeat-interval-ms", heartbeat_interval_ms,
+                 "heartbeat period; the master's client_live_ttl_sec must cover a few")
+      ->capture_default_str();
+  app.add_option("--fetch-interval-ms", fetch_interval_ms, "FetchTasks period")
+      ->capture_default_str();
+  app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
+  tools::AddRpcFlags(app, rpc, /*server=*/false);
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<tools::KnobSetter> registries = {
+      [&](absl::string_view n, absl::string_view v) {
+        return runtime::TcpTransportKnobs::Registry().Set(tcp, n, v);
+      },
+  };
+  absl::Status status = absl::OkStatus();
+  for (const std::string& setting : settings) {
+    status = tools::ApplySetting(setting, "--set", registries);
+    if (!status.ok()) break;
+  }
+  if (list_knobs && status.ok()) {
+    tools::PrintKnobs(tcp, runtime::TcpTransportKnobs::Registry());
+    return 0;
+  }
+  if (domain.empty()) domain = DomainFromEnvironment();
+  if (client_id == 0) {
+    client_id = (StableHash(absl::StrCat(host, "/", getpid())) >> 8) | 1;
+  }
+  runtime::StoreNodeOptions options;
+  options.client_id = ClientId(client_id);
+  options.host = host;
+  options.domain = domain;
+  options.segments = segments;
+  options.segment_bytes = segment_mib << 20;
+  options.tcp = tcp;
+  options.worker.heartbeat_interval_ms = heartbeat_interval_ms;
+  options.worker.fetch_interval_ms = fetch_interval_ms;
+  if (status.ok()) status = options.Validate();
+  if (status.ok()) status = rpc.Validate();
+  if (!status.ok()) {
+    std::fprintf(stderr, "heatsink-store: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+
+  absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> master =
+      runtime::GrpcMasterClient::Connect(master_address, rpc);
+  if (!master.ok()) {
+    std::fprintf(stderr, "heatsink-store: %s\n", master.status().ToString().c_str());
+    return 2;
+  }
+  runtime::GrpcMasterClient* master_raw = master->get();
+  runtime::SegmentDirectoryResolver resolver([master_raw] { return master_raw->ListSegments(); });
+  runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = threads}});
+  absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node =
+      runtime::StoreNode::Start(env.env(), master_raw, &resolver, options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "heatsink-store: %s\n", node.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s, "
+              "master %s\n",
+              static_cast<unsigned long long>(client_id), host.c_str(),
+              domain.empty() ? "default" : domain.c_str(), segments,
+              static_cast<unsigned long long>(segment_mib), (*node)->data_endpoint().c_str(),
+              master_address.c_str());
+  std::fflush(stdout);
+  if (!endpoint_file.empty()) {
+    absl::Status written = tools::WriteFileAtomically(
+        endpoint_file, absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n"));
+    if (!written.ok()) {
+      std::fprintf(stderr, "heatsink-store: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
+
+  const int signal = tools::WaitForTerminationSignal();
+  const StoreWorkerStats stats = (*node)->worker().stats();
+  std::printf("heatsink-store: signal %d, shutting down (copies completed %lld, failed %lld)\n",
+              signal, static_cast<long long>(stats.copies_completed),
+              static_cast<long long>(stats.copies_failed));
+  std::fflush(stdout);
+  (*node)->Unmount();
+  (*node)->Stop();
+  env.Shutdown();
+  node->reset();
+  return 0;
+}
