@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -45,8 +46,12 @@ absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("a record must be a JSON object");
   DecisionRecord r;
   const auto t = j.find("t_ns");
-  if (t == j.end() || !t->is_number_integer()) {
-    return absl::InvalidArgumentError("field 't_ns' must be an integer");
+  // nlohmann keeps integers above INT64_MAX as unsigned; get<int64_t> would
+  // wrap them to negative times.
+  if (t == j.end() || !t->is_number_integer() ||
+      (t->is_number_unsigned() &&
+       t->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+    return absl::InvalidArgumentError("field 't_ns' must be an integer in the int64 range");
   }
   r.t_ns = t->get<int64_t>();
   auto kind = OptString(j, "kind");

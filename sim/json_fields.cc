@@ -191,6 +191,10 @@ absl::StatusOr<int64_t> ReadInt(const JsonField& f, int64_t min, int64_t max) {
     return f.Error(absl::StrCat("expected an integer, got ", text));
   }
   const std::optional<int64_t> v = f.value->int_value();
+  if (!v.has_value() && max == kInt64Max && text[0] != '-') {
+    // Above int64: "must be at least <min>" would point the wrong way.
+    return f.Error(absl::StrCat("must be at most ", kInt64Max, ", got ", text));
+  }
   if (!v.has_value() || *v < min || *v > max) return RangeError(f, min, max, text);
   return *v;
 }

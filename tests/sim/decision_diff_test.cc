@@ -1,7 +1,9 @@
 // Covers decision-log parsing and the regression diff: identical logs,
-// reordered equal-time records, a changed reason, a missing record, and
-// malformed lines reported with their line number.
+// reordered equal-time records, a changed reason, a missing record,
+// malformed lines reported with their line number, and times outside the
+// int64 range rejected.
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -88,6 +90,24 @@ TEST(DecisionLog, FieldErrorsNamed) {
   r = ParseDecisionLog(Rec(1, "a", "accepted", "\"pending\""), "f");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("exactly when outcome is rejected"), absl::string_view::npos);
+}
+
+// Found by fuzz/decision_log.cc: a t_ns above INT64_MAX used to wrap to a
+// negative time instead of being rejected.
+TEST(DecisionLog, TimeAboveInt64IsRejected) {
+  const std::string max = Rec(1, "a", "accepted");
+  auto r = ParseDecisionLog(
+      absl::StrCat("{\"t_ns\":9223372036854775807", max.substr(max.find(','))), "f");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].record.t_ns, std::numeric_limits<int64_t>::max());
+  for (const char* t : {"9223372036854775808", "18446744073709551615"}) {
+    r = ParseDecisionLog(absl::StrCat("{\"t_ns\":", t, max.substr(max.find(','))), "f");
+    ASSERT_FALSE(r.ok()) << t;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("f:1: field 't_ns' must be an integer in the int64 range"),
+              absl::string_view::npos)
+        << r.status();
+  }
 }
 
 TEST(DecisionLog, RoundTripsTheCoreEncoding) {
