@@ -1,20 +1,54 @@
 // heatsink-sim: the simulator's user jobs.
 //
+//   run SCENARIO      one deterministic run; outputs into --out
+//   compare SCENARIO  the same scenario and seed under several
+//                     dynamic_replication_mode settings, side by side
+//   diff A B          two decision logs, decision by decision
+//   estimate ...      observe-mode estimate of what enforce would cost, and
+//                     knob sweeps of it (RunEstimate below; sim/estimate.h)
+//
 // Exit codes (all subcommands): 0 success (for `diff`: logs equal), 1 a
-// difference or a failed check (for `diff`: logs differ), 2 an error (bad
-// arguments, unreadable or malformed input).
+// difference or a failed scenario check (for `diff`: logs differ), 2 an error
+// (bad arguments, unreadable or malformed input, a run that could not
+// complete).
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "core/base/status_macros.h"
 #include "sim/decision_log.h"
+#include "sim/estimate.h"
+#include "sim/estimate_sweep.h"
+#include "sim/report.h"
+#include "sim/report_format.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
 
 namespace {
 
-constexpr int kExitEqual = 0;
+using heatsink::sim::CheckOutcome;
+using heatsink::sim::KnobOverride;
+using heatsink::sim::RunOptions;
+using heatsink::sim::RunResult;
+using heatsink::sim::Scenario;
+
+constexpr int kExitOk = 0;
 constexpr int kExitDifferent = 1;
 constexpr int kExitError = 2;
+
+constexpr char kExitCodesHelp[] =
+    "Exit codes: 0 success (diff: logs equal), 1 a scenario check failed (diff: logs differ), "
+    "2 an error (bad arguments, unreadable or malformed input, a run that could not complete).";
 
 int RunDiff(const std::string& path_a, const std::string& path_b, int keys_max) {
   auto a = heatsink::sim::ReadDecisionLogFile(path_a);
@@ -29,17 +63,495 @@ int RunDiff(const std::string& path_a, const std::string& path_b, int keys_max) 
   }
   const heatsink::sim::DecisionDiff diff = heatsink::sim::DiffDecisionLogs(*a, *b);
   std::cout << heatsink::sim::FormatDecisionDiff(diff, *a, *b, path_a, path_b, keys_max);
-  return diff.equal() ? kExitEqual : kExitDifferent;
+  return diff.equal() ? kExitOk : kExitDifferent;
+}
+
+// Shell-quotes a word when it needs it.
+std::string Quote(const std::string& word) {
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "_-./=,:+") == std::string::npos) {
+    return word;
+  }
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// The command that reproduces one run (the output directory is the user's
+// choice and is left out, so the command is the same wherever outputs go).
+std::string ReplayCommand(const std::string& scenario_path, uint64_t seed,
+                          const std::vector<std::string>& sets) {
+  std::string command = absl::StrCat("heatsink-sim run ", Quote(scenario_path), " --seed ", seed);
+  for (const std::string& s : sets) absl::StrAppend(&command, " --set ", Quote(s));
+  return command;
+}
+
+// A progress line on stderr, rewritten in place, at most twice a second and
+// only when stderr is a terminal.
+class Progress {
+ public:
+  explicit Progress(std::string label) : label_(std::move(label)), tty_(isatty(2) == 1) {}
+  heatsink::sim::ProgressFn Fn() {
+    if (!tty_) return nullptr;
+    return [this](heatsink::TimeNs now, heatsink::TimeNs end, uint64_t events) {
+      const auto wall = std::chrono::steady_clock::now();
+      if (shown_ && wall - last_ < std::chrono::milliseconds(500) && now < end) return;
+      last_ = wall;
+      shown_ = true;
+      std::fprintf(stderr, "\r[%s] simulated %.1f s of %.1f s (%3d%%), %llu events   ",
+                   label_.c_str(), static_cast<double>(now) / 1e9, static_cast<double>(end) / 1e9,
+                   end > 0 ? static_cast<int>(now * 100 / end) : 100,
+                   static_cast<unsigned long long>(events));
+      std::fflush(stderr);
+    };
+  }
+  void Done() {
+    if (tty_ && shown_) std::fprintf(stderr, "\r%80s\r", "");
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+struct CommonArgs {
+  std::string scenario_path;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> sets;
+  std::string out_dir;
+  bool log_reads = false;
+};
+
+absl::StatusOr<std::vector<KnobOverride>> ParseSets(const std::vector<std::string>& sets) {
+  std::vector<KnobOverride> out;
+  for (const std::string& s : sets) {
+    HS_ASSIGN_OR_RETURN(KnobOverride o, heatsink::sim::ParseKnobOverride(s));
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+// Prints the check outcomes; true when every applicable check passed.
+bool ReportChecks(const Scenario& scenario, const RunResult& run) {
+  const std::vector<CheckOutcome> outcomes = heatsink::sim::EvaluateChecks(scenario, run);
+  if (outcomes.empty()) return true;
+  std::cout << heatsink::sim::FormatCheckOutcomes(outcomes);
+  bool ok = true;
+  for (const CheckOutcome& o : outcomes) ok = ok && (!o.applies || o.passed);
+  return ok;
+}
+
+int RunOne(const CommonArgs& args) {
+  absl::StatusOr<Scenario> scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
+  if (!scenario.ok()) {
+    std::cerr << "heatsink-sim run: " << scenario.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<std::vector<KnobOverride>> overrides = ParseSets(args.sets);
+  if (!overrides.ok()) {
+    std::cerr << "heatsink-sim run: " << overrides.status().message() << "\n";
+    return kExitError;
+  }
+  RunOptions options;
+  options.seed = args.seed.value_or(scenario->seed);
+  options.overrides = *overrides;
+  options.replay_command = ReplayCommand(args.scenario_path, *options.seed, args.sets);
+  options.out_dir = args.out_dir.empty() ? absl::StrCat("out/", scenario->name) : args.out_dir;
+  if (args.log_reads) options.log_reads = true;
+  std::cout << "seed: " << *options.seed << "\n"
+            << "replay: " << options.replay_command << "\n";
+  std::cout.flush();
+  Progress progress(scenario->name);
+  options.progress = progress.Fn();
+  absl::StatusOr<RunResult> run = heatsink::sim::RunScenario(*scenario, options);
+  progress.Done();
+  if (!run.ok()) {
+    std::cerr << "heatsink-sim run: " << run.status().message() << "\n";
+    return kExitError;
+  }
+  run->scenario_path = args.scenario_path;
+  if (absl::Status st = heatsink::sim::WriteRunOutputs(*run, options.out_dir); !st.ok()) {
+    std::cerr << "heatsink-sim run: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatRunSummary(*run);
+  std::cout << "outputs: " << options.out_dir << "/ (report: " << options.out_dir
+            << "/report.html)\n";
+  return ReportChecks(*scenario, *run) ? kExitOk : kExitDifferent;
+}
+
+int RunCompare(const CommonArgs& args, const std::string& modes_text) {
+  absl::StatusOr<Scenario> scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
+  if (!scenario.ok()) {
+    std::cerr << "heatsink-sim compare: " << scenario.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<std::vector<KnobOverride>> overrides = ParseSets(args.sets);
+  if (!overrides.ok()) {
+    std::cerr << "heatsink-sim compare: " << overrides.status().message() << "\n";
+    return kExitError;
+  }
+  std::vector<std::string> modes = absl::StrSplit(modes_text, ',', absl::SkipEmpty());
+  if (modes.empty()) {
+    std::cerr << "heatsink-sim compare: --modes lists no mode\n";
+    return kExitError;
+  }
+  for (size_t i = 0; i < modes.size(); ++i) {
+    if (modes[i] != "off" && modes[i] != "observe" && modes[i] != "enforce") {
+      std::cerr << "heatsink-sim compare: --modes: unknown mode \"" << modes[i]
+                << "\" (expected off, observe or enforce)\n";
+      return kExitError;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (modes[j] == modes[i]) {
+        std::cerr << "heatsink-sim compare: --modes: \"" << modes[i] << "\" given twice\n";
+        return kExitError;
+      }
+    }
+  }
+  const uint64_t seed = args.seed.value_or(scenario->seed);
+  const std::string out_dir =
+      args.out_dir.empty() ? absl::StrCat("out/", scenario->name, "-compare") : args.out_dir;
+  std::cout << "seed: " << seed << "\n";
+  std::vector<RunResult> runs;
+  bool checks_ok = true;
+  for (const std::string& mode : modes) {
+    std::vector<std::string> sets = args.sets;
+    sets.push_back(absl::StrCat("dynamic_replication_mode=", mode));
+    RunOptions options;
+    options.seed = seed;
+    options.overrides = *overrides;
+    options.overrides.push_back(KnobOverride{"dynamic_replication_mode", mode});
+    options.label = mode;
+    options.replay_command = ReplayCommand(args.scenario_path, seed, sets);
+    options.out_dir = absl::StrCat(out_dir, "/", mode);
+    if (args.log_reads) options.log_reads = true;
+    std::cout << "replay (" << mode << "): " << options.replay_command << "\n";
+    std::cout.flush();
+    Progress progress(mode);
+    options.progress = progress.Fn();
+    absl::StatusOr<RunResult> run = heatsink::sim::RunScenario(*scenario, options);
+    progress.Done();
+    if (!run.ok()) {
+      std::cerr << "heatsink-sim compare (" << mode << "): " << run.status().message() << "\n";
+      return kExitError;
+    }
+    run->scenario_path = args.scenario_path;
+    checks_ok = ReportChecks(*scenario, *run) && checks_ok;
+    runs.push_back(std::move(*run));
+  }
+  if (absl::Status st = heatsink::sim::WriteCompareOutputs(runs, out_dir); !st.ok()) {
+    std::cerr << "heatsink-sim compare: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << "\n" << heatsink::sim::FormatCompareTable(runs) << "\n";
+  int64_t wall_ms = 0;
+  for (const RunResult& r : runs) wall_ms += r.wall_time_ms;
+  std::cout << "wall time: " << absl::StrFormat("%.1f", static_cast<double>(wall_ms) / 1000)
+            << " s for " << runs.size() << " runs\n";
+  std::cout << "report: " << out_dir << "/compare.html (each run: " << out_dir
+            << "/<mode>/report.html)\n";
+  return checks_ok ? kExitOk : kExitDifferent;
+}
+
+// ---------------------------------------------------------------- estimate
+
+struct EstimateArgs {
+  std::string scenario_path;
+  std::string trace_path;
+  std::string decisions_path;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> sets;
+  std::vector<std::string> sweeps;
+  std::string out_dir;
+  int jobs = 0;
+  uint64_t object_bytes = 0;
+  int64_t max_memory_replicas = 2;
+  int64_t original_replicas = 1;
+  int64_t time_step_ms = 1'000;
+  double replay_speed = 1.0;
+  int64_t request_limit = 0;
+  int64_t duration_s = 0;
+};
+
+// Writes estimate.txt and estimate.json into `out_dir`.
+absl::Status WriteEstimate(const heatsink::sim::Estimate& estimate, const std::string& source,
+                           const std::string& out_dir) {
+  HS_RETURN_IF_ERROR(heatsink::sim::EnsureDirectory(out_dir));
+  HS_RETURN_IF_ERROR(heatsink::sim::WriteTextFile(heatsink::sim::JoinPath(out_dir, "estimate.txt"),
+                                                  heatsink::sim::FormatEstimate(estimate, source)));
+  return heatsink::sim::WriteTextFile(heatsink::sim::JoinPath(out_dir, "estimate.json"),
+                                      heatsink::sim::EstimateToJson(estimate, source));
+}
+
+int EstimateFromLog(const EstimateArgs& args) {
+  auto log = heatsink::sim::ReadDecisionLogFile(args.decisions_path);
+  if (!log.ok()) {
+    std::cerr << "heatsink-sim estimate: " << log.status().message() << "\n";
+    return kExitError;
+  }
+  heatsink::sim::EstimateOptions options;
+  options.max_memory_replicas = args.max_memory_replicas;
+  options.original_replicas = args.original_replicas;
+  options.default_object_bytes = args.object_bytes;
+  options.time_step_ns = args.time_step_ms * heatsink::kNsPerMs;
+  auto estimate = heatsink::sim::EstimateFromDecisions(*log, {}, options);
+  if (!estimate.ok()) {
+    std::cerr << "heatsink-sim estimate: " << estimate.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatEstimate(*estimate, args.decisions_path);
+  if (!args.out_dir.empty()) {
+    if (absl::Status st = WriteEstimate(*estimate, args.decisions_path, args.out_dir); !st.ok()) {
+      std::cerr << "heatsink-sim estimate: " << st.message() << "\n";
+      return kExitError;
+    }
+    std::cout << "outputs: " << args.out_dir << "/estimate.{txt,json}\n";
+  }
+  return kExitOk;
+}
+
+// The path of this executable, for the sweep's cell processes.
+std::string SelfPath(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) return std::string(buf, static_cast<size_t>(n));
+  return argv0;
+}
+
+int EstimateSweep(const EstimateArgs& args, const std::string& name, const char* argv0) {
+  std::vector<heatsink::sim::SweepAxis> axes;
+  for (const std::string& s : args.sweeps) {
+    auto axis = heatsink::sim::ParseSweepAxis(s);
+    if (!axis.ok()) {
+      std::cerr << "heatsink-sim estimate: " << axis.status().message() << "\n";
+      return kExitError;
+    }
+    axes.push_back(std::move(*axis));
+  }
+  heatsink::sim::SweepRunOptions options;
+  options.binary = SelfPath(argv0);
+  options.base_args = {"estimate"};
+  if (!args.scenario_path.empty()) options.base_args.push_back(args.scenario_path);
+  if (!args.trace_path.empty()) {
+    for (const std::string& a :
+         {std::string("--trace"), args.trace_path, std::string("--replay-speed"),
+          absl::StrFormat("%.17g", args.replay_speed), std::string("--request-limit"),
+          absl::StrCat(args.request_limit), std::string("--duration-s"),
+          absl::StrCat(args.duration_s)}) {
+      options.base_args.push_back(a);
+    }
+  }
+  if (args.seed.has_value()) {
+    options.base_args.push_back("--seed");
+    options.base_args.push_back(absl::StrCat(*args.seed));
+  }
+  for (const std::string& s : args.sets) {
+    options.base_args.push_back("--set");
+    options.base_args.push_back(s);
+  }
+  options.out_dir = args.out_dir.empty() ? absl::StrCat("out/", name, "-sweep") : args.out_dir;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  options.jobs = args.jobs > 0 ? args.jobs : static_cast<int>(cores > 0 ? cores : 1);
+  std::cout << "sweep: " << heatsink::sim::SweepGrid(axes).size() << " cells, " << options.jobs
+            << " at a time\n";
+  std::cout.flush();
+  auto sweep = heatsink::sim::RunSweep(axes, options);
+  if (!sweep.ok()) {
+    std::cerr << "heatsink-sim estimate: " << sweep.status().message() << "\n";
+    return kExitError;
+  }
+  const std::string title = absl::StrCat("Estimate sweep: ", name);
+  if (absl::Status st = heatsink::sim::WriteSweepOutputs(*sweep, title, options.out_dir);
+      !st.ok()) {
+    std::cerr << "heatsink-sim estimate: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatSweepTable(*sweep);
+  std::cout << "outputs: " << options.out_dir
+            << "/sweep.{txt,csv,html} (each cell: " << options.out_dir << "/cell-NNN/)\n";
+  return kExitOk;
+}
+
+int RunEstimate(const EstimateArgs& args, const char* argv0) {
+  const int sources = (args.scenario_path.empty() ? 0 : 1) + (args.trace_path.empty() ? 0 : 1) +
+                      (args.decisions_path.empty() ? 0 : 1);
+  if (sources != 1) {
+    std::cerr << "heatsink-sim estimate: give exactly one of SCENARIO, --trace FILE, "
+                 "--decisions FILE\n";
+    return kExitError;
+  }
+  if (!args.decisions_path.empty()) {
+    if (!args.sweeps.empty() || !args.sets.empty()) {
+      std::cerr << "heatsink-sim estimate: --sweep and --set need a run (SCENARIO or --trace), "
+                   "not a recorded --decisions log\n";
+      return kExitError;
+    }
+    return EstimateFromLog(args);
+  }
+  absl::StatusOr<Scenario> scenario;
+  if (!args.scenario_path.empty()) {
+    scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
+  } else {
+    heatsink::sim::TraceScenarioOptions trace_options;
+    trace_options.replay_speed = args.replay_speed;
+    trace_options.request_limit = args.request_limit;
+    trace_options.duration_s = args.duration_s;
+    scenario = heatsink::sim::TraceScenario(args.trace_path, trace_options);
+  }
+  if (!scenario.ok()) {
+    std::cerr << "heatsink-sim estimate: " << scenario.status().message() << "\n";
+    return kExitError;
+  }
+  if (!args.sweeps.empty()) return EstimateSweep(args, scenario->name, argv0);
+
+  absl::StatusOr<std::vector<KnobOverride>> overrides = ParseSets(args.sets);
+  if (!overrides.ok()) {
+    std::cerr << "heatsink-sim estimate: " << overrides.status().message() << "\n";
+    return kExitError;
+  }
+  const std::string source = args.scenario_path.empty() ? args.trace_path : args.scenario_path;
+  RunOptions options;
+  options.seed = args.seed.value_or(scenario->seed);
+  options.overrides = *overrides;
+  std::vector<std::string> sets = args.sets;
+  sets.push_back("dynamic_replication_mode=observe");
+  options.label = "observe";
+  if (args.trace_path.empty()) {
+    options.replay_command = ReplayCommand(source, *options.seed, sets);
+  } else {
+    // The trace's scenario exists only inside this command: replay it.
+    options.replay_command = absl::StrCat(
+        "heatsink-sim estimate --trace ", Quote(args.trace_path), " --replay-speed ",
+        absl::StrFormat("%.17g", args.replay_speed), " --request-limit ", args.request_limit,
+        " --duration-s ", args.duration_s, " --seed ", *options.seed);
+    for (const std::string& s : args.sets) {
+      absl::StrAppend(&options.replay_command, " --set ", Quote(s));
+    }
+  }
+  options.out_dir =
+      args.out_dir.empty() ? absl::StrCat("out/", scenario->name, "-estimate") : args.out_dir;
+  std::cout << "seed: " << *options.seed << "\n"
+            << "observe run: " << options.replay_command << "\n";
+  std::cout.flush();
+  Progress progress(scenario->name);
+  options.progress = progress.Fn();
+  auto result = heatsink::sim::EstimateScenario(*scenario, options);
+  progress.Done();
+  if (!result.ok()) {
+    std::cerr << "heatsink-sim estimate: " << result.status().message() << "\n";
+    return kExitError;
+  }
+  result->run.scenario_path = source;
+  absl::Status st = heatsink::sim::WriteRunOutputs(result->run, options.out_dir);
+  if (st.ok()) st = WriteEstimate(result->estimate, source, options.out_dir);
+  if (!st.ok()) {
+    std::cerr << "heatsink-sim estimate: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatEstimate(result->estimate, source);
+  std::cout << "outputs: " << options.out_dir
+            << "/estimate.{txt,json} (observe run report: " << options.out_dir << "/report.html)\n";
+  return kExitOk;
+}
+
+void AddEstimateOptions(CLI::App* cmd, EstimateArgs* args) {
+  cmd->add_option("SCENARIO", args->scenario_path, "Scenario JSON file to run in observe mode");
+  cmd->add_option("--trace", args->trace_path,
+                  "Mooncake trace (JSONL) to replay on the default topology instead of a scenario");
+  cmd->add_option("--decisions", args->decisions_path,
+                  "Estimate from a recorded decision log (simulator or runtime in observe mode) "
+                  "instead of a run");
+  cmd->add_option("--seed", args->seed, "Master seed (default: the scenario's)");
+  cmd->add_option("--set", args->sets, "Override a knob, name=value (repeatable)");
+  cmd->add_option("--sweep", args->sweeps,
+                  "Sweep a knob: name=v1,v2,... (repeatable; the grid of every combination "
+                  "runs in parallel processes)");
+  cmd->add_option("--jobs", args->jobs, "Sweep processes at once (default: the cores online)");
+  cmd->add_option("--out", args->out_dir,
+                  "Output directory (default: out/<scenario>-estimate, or -sweep)");
+  cmd->add_option("--object-bytes", args->object_bytes,
+                  "--decisions: size of every copied object (the log does not carry sizes)")
+      ->capture_default_str();
+  cmd->add_option("--max-memory-replicas", args->max_memory_replicas,
+                  "--decisions: dynamic_replication_max_memory_replicas of the observed system")
+      ->capture_default_str();
+  cmd->add_option("--original-replicas", args->original_replicas,
+                  "--decisions: replicas each object has before any dynamic copy (stage 1)")
+      ->capture_default_str();
+  cmd->add_option("--time-step-ms", args->time_step_ms,
+                  "--decisions: interval for copies/s peak and the memory series")
+      ->capture_default_str();
+  cmd->add_option("--replay-speed", args->replay_speed, "--trace: replay speed")
+      ->capture_default_str();
+  cmd->add_option("--request-limit", args->request_limit,
+                  "--trace: replay only the first N requests (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--duration-s", args->duration_s,
+                  "--trace: simulated seconds (0: the trace's span plus 10 s)")
+      ->capture_default_str();
+}
+
+void AddCommonOptions(CLI::App* cmd, CommonArgs* args, const std::string& out_help) {
+  cmd->add_option("SCENARIO", args->scenario_path,
+                  "Scenario JSON file (format: docs/scenario-format.md; examples in scenarios/)")
+      ->required();
+  cmd->add_option("--seed", args->seed,
+                  "Master seed (default: the scenario's \"seed\"); every subsystem's seed is "
+                  "derived from it");
+  cmd->add_option("--set", args->sets,
+                  "Override a knob, name=value (repeatable; applied after the scenario's "
+                  "\"knobs\"; same names as the scenario, e.g. "
+                  "dynamic_replication_admission_qps_threshold=2)");
+  cmd->add_option("--out", args->out_dir, out_help);
+  cmd->add_flag("--log-reads", args->log_reads,
+                "Also write reads.jsonl (one line per key read that reached the master)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The simulator is single-threaded: Abseil's lock-order bookkeeping (on in
+  // Debian's build) only costs time here.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "heatsink-sim: replay workloads against the Heatsink core in a deterministic "
-      "discrete-event simulation.\n"
-      "Exit codes: 0 success/equal, 1 different/check failed, 2 error."};
+      "discrete-event simulation. Same scenario + seed gives byte-identical outputs.\n" +
+      std::string(kExitCodesHelp)};
   app.require_subcommand(1);
+
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Run one scenario. Prints the seed and the replay command first, then a short summary; "
+      "writes decisions.jsonl, summary.json, timeseries.csv, host_load.csv, requests.csv, "
+      "report.html and timing.json (docs/outputs.md). Exit 1 when a scenario check fails.");
+  CommonArgs run_args;
+  AddCommonOptions(run, &run_args, "Output directory (default: out/<scenario name>)");
+
+  CLI::App* compare = app.add_subcommand(
+      "compare",
+      "Run the same scenario and seed once per dynamic_replication_mode and print one "
+      "side-by-side table (latency percentiles, cross-domain bytes, bottleneck host load, "
+      "copies, extra memory); writes each run into <out>/<mode>/ and compare.txt, "
+      "compare.json and compare.html into <out>.");
+  CommonArgs compare_args;
+  std::string modes = "off,observe,enforce";
+  AddCommonOptions(compare, &compare_args,
+                   "Output directory (default: out/<scenario name>-compare)");
+  compare
+      ->add_option("--modes", modes,
+                   "Comma-separated dynamic_replication_mode settings to run: off, observe, "
+                   "enforce")
+      ->capture_default_str();
 
   CLI::App* diff = app.add_subcommand(
       "diff",
@@ -57,12 +569,31 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  CLI::App* estimate = app.add_subcommand(
+      "estimate",
+      "Run a scenario (or a trace) in observe mode, or read a recorded observe decision log, "
+      "and report what enforce would do: would-propose count, copies per second (mean, peak), "
+      "bytes copied, extra memory peak, per requester and target domain (docs/estimate.md). "
+      "With --sweep, the grid of knob settings as a table, sweep.csv and sweep.html.");
+  EstimateArgs estimate_args;
+  AddEstimateOptions(estimate, &estimate_args);
+
+  for (CLI::App* sub : {run, compare, diff, estimate}) sub->footer(kExitCodesHelp);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitError;
+    return rc == 0 ? kExitOk : kExitError;
   }
-  if (*diff) return RunDiff(diff_a, diff_b, keys_max);
+  try {
+    if (*run) return RunOne(run_args);
+    if (*compare) return RunCompare(compare_args, modes);
+    if (*diff) return RunDiff(diff_a, diff_b, keys_max);
+    if (*estimate) return RunEstimate(estimate_args, argv[0]);
+  } catch (const std::exception& e) {
+    std::cerr << "heatsink-sim: " << e.what() << "\n";
+    return kExitError;
+  }
   return kExitError;
 }

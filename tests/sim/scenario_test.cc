@@ -22,6 +22,8 @@
 #include "gtest/gtest.h"
 #include "sim/engine.h"
 #include "sim/network_topology.h"
+#include "sim/runner.h"
+#include "tests/sim/repo_root.h"
 
 namespace heatsink::sim {
 namespace {
@@ -201,6 +203,13 @@ TEST(ScenarioErrors, OutOfRange) {
               HasSubstr("segments on NUMA node 0 need more than the node's capacity"));
   EXPECT_EQ(ErrorOf(Base(R"("workloads": [{"type": "zipf", "objects": 4, "rate_per_s": 0}])")),
             "s.json:21:62: $.workloads[0].rate_per_s: must be greater than 0");
+  // An integer above int64 is named as too large (it used to read "must be
+  // at least 0"); below int64 it is too small.
+  EXPECT_EQ(ErrorOf(Base("", {{"\"seed\": 7", "\"seed\": 18446744073709551615"}})),
+            "s.json:3:11: $.seed: must be at most 9223372036854775807, got "
+            "18446744073709551615");
+  EXPECT_EQ(ErrorOf(Base("", {{"\"seed\": 7", "\"seed\": -18446744073709551615"}})),
+            "s.json:3:11: $.seed: must be at least 0, got -18446744073709551615");
 }
 
 TEST(ScenarioErrors, UnknownDomainReference) {
@@ -324,20 +333,10 @@ TEST(Scenario, FileErrors) {
 
 // ---- shipped scenarios ------------------------------------------------
 
-std::filesystem::path RepoRoot() {
-  // __FILE__ is this source's absolute path: <root>/tests/sim/scenario_test.cc.
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+using testing_paths::RepoRoot;
 
-ScenarioLoadOptions RealKnobs() {
-  ScenarioLoadOptions o;
-  AddKnobSpecs(ReplicationKnobs::Registry(), &o.knobs);
-  AddKnobSpecs(MasterKnobs::Registry(), &o.knobs);
-  AddKnobSpecs(TieringKnobs::Registry(), &o.knobs);
-  AddKnobSpecs(NetworkKnobs::Registry(), &o.knobs);
-  AddKnobSpecs(EngineKnobs::Registry(), &o.knobs);
-  return o;
-}
+// Every registry the simulator accepts (sim/runner.h).
+ScenarioLoadOptions RealKnobs() { return SimulatorLoadOptions(); }
 
 std::vector<std::filesystem::path> ShippedScenarios() {
   std::vector<std::filesystem::path> out;

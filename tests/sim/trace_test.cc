@@ -4,6 +4,7 @@
 // timestamp, limits), each naming the file and line; request_limit stops
 // early; file reading in chunks matches text parsing, including the shipped
 // copy of the conversation trace.
+#include "tests/sim/repo_root.h"
 #include "sim/trace.h"
 
 #include <cstdio>
@@ -178,8 +179,7 @@ TEST_F(TraceFileTest, FileErrorsNameTheLine) {
 }
 
 TEST(Trace, ShippedConversationTraceLoads) {
-  const std::filesystem::path path = std::filesystem::path(__FILE__).parent_path().parent_path()
-                                         .parent_path() / "scenarios/traces/conversation_trace.jsonl";
+  const std::filesystem::path path = testing_paths::RepoRoot() / "scenarios/traces/conversation_trace.jsonl";
   absl::StatusOr<std::vector<TraceRequest>> r = ReadTraceFile(path.string());
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->size(), 12031u);

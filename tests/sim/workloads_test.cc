@@ -6,6 +6,7 @@
 // policies, the pending-ops bound, the synthetic generators (zipf, cross-domain
 // reuse, cold start), scripted ops, the merged scenario stream's order and
 // seed stability, and expansion of the full shipped conversation trace.
+#include "tests/sim/repo_root.h"
 #include "sim/workloads.h"
 
 #include <algorithm>
@@ -284,8 +285,7 @@ TEST(TraceExpansion, HandBuiltScenariosAreCheckedToo) {
 }
 
 TEST(TraceExpansion, FullConversationTrace) {
-  const std::filesystem::path path = std::filesystem::path(__FILE__).parent_path().parent_path()
-                                         .parent_path() / "scenarios/traces/conversation_trace.jsonl";
+  const std::filesystem::path path = testing_paths::RepoRoot() / "scenarios/traces/conversation_trace.jsonl";
   absl::StatusOr<std::vector<TraceRequest>> trace = ReadTraceFile(path.string());
   ASSERT_TRUE(trace.ok()) << trace.status();
   std::set<int64_t> distinct;
@@ -462,8 +462,7 @@ TEST(ScenarioStream, OpsMaxIsEnforced) {
 }
 
 TEST(ScenarioStream, EveryShippedScenarioExpandsInTimeOrder) {
-  const std::filesystem::path root =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  const std::filesystem::path root = testing_paths::RepoRoot();
   std::vector<std::filesystem::path> files;
   for (const char* dir : {"scenarios", "scenarios/admission"}) {
     for (const auto& e : std::filesystem::directory_iterator(root / dir)) {

@@ -1,0 +1,181 @@
+#include "sim/numa_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+
+namespace heatsink::sim {
+namespace {
+
+constexpr int64_t kNsPerSecond = 1'000'000'000;
+
+// bytes / bytes_per_s in ns, rounded up, saturating.
+DurationNs TransferNs(uint64_t bytes, int64_t bytes_per_s) {
+  const unsigned __int128 ns = (static_cast<unsigned __int128>(bytes) * kNsPerSecond +
+                                static_cast<uint64_t>(bytes_per_s) - 1) /
+                               static_cast<uint64_t>(bytes_per_s);
+  return ns > static_cast<unsigned __int128>(INT64_MAX / 4) ? INT64_MAX / 4
+                                                            : static_cast<DurationNs>(ns);
+}
+
+}  // namespace
+
+uint64_t ModelledHeadMemory::region_bytes(int region) const {
+  HS_CHECK(region >= 0 && region < region_count());
+  return region_bytes_[static_cast<size_t>(region)];
+}
+
+absl::Status ModelledHeadMemory::Read(int region, uint64_t offset, absl::Span<uint8_t> out) const {
+  HS_RETURN_IF_ERROR(CheckMemoryRange(
+      region, region_count(),
+      region >= 0 && region < region_count() ? region_bytes_[static_cast<size_t>(region)] : 0,
+      offset, out.size()));
+  std::fill(out.begin(), out.end(), uint8_t{0});
+  return absl::OkStatus();
+}
+
+absl::Status ModelledHeadMemory::Write(int region, uint64_t offset, absl::Span<const uint8_t> in) {
+  return CheckMemoryRange(
+      region, region_count(),
+      region >= 0 && region < region_count() ? region_bytes_[static_cast<size_t>(region)] : 0,
+      offset, in.size());
+}
+
+absl::Status ModelledHeadMemory::Swap(const MemoryRange& a, const MemoryRange& b) {
+  for (const MemoryRange* r : {&a, &b}) {
+    HS_RETURN_IF_ERROR(CheckMemoryRange(r->region, region_count(),
+                                        r->region >= 0 && r->region < region_count()
+                                            ? region_bytes_[static_cast<size_t>(r->region)]
+                                            : 0,
+                                        r->offset, r->size_bytes));
+  }
+  if (a.size_bytes != b.size_bytes) {
+    return absl::InvalidArgumentError("swap of ranges of different sizes");
+  }
+  if (a.region == b.region && a.offset < b.offset + b.size_bytes &&
+      b.offset < a.offset + a.size_bytes) {
+    return absl::InvalidArgumentError("swap of overlapping ranges");
+  }
+  return absl::OkStatus();
+}
+
+class NumaHostModel::Costs final : public TieringCostModel {
+ public:
+  Costs(const NumaCosts& costs, uint64_t heads_per_block, int64_t local_bytes_per_s)
+      : costs_(costs), heads_per_block_(heads_per_block), local_bytes_per_s_(local_bytes_per_s) {}
+  // Every head of every scanned block is read once.
+  DurationNs ScanNs(const RegionSummary& summary) const override {
+    return static_cast<DurationNs>(summary.blocks_scanned * heads_per_block_) *
+           costs_.scan_ns_per_head;
+  }
+  DurationNs ExchangeNs(uint64_t bytes) const override {
+    return TransferNs(bytes, local_bytes_per_s_);
+  }
+  DurationNs DecayNs(int64_t keys) const override { return keys * costs_.decay_ns_per_key; }
+
+ private:
+  const NumaCosts costs_;
+  const uint64_t heads_per_block_;
+  const int64_t local_bytes_per_s_;
+};
+
+absl::StatusOr<std::unique_ptr<NumaHostModel>> NumaHostModel::Create(Env* env,
+                                                                     const TieringKnobs& knobs,
+                                                                     const ScenarioHost& host,
+                                                                     const NumaCosts& costs) {
+  HS_RETURN_IF_ERROR(knobs.Validate());
+  HS_CHECK(!host.numa_nodes.empty());
+  std::unique_ptr<NumaHostModel> model(new NumaHostModel());
+  model->ram_head_bytes_ = knobs.ram_head_bytes;
+
+  const ScenarioNumaNode* nic_node = &host.numa_nodes.front();
+  std::vector<const ScenarioNumaNode*> others;
+  for (const ScenarioNumaNode& n : host.numa_nodes) {
+    if (n.id == host.nic_numa_node) {
+      nic_node = &n;
+    } else {
+      others.push_back(&n);
+    }
+  }
+  const std::vector<RegionSpec> plan = PlanRegions(knobs);
+  int foreign_index[2] = {0, 0};  // per pool
+  for (const RegionSpec& r : plan) {
+    RegionCost c;
+    if (r.preferred || others.empty()) {
+      // With a single node every region is local memory.
+      c.latency_ns = nic_node->local_read_latency_ns;
+      c.bytes_per_s = std::max<int64_t>(nic_node->local_read_bytes_per_s, 1);
+    } else {
+      int& i = foreign_index[r.pool == PoolKind::kHead ? 0 : 1];
+      const ScenarioNumaNode* node =
+          others[std::min<size_t>(static_cast<size_t>(i), others.size() - 1)];
+      ++i;
+      c.latency_ns = node->remote_read_latency_ns;
+      c.bytes_per_s = std::max<int64_t>(node->remote_read_bytes_per_s, 1);
+    }
+    model->region_costs_.push_back(c);
+  }
+
+  model->memory_ = std::make_unique<ModelledHeadMemory>(RegionSizes(plan));
+  HS_ASSIGN_OR_RETURN(model->manager_, TierManager::Create(env, knobs, model->memory_.get()));
+  model->costs_ = std::make_unique<Costs>(costs, knobs.heads_per_block(),
+                                          std::max<int64_t>(nic_node->local_read_bytes_per_s, 1));
+  model->driver_ = std::make_unique<TieringDriver>(env, model->manager_.get(), model->costs_.get());
+  return model;
+}
+
+NumaHostModel::~NumaHostModel() {
+  if (driver_ != nullptr) driver_->Stop();
+}
+
+void NumaHostModel::Start() {
+  if (!driver_->running()) driver_->Start();
+}
+
+void NumaHostModel::Store(const ObjectName& name, uint64_t size_bytes) {
+  uint32_t chunk = 0;
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+    const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
+    const TierKey key{name, chunk};
+    absl::StatusOr<StoreTicket> ticket = manager_->BeginStore(key, bytes);
+    if (!ticket.ok() || !manager_->CommitStore(std::move(*ticket)).ok()) ++stores_failed_;
+  }
+}
+
+void NumaHostModel::Remove(const ObjectName& name, uint64_t size_bytes) {
+  uint32_t chunk = 0;
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+    // NOT_FOUND for a chunk the pool never took is expected.
+    (void)manager_->Delete(TierKey{name, chunk});
+  }
+}
+
+DurationNs NumaHostModel::ChunkCost(int region, uint64_t bytes) const {
+  const RegionCost& c = region_costs_[static_cast<size_t>(region)];
+  return c.latency_ns + TransferNs(bytes, c.bytes_per_s);
+}
+
+NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes) {
+  NumaReadCost cost;
+  uint32_t chunk = 0;
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+    const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
+    const TierKey key{name, chunk};
+    absl::StatusOr<ReadToken> token = manager_->OpenRead(key);
+    if (!token.ok()) continue;  // never indexed: backing memory
+    if (token->placement() != ReadPlacement::kEvicted) {
+      const std::optional<KeyInfo> info = manager_->Lookup(key);
+      const int region = info.has_value() && info->region >= 0 ? info->region : 0;
+      cost.memory_ns += ChunkCost(region, bytes);
+      ++cost.head_reads;
+      if (token->placement() == ReadPlacement::kLocal) ++cost.local_reads;
+    }
+    manager_->CompleteRead(std::move(*token));
+  }
+  return cost;
+}
+
+}  // namespace heatsink::sim

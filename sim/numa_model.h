@@ -1,0 +1,116 @@
+// File: sim/numa_model.h
+//
+// NUMA inside one simulated store-worker host (ADR-0019, DESIGN data flow 5):
+// the real tiering core (TierManager, paced by TieringDriver) over modelled
+// head memory. The host's head pool has the regions the tiering knobs
+// describe: region 0 (preferred) on the NIC's NUMA node, the foreign regions
+// on the host's other nodes in ascending id order (when there are fewer
+// other nodes than foreign regions, the last ones share the highest node).
+//
+// An object stored on the host is indexed as --ram-head chunks (object key +
+// chunk index), each with its own score; a final partial chunk goes to the
+// compact arena. A read of the object served by the host opens and
+// completes a read of every chunk (one increment per logical read) and costs,
+// per chunk, the node's latency plus chunk bytes over its bandwidth: local
+// values for a head in the preferred region, the node's remote values for a
+// head in a foreign region. Chunks the pool could not hold (it was full) are
+// served from the segment's backing memory at no extra modelled cost and are
+// not head reads.
+//
+// Modelled tiering costs (TieringCostModel): a scan costs
+// scan_ns_per_head per head of the scanned region, an exchange moves both
+// blocks at the NIC node's local bandwidth, a decay pass costs
+// decay_ns_per_key per indexed key.
+//
+// Thread safety: none (engine thread only).
+#ifndef HEATSINK_SIM_NUMA_MODEL_H_
+#define HEATSINK_SIM_NUMA_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/env/env.h"
+#include "core/env/head_memory.h"
+#include "core/model/ids.h"
+#include "core/tiering/tier_manager.h"
+#include "core/tiering/tiering_driver.h"
+#include "core/tiering/tiering_knobs.h"
+#include "sim/scenario.h"
+
+namespace heatsink::sim {
+
+// HeadMemory without bytes: sizes and range checks only (the simulator
+// models where bytes are, not what they are).
+class ModelledHeadMemory final : public HeadMemory {
+ public:
+  explicit ModelledHeadMemory(std::vector<uint64_t> region_bytes)
+      : region_bytes_(std::move(region_bytes)) {}
+  int region_count() const override { return static_cast<int>(region_bytes_.size()); }
+  uint64_t region_bytes(int region) const override;
+  absl::Status Read(int region, uint64_t offset, absl::Span<uint8_t> out) const override;
+  absl::Status Write(int region, uint64_t offset, absl::Span<const uint8_t> in) override;
+  absl::Status Swap(const MemoryRange& a, const MemoryRange& b) override;
+
+ private:
+  std::vector<uint64_t> region_bytes_;
+};
+
+struct NumaCosts {
+  int64_t scan_ns_per_head = 2;
+  int64_t decay_ns_per_key = 5;
+};
+
+// What one object read cost inside the serving host.
+struct NumaReadCost {
+  DurationNs memory_ns = 0;
+  int64_t head_reads = 0;   // chunks read from a head (local or foreign)
+  int64_t local_reads = 0;  // of which from the preferred region
+};
+
+class NumaHostModel {
+ public:
+  // REQUIRES: knobs.Validate().ok(). `env` outlives the model.
+  static absl::StatusOr<std::unique_ptr<NumaHostModel>> Create(Env* env, const TieringKnobs& knobs,
+                                                               const ScenarioHost& host,
+                                                               const NumaCosts& costs);
+  NumaHostModel(const NumaHostModel&) = delete;
+  NumaHostModel& operator=(const NumaHostModel&) = delete;
+  ~NumaHostModel();
+
+  // Starts the decay and promotion schedule.
+  void Start();
+  // Indexes the chunks of an object that landed on the host (a put or a
+  // copy). A chunk the pool cannot take stays unindexed.
+  void Store(const ObjectName& name, uint64_t size_bytes);
+  // Drops the chunks of an object that left the host.
+  void Remove(const ObjectName& name, uint64_t size_bytes);
+  // Reads every chunk once and returns the modelled cost.
+  NumaReadCost Read(const ObjectName& name, uint64_t size_bytes);
+
+  TieringStats stats() const { return manager_->stats(); }
+  int64_t stores_failed() const { return stores_failed_; }
+
+ private:
+  class Costs;
+  // Per region: the node parameters that price a read of a head there.
+  struct RegionCost {
+    DurationNs latency_ns = 0;
+    int64_t bytes_per_s = 1;
+  };
+  NumaHostModel() = default;
+  DurationNs ChunkCost(int region, uint64_t bytes) const;
+
+  std::unique_ptr<ModelledHeadMemory> memory_;
+  std::unique_ptr<TierManager> manager_;
+  std::unique_ptr<Costs> costs_;
+  std::unique_ptr<TieringDriver> driver_;
+  std::vector<RegionCost> region_costs_;
+  uint64_t ram_head_bytes_ = 0;
+  int64_t stores_failed_ = 0;
+};
+
+}  // namespace heatsink::sim
+
+#endif  // HEATSINK_SIM_NUMA_MODEL_H_

@@ -1,0 +1,152 @@
+// File: sim/runner.h
+//
+// The scenario driver: turns a Scenario into one deterministic run of the
+// real core and measures it.
+//
+//   topology     -> Network (flow-level model, trunks, control latency)
+//   knobs        -> MasterKnobs, ReplicationKnobs, TieringKnobs, NetworkKnobs,
+//                   EngineKnobs and DriverKnobs (scenario "knobs", then --set)
+//   master       -> ReplicatedMaster (MasterService + dynamic replication) on
+//                   the SimEnv, placed on the master host (DriverKnobs)
+//   hosts        -> one StoreWorker per host with segments (registers, mounts,
+//                   heartbeats, runs REPLICA_COPY tasks through SimDataMover),
+//                   talking to the master through SimMasterClient (modelled
+//                   control messages); a domain's workers start at its join
+//   clients      -> the readers and writers of the workloads: a get is a
+//                   GetReplicaList round trip, a replica choice by the core's
+//                   ReplicaSelectionPolicy, then a network flow from the
+//                   replica's host to the reader's host; a put is PutStart, a
+//                   flow to the allocated segment's host, PutEnd
+//   NUMA         -> inside each worker host a TierManager holds the object's
+//                   --ram-head chunks on the host's NUMA nodes (see
+//                   sim/numa_model.h); a read served by the host pays the
+//                   local or remote latency and bandwidth of the node holding
+//                   each chunk, and the TieringDriver decays and promotes
+//   workloads    -> MakeScenarioOpStream (workloads, scripted ops, timed
+//                   faults) fed to the engine one operation at a time
+//   outputs      -> decisions.jsonl (every admission/warmup decision, as it
+//                   is made), reads.jsonl (with log_reads), RunResult for
+//                   the report writers (sim/report.h)
+//
+// Determinism: one seed; every subsystem draws from its own sub-seed
+// (SimEnv), every container that reaches an output is ordered, and the
+// engine orders events by (time, sequence). Same scenario, seed and options
+// give byte-identical outputs in any process.
+#ifndef HEATSINK_SIM_RUNNER_H_
+#define HEATSINK_SIM_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/knobs.h"
+#include "core/env/time.h"
+#include "sim/run_result.h"
+#include "sim/scenario.h"
+
+namespace heatsink::sim {
+
+// Knobs of the driver itself (how the simulated clients and workers behave),
+// set like any other knob.
+struct DriverKnobs {
+  // The host the master runs on (its control messages start and end there).
+  // Empty: the first host of the first domain.
+  std::string master_host;
+  // A master call whose request or answer was lost fails after this long.
+  int64_t control_rpc_timeout_ms = 1'000;
+  // A read of an object still being written is retried after this long, at
+  // most read_retries_max times.
+  int64_t read_retry_ms = 1;
+  int64_t read_retries_max = 1'000;
+  // Store-worker pacing (core/worker/store_worker.h).
+  int64_t worker_heartbeat_interval_ms = 1'000;
+  int64_t worker_fetch_interval_ms = 100;
+  int64_t worker_copies_in_flight_max = 16;
+  // NUMA model: run the tiering core inside every worker host.
+  bool numa_model = true;
+  // Modelled tiering costs: a scan reads every head's score, an exchange
+  // moves both blocks at the node's local bandwidth, a decay pass touches
+  // every key.
+  int64_t tiering_scan_ns_per_head = 2;
+  int64_t tiering_decay_ns_per_key = 5;
+  // Seed of the readers' replica selection (spread policy).
+  int64_t replica_selection_seed = 0;
+  // The core's CheckInvariants() runs at every sampling step and at the end;
+  // N > 0 also runs it after every N-th event (slow; for tests).
+  int64_t invariant_check_events = 0;
+
+  [[nodiscard]] absl::Status Validate() const;
+  static const KnobRegistry<DriverKnobs>& Registry();
+};
+
+// Every knob name a scenario or --set may use, in the order RunResult::knobs
+// lists them: master, replication, tiering, network, engine, driver.
+std::vector<KnobSpec> SimulatorKnobSpecs();
+
+// Load options with SimulatorKnobSpecs.
+ScenarioLoadOptions SimulatorLoadOptions();
+
+// Reads a scenario file for a run (LoadScenarioFile with SimulatorKnobSpecs).
+[[nodiscard]] absl::StatusOr<Scenario> LoadScenarioForRun(const std::string& path);
+
+// A --set name=value, checked by name and parsed by the knob's registry.
+struct KnobOverride {
+  std::string name;
+  std::string value;
+};
+
+// Parses "name=value"; INVALID_ARGUMENT without '=' or with an empty name.
+[[nodiscard]] absl::StatusOr<KnobOverride> ParseKnobOverride(const std::string& text);
+
+// Progress of a long run: simulated time reached, the run's end, events so
+// far. Called from the run loop about every 2^16 events.
+using ProgressFn = std::function<void(TimeNs now_ns, TimeNs end_ns, uint64_t events)>;
+
+struct RunOptions {
+  std::optional<uint64_t> seed;         // overrides the scenario's seed
+  std::vector<KnobOverride> overrides;  // applied after the scenario's knobs, in order
+  std::string label;                    // e.g. "enforce" in a compare
+  std::string replay_command;           // printed and stored in summary.json
+  // Directory for decisions.jsonl and reads.jsonl (created when missing);
+  // empty writes neither (tests and benchmarks that only need the result).
+  std::string out_dir;
+  std::optional<bool> log_reads;   // overrides outputs.log_reads
+  bool keep_scenario_echo = true;  // fill RunResult::scenario_json
+  ProgressFn progress;
+};
+
+// Runs the scenario to its duration. Errors: INVALID_ARGUMENT for knob values
+// that do not parse or validate (naming the knob and where it was set),
+// FAILED_PRECONDITION when the scenario asks for something the run cannot do
+// (for example copy_start without dynamic replication), and the engine's
+// sticky status (RESOURCE_EXHAUSTED at its event limit, INTERNAL when a core
+// invariant check fails).
+[[nodiscard]] absl::StatusOr<RunResult> RunScenario(const Scenario& scenario,
+                                                    const RunOptions& options);
+
+// The outcome of one scenario check (Scenario::checks) against a run.
+struct CheckOutcome {
+  std::string name;
+  std::string metric;
+  std::string op;
+  double expected = 0;
+  std::optional<double> actual;  // nullopt: the metric is not in summary.json
+  bool applies = true;           // false: the check is for another mode
+  bool passed = false;
+};
+
+// Evaluates the checks: `metric` is a dotted path into summary.json (for
+// example "bytes_read.cross_domain" or "reads.latency_ns.p99") that must
+// name a number. `mode` is the run's dynamic_replication_mode.
+std::vector<CheckOutcome> EvaluateChecks(const Scenario& scenario, const RunResult& run);
+
+// "check <name>: <metric> = <actual> <op> <expected>: ok|FAILED" lines.
+std::string FormatCheckOutcomes(const std::vector<CheckOutcome>& outcomes);
+
+}  // namespace heatsink::sim
+
+#endif  // HEATSINK_SIM_RUNNER_H_

@@ -1,0 +1,188 @@
+#include "sim/sim_master_client.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "core/base/check.h"
+
+namespace heatsink::sim {
+namespace {
+
+constexpr uint64_t kPpm = 1'000'000;
+
+}  // namespace
+
+SimMasterClient::SimMasterClient(Engine* engine, Network* network, MasterService* master,
+                                 DynamicCopyCalls* dynamic, int caller_host, int master_host,
+                                 const ControlFaults& faults, Rng* faults_rng, ControlStats* stats)
+    : engine_(engine),
+      network_(network),
+      master_(master),
+      dynamic_(dynamic),
+      caller_host_(caller_host),
+      master_host_(master_host),
+      faults_(faults),
+      faults_rng_(faults_rng),
+      stats_(stats) {
+  HS_CHECK(engine_ != nullptr && network_ != nullptr && master_ != nullptr && stats_ != nullptr);
+  HS_CHECK((faults_.drop_ppm == 0 && faults_.delay_ppm == 0) || faults_rng_ != nullptr);
+  HS_CHECK(faults_.drop_ppm <= kPpm && faults_.delay_ppm <= kPpm);
+}
+
+bool SimMasterClient::Send(int src, int dst, EventFn deliver) {
+  ++stats_->messages;
+  // Draws happen only when the fault is configured, so a scenario without
+  // control faults consumes nothing from the faults stream here.
+  if (faults_.drop_ppm > 0 && faults_rng_->Bernoulli(faults_.drop_ppm, kPpm)) {
+    ++stats_->dropped;
+    return false;
+  }
+  absl::StatusOr<DurationNs> latency = network_->ControlLatencyNs(src, dst);
+  if (!latency.ok()) {
+    ++stats_->unreachable;
+    return false;
+  }
+  DurationNs delay = *latency;
+  if (faults_.delay_ppm > 0 && faults_rng_->Bernoulli(faults_.delay_ppm, kPpm)) {
+    ++stats_->delayed;
+    delay += faults_.delay_ns;
+  }
+  engine_->ScheduleAfter(delay, std::move(deliver));
+  return true;
+}
+
+template <typename Result, typename Run, typename Done>
+void SimMasterClient::Call(Run run, Done done) {
+  auto holder = std::make_shared<Done>(std::move(done));
+  const TimeNs deadline = engine_->NowNs() + faults_.rpc_timeout_ns;
+  auto time_out = [this, holder, deadline] {
+    ++stats_->calls_timed_out;
+    engine_->ScheduleAt(std::max(deadline, engine_->NowNs()), [holder] {
+      std::move (*holder)(Result(absl::DeadlineExceededError(
+          "control message to or from the master was lost (RPC deadline exceeded)")));
+    });
+  };
+  const bool sent =
+      Send(caller_host_, master_host_, [this, run = std::move(run), holder, time_out]() mutable {
+        Result result = run();
+        const bool answered =
+            Send(master_host_, caller_host_, [holder, result = std::move(result)]() mutable {
+              std::move (*holder)(std::move(result));
+            });
+        if (!answered) time_out();
+      });
+  if (!sent) time_out();
+}
+
+void SimMasterClient::RegisterClient(const RegisterClientRequest& req, StatusCallback done) {
+  Call<absl::Status>([this, req] { return master_->RegisterClient(req); }, std::move(done));
+}
+
+void SimMasterClient::Heartbeat(ClientId client, StatusCallback done) {
+  Call<absl::Status>([this, client] { return master_->Heartbeat(client); }, std::move(done));
+}
+
+void SimMasterClient::MountSegment(ClientId client, const MountSegmentRequest& req,
+                                   StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->MountSegment(client, req); },
+                     std::move(done));
+}
+
+void SimMasterClient::UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) {
+  Call<absl::Status>([this, client, segment] { return master_->UnmountSegment(client, segment); },
+                     std::move(done));
+}
+
+void SimMasterClient::PutStart(ClientId client, const PutStartRequest& req,
+                               Callback<PutStartResponse> done) {
+  Call<absl::StatusOr<PutStartResponse>>(
+      [this, client, req] { return master_->PutStart(client, req); }, std::move(done));
+}
+
+void SimMasterClient::PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->PutEnd(client, req); }, std::move(done));
+}
+
+void SimMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->PutRevoke(client, req); },
+                     std::move(done));
+}
+
+void SimMasterClient::GetReplicaList(const GetReplicaListRequest& req,
+                                     Callback<GetReplicaListResponse> done) {
+  Call<absl::StatusOr<GetReplicaListResponse>>([this, req] { return master_->GetReplicaList(req); },
+                                               std::move(done));
+}
+
+void SimMasterClient::BatchGetReplicaList(const BatchGetReplicaListRequest& req,
+                                          Callback<BatchGetReplicaListResponse> done) {
+  Call<absl::StatusOr<BatchGetReplicaListResponse>>(
+      [this, req] { return master_->BatchGetReplicaList(req); }, std::move(done));
+}
+
+void SimMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
+  Call<absl::Status>([this, req] { return master_->Remove(req); }, std::move(done));
+}
+
+void SimMasterClient::FetchTasks(ClientId client, size_t batch_max,
+                                 Callback<FetchTasksResponse> done) {
+  Call<absl::StatusOr<FetchTasksResponse>>(
+      [this, client, batch_max] { return master_->FetchTasks(client, batch_max); },
+      std::move(done));
+}
+
+void SimMasterClient::MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
+                                       StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->MarkTaskComplete(client, req); },
+                     std::move(done));
+}
+
+void SimMasterClient::CopyStart(ClientId client, const CopyStartRequest& req,
+                                Callback<CopyStartResponse> done) {
+  Call<absl::StatusOr<CopyStartResponse>>(
+      [this, client, req] { return master_->CopyStart(client, req); }, std::move(done));
+}
+
+void SimMasterClient::CopyEnd(ClientId client, const CopyEndRequest& req, StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->CopyEnd(client, req); },
+                     std::move(done));
+}
+
+void SimMasterClient::CopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                 StatusCallback done) {
+  Call<absl::Status>([this, client, req] { return master_->CopyRevoke(client, req); },
+                     std::move(done));
+}
+
+void SimMasterClient::DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
+                                              Callback<CopyStartResponse> done) {
+  Call<absl::StatusOr<CopyStartResponse>>(
+      [this, client, req] {
+        return dynamic_ != nullptr ? dynamic_->DynamicReplicaCopyStart(client, req)
+                                   : master_->LeasedCopyStart(client, req);
+      },
+      std::move(done));
+}
+
+void SimMasterClient::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
+                                            StatusCallback done) {
+  Call<absl::Status>(
+      [this, client, req] {
+        return dynamic_ != nullptr ? dynamic_->DynamicReplicaCopyEnd(client, req)
+                                   : master_->LeasedCopyEnd(client, req);
+      },
+      std::move(done));
+}
+
+void SimMasterClient::DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                               StatusCallback done) {
+  Call<absl::Status>(
+      [this, client, req] {
+        return dynamic_ != nullptr ? dynamic_->DynamicReplicaCopyRevoke(client, req)
+                                   : master_->LeasedCopyRevoke(client, req);
+      },
+      std::move(done));
+}
+
+}  // namespace heatsink::sim

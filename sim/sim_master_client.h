@@ -1,0 +1,125 @@
+// File: sim/sim_master_client.h
+//
+// core/worker MasterClient for the simulator: every call is a modelled
+// control message from the caller's host to the master's host, the call runs
+// on the master (through an inner MasterClient, normally a LocalMasterClient
+// over the master service), and the answer is a control message back. Both
+// messages pay Network::ControlLatencyNs (distance class, trunk latency,
+// seeded jitter), so a store worker or reader in another domain sees its
+// Get, FetchTasks or CopyStart answered later than a neighbour of the master.
+// The call itself runs on MasterService when the request arrives; the
+// dynamic copy calls go to the DynamicCopyCalls given (dynamic replication's
+// lease checks), or to the master's Leased* calls without one.
+//
+// Faults (the scenario's control_messages): each message is dropped with
+// drop_probability or delayed by delay_ns with delay_probability, both drawn
+// from the faults Rng. A lost message (dropped, or refused by a partitioned
+// trunk) makes the call fail with DEADLINE_EXCEEDED at
+// rpc_timeout_ns after it was sent, as a real RPC deadline would; a request
+// lost on the way back has still run on the master.
+//
+// One instance per caller host.
+// The MasterClient contract holds: `done` runs exactly once, later, as an
+// engine event.
+//
+// Thread safety: none (engine thread only).
+#ifndef HEATSINK_SIM_SIM_MASTER_CLIENT_H_
+#define HEATSINK_SIM_SIM_MASTER_CLIENT_H_
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "core/env/rng.h"
+#include "core/master/dynamic_copy_calls.h"
+#include "core/master/master_service.h"
+#include "core/worker/master_client.h"
+#include "sim/engine.h"
+#include "sim/network.h"
+
+namespace heatsink::sim {
+
+struct ControlFaults {
+  // Probabilities as numerator / kProbabilityDenominator, drawn exactly.
+  uint64_t drop_ppm = 0;
+  uint64_t delay_ppm = 0;
+  DurationNs delay_ns = 0;
+  // A call whose request or answer was lost fails after this long.
+  DurationNs rpc_timeout_ns = 1'000'000'000;
+};
+
+// Message counters shared by every client of a run.
+struct ControlStats {
+  uint64_t messages = 0;
+  uint64_t dropped = 0;
+  uint64_t delayed = 0;
+  uint64_t unreachable = 0;  // refused by a partitioned trunk
+  uint64_t calls_timed_out = 0;
+};
+
+class SimMasterClient final : public MasterClient {
+ public:
+  // `dynamic` may be null (the master's Leased* calls then serve the dynamic
+  // copy lifecycle); `faults_rng` may be null when no fault is configured.
+  // Every pointer must outlive the client.
+  SimMasterClient(Engine* engine, Network* network, MasterService* master,
+                  DynamicCopyCalls* dynamic, int caller_host, int master_host,
+                  const ControlFaults& faults, Rng* faults_rng, ControlStats* stats);
+  SimMasterClient(const SimMasterClient&) = delete;
+  SimMasterClient& operator=(const SimMasterClient&) = delete;
+
+  int caller_host() const { return caller_host_; }
+
+  void RegisterClient(const RegisterClientRequest& req, StatusCallback done) override;
+  void Heartbeat(ClientId client, StatusCallback done) override;
+  void MountSegment(ClientId client, const MountSegmentRequest& req, StatusCallback done) override;
+  void UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) override;
+  void PutStart(ClientId client, const PutStartRequest& req,
+                Callback<PutStartResponse> done) override;
+  void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) override;
+  void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) override;
+  void GetReplicaList(const GetReplicaListRequest& req,
+                      Callback<GetReplicaListResponse> done) override;
+  void BatchGetReplicaList(const BatchGetReplicaListRequest& req,
+                           Callback<BatchGetReplicaListResponse> done) override;
+  void Remove(const RemoveRequest& req, StatusCallback done) override;
+  void FetchTasks(ClientId client, size_t batch_max, Callback<FetchTasksResponse> done) override;
+  void MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
+                        StatusCallback done) override;
+  void CopyStart(ClientId client, const CopyStartRequest& req,
+                 Callback<CopyStartResponse> done) override;
+  void CopyEnd(ClientId client, const CopyEndRequest& req, StatusCallback done) override;
+  void CopyRevoke(ClientId client, const CopyRevokeRequest& req, StatusCallback done) override;
+  void DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
+                               Callback<CopyStartResponse> done) override;
+  void DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
+                             StatusCallback done) override;
+  void DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
+                                StatusCallback done) override;
+
+ private:
+  // Sends one message from `src` to `dst` that runs `deliver` on arrival.
+  // False when the message is lost (dropped or unreachable).
+  bool Send(int src, int dst, EventFn deliver);
+
+  // The round trip: request to the master, `run()` there, the answer back to
+  // the caller, then `done(result)`. `Result` is absl::Status or
+  // absl::StatusOr<T>.
+  template <typename Result, typename Run, typename Done>
+  void Call(Run run, Done done);
+
+  Engine* const engine_;
+  Network* const network_;
+  MasterService* const master_;
+  DynamicCopyCalls* const dynamic_;
+  const int caller_host_;
+  const int master_host_;
+  const ControlFaults faults_;
+  Rng* const faults_rng_;
+  ControlStats* const stats_;
+};
+
+}  // namespace heatsink::sim
+
+#endif  // HEATSINK_SIM_SIM_MASTER_CLIENT_H_

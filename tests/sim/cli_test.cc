@@ -1,0 +1,213 @@
+// Covers the heatsink-sim command line (tools/heatsink_sim_main.cc) by
+// running the binary: the determinism contract across two separate processes
+// (every output file byte-identical except timing.json, for `run` and for
+// `compare`), the seed and replay command printed first, exit codes (0 ok,
+// 1 failed check, 2 error), and clear errors naming the file, JSON position,
+// knob or flag at fault.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/sim/repo_root.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace fs = std::filesystem;
+
+using heatsink::sim::testing_paths::RepoRoot;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs heatsink-sim with `args` (already shell-quoted where needed) from the
+// repository root.
+Outcome Sim(const std::string& args) {
+  static int counter = 0;
+  const fs::path dir = fs::path(::testing::TempDir()) / "heatsink_cli";
+  fs::create_directories(dir);
+  const fs::path out = dir / absl::StrCat("stdout-", ++counter);
+  const fs::path err = dir / absl::StrCat("stderr-", counter);
+  const std::string command =
+      absl::StrCat("cd '", RepoRoot().string(), "' && '", HEATSINK_SIM_BINARY, "' ", args, " >'",
+                   out.string(), "' 2>'", err.string(), "'");
+  const int status = std::system(command.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = ReadFile(out);
+  o.err = ReadFile(err);
+  return o;
+}
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "heatsink_cli" / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+// Every regular file under `dir` (relative path -> contents) except timing.json.
+std::map<std::string, std::string> DeterministicFiles(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename() == "timing.json") continue;
+    files[fs::relative(e.path(), dir).string()] = ReadFile(e.path());
+  }
+  return files;
+}
+
+fs::path WriteScenario(const std::string& name, const std::string& text) {
+  const fs::path path = fs::path(::testing::TempDir()) / "heatsink_cli" / (name + ".json");
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, RunIsByteIdenticalInTwoProcesses) {
+  const fs::path a = FreshDir("det-a");
+  const fs::path b = FreshDir("det-b");
+  const Outcome ra = Sim(
+      absl::StrCat("run scenarios/cross-domain-reuse.json --log-reads --out '", a.string(), "'"));
+  const Outcome rb = Sim(
+      absl::StrCat("run scenarios/cross-domain-reuse.json --log-reads --out '", b.string(), "'"));
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  const auto files_a = DeterministicFiles(a);
+  const auto files_b = DeterministicFiles(b);
+  for (const char* name : {"decisions.jsonl", "reads.jsonl", "summary.json", "timeseries.csv",
+                           "host_load.csv", "requests.csv", "report.html"}) {
+    ASSERT_EQ(files_a.count(name), 1u) << name;
+    EXPECT_FALSE(files_a.at(name).empty()) << name;
+  }
+  ASSERT_EQ(files_a.size(), files_b.size());
+  for (const auto& [name, contents] : files_a) {
+    ASSERT_EQ(files_b.count(name), 1u) << name;
+    EXPECT_TRUE(contents == files_b.at(name)) << name << " differs between the two processes";
+  }
+  EXPECT_TRUE(fs::exists(a / "timing.json"));
+  // The seed and the replay command come first.
+  EXPECT_THAT(ra.out, StartsWith("seed: 1\nreplay: heatsink-sim run "
+                                 "scenarios/cross-domain-reuse.json --seed 1\n"));
+}
+
+TEST(Cli, CompareIsByteIdenticalInTwoProcessesAndPrintsOneTable) {
+  const fs::path a = FreshDir("cmp-a");
+  const fs::path b = FreshDir("cmp-b");
+  const std::string args =
+      "compare scenarios/admission/threshold-get.json --modes off,observe,enforce";
+  const Outcome ra = Sim(absl::StrCat(args, " --out '", a.string(), "'"));
+  const Outcome rb = Sim(absl::StrCat(args, " --out '", b.string(), "'"));
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  EXPECT_EQ(DeterministicFiles(a), DeterministicFiles(b));
+  for (const char* f : {"compare.txt", "compare.json", "compare.html", "off/decisions.jsonl",
+                        "observe/decisions.jsonl", "enforce/report.html"}) {
+    EXPECT_TRUE(fs::exists(a / f)) << f;
+  }
+  EXPECT_THAT(ra.out, HasSubstr("off"));
+  EXPECT_THAT(ra.out, HasSubstr("enforce"));
+  EXPECT_THAT(ra.out, HasSubstr("bytes cross-domain"));
+  EXPECT_THAT(ra.out, HasSubstr("report: "));
+  // The observe run logged the decision enforce acted on.
+  EXPECT_THAT(ReadFile(a / "observe/decisions.jsonl"), HasSubstr("\"would_propose\""));
+  EXPECT_THAT(ReadFile(a / "enforce/decisions.jsonl"), HasSubstr("\"accepted\""));
+  EXPECT_EQ(ReadFile(a / "off/decisions.jsonl"), "");
+}
+
+TEST(Cli, SeedFlagChangesTheRun) {
+  const fs::path a = FreshDir("seed-a");
+  const Outcome r =
+      Sim(absl::StrCat("run scenarios/cross-domain-reuse.json --seed 5 --out '", a.string(), "'"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("seed: 5\n"));
+  EXPECT_THAT(ReadFile(a / "summary.json"), HasSubstr("\"seed\": 5"));
+}
+
+TEST(Cli, HelpExplainsCommandsAndExitCodes) {
+  const Outcome top = Sim("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("run"));
+  EXPECT_THAT(top.out, HasSubstr("compare"));
+  EXPECT_THAT(top.out, HasSubstr("Exit codes"));
+  const Outcome compare = Sim("compare --help");
+  EXPECT_EQ(compare.exit_code, 0);
+  EXPECT_THAT(compare.out, HasSubstr("--modes"));
+  EXPECT_THAT(compare.out, HasSubstr("--set"));
+  EXPECT_THAT(compare.out, HasSubstr("--seed"));
+}
+
+TEST(Cli, MissingScenarioFileIsAnError) {
+  const Outcome r = Sim("run scenarios/no-such-file.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("scenarios/no-such-file.json"));
+}
+
+TEST(Cli, MalformedScenarioNamesLineColumnAndPath) {
+  const fs::path path = WriteScenario("bad-type", R"({
+  "name": "bad-type",
+  "topology": {"domains": [{"name": "a", "hosts": [
+    {"name": "h", "nic_send_gbps": "fast"}]}]}
+})");
+  const Outcome r = Sim(absl::StrCat("run '", path.string(), "'"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad-type.json:4:"));
+  EXPECT_THAT(r.err, HasSubstr("$.topology.domains[0].hosts[0].nic_send_gbps"));
+  EXPECT_THAT(r.err, HasSubstr("expected a number"));
+}
+
+TEST(Cli, UnknownKnobInSetIsNamed) {
+  const Outcome r =
+      Sim("run scenarios/admission/threshold-get.json --set dynamic_replication_mod=enforce");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("dynamic_replication_mod"));
+  EXPECT_THAT(r.err, HasSubstr("unknown knob"));
+  const Outcome no_equals = Sim("run scenarios/admission/threshold-get.json --set eviction_ratio");
+  EXPECT_EQ(no_equals.exit_code, 2);
+  EXPECT_THAT(no_equals.err, HasSubstr("name=value"));
+  const Outcome bad_value =
+      Sim("run scenarios/admission/threshold-get.json --set dynamic_replication_mode=sometimes");
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_THAT(bad_value.err, HasSubstr("dynamic_replication_mode"));
+}
+
+TEST(Cli, UnknownModeIsAnError) {
+  const Outcome r = Sim("compare scenarios/admission/threshold-get.json --modes off,sometimes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown mode \"sometimes\""));
+}
+
+TEST(Cli, FailedCheckExitsOne) {
+  std::string text = ReadFile(RepoRoot() / "scenarios/admission/threshold-get.json");
+  const size_t end = text.rfind('}');
+  text.insert(end, R"(, "checks": [
+    {"name": "admits", "metric": "admissions.accepted", "op": "==", "value": 1},
+    {"name": "impossible", "metric": "reads.count", "op": ">", "value": 1000000}])");
+  const fs::path path = WriteScenario("checks", text);
+  const Outcome r =
+      Sim(absl::StrCat("run '", path.string(), "' --out '", FreshDir("checks").string(), "'"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("check admits: admissions.accepted = 1 == 1: ok"));
+  EXPECT_THAT(r.out, HasSubstr("check impossible: reads.count = 3 > 1e+06: FAILED"));
+}
+
+}  // namespace
