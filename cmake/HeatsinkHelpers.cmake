@@ -1,10 +1,17 @@
 include(GoogleTest)
 
+# Test directories whose label does not match this regular expression are not
+# built (the tsan preset builds only the concurrency tests). Empty: all.
+set(HEATSINK_TEST_LABELS "" CACHE STRING "Regex of test labels to build (empty: all)")
+
 # heatsink_add_test_dir(NAME DIR LABEL LIBS...)
 # Builds every *_test.cc directly inside DIR into one GoogleTest executable NAME,
 # linked against LIBS, and registers each test case with ctest under LABEL.
 # New test files are picked up by re-running cmake (CONFIGURE_DEPENDS).
 function(heatsink_add_test_dir name dir label)
+  if(HEATSINK_TEST_LABELS AND NOT label MATCHES "^(${HEATSINK_TEST_LABELS})$")
+    return()
+  endif()
   file(GLOB srcs CONFIGURE_DEPENDS "${dir}/*_test.cc")
   if(NOT srcs)
     return()
