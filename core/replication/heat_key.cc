@@ -1,5 +1,8 @@
 #include "core/replication/heat_key.h"
 
+#include <cstring>
+
+#include "absl/base/attributes.h"
 #include "core/env/rng.h"
 
 namespace heatsink {
@@ -22,14 +25,26 @@ inline uint64_t Step(uint64_t h, uint64_t word) {
 }
 
 // Mixes the field length first, so field boundaries change the hash.
-uint64_t HashField(uint64_t h, absl::string_view s) {
+// Inlined: it runs three times per heat-window read.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t HashField(uint64_t h, absl::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size();
+  const size_t size = s.size();
+  size_t n = size;
   h = Step(h, static_cast<uint64_t>(n));
   for (; n >= 8; n -= 8, p += 8) h = Step(h, LoadLittleEndian64(p));
   if (n > 0) {
-    uint64_t tail = 0;
-    for (size_t i = 0; i < n; ++i) tail |= static_cast<uint64_t>(p[i]) << (8 * i);
+    // The remaining 1..7 bytes as a little-endian word, zero-extended. A
+    // field of at least 8 bytes reads the word that ends with it and shifts
+    // the bytes already hashed out; a shorter one copies its bytes into the
+    // low end of a zeroed word. Both give the same value.
+    uint64_t tail;
+    if (size >= 8) {
+      tail = LoadLittleEndian64(p + n - 8) >> (8 * (8 - n));
+    } else {
+      unsigned char buf[8] = {};
+      std::memcpy(buf, p, n);
+      tail = LoadLittleEndian64(buf);
+    }
     h = Step(h, tail);
   }
   return h;

@@ -45,6 +45,12 @@ struct HeatWindow::Slot {
   int64_t head_bucket = 0;
   uint32_t hash32 = 0;     // low bits of StableHeatKeyHash: home index cell
   uint32_t block_len = 0;  // header + key bytes
+  // The ring of sub-bucket counters (the first sub_buckets are used), kept in
+  // the slot so that a read touches one place. Live: the newest bucket
+  // (head_bucket % sub_buckets) is never 0, because a bucket becomes the
+  // newest only through the read it counts; so a live entry is idle exactly
+  // when its newest bucket has left the window.
+  uint16_t ring[kHeatWindowSubBucketsMax] = {};
 };
 static_assert(sizeof(std::unique_ptr<char[]>) == 8);
 
@@ -52,7 +58,6 @@ struct alignas(64) HeatWindow::Shard {
   mutable Mutex mu;
   uint32_t capacity = 0;  // slots at most
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
-  std::vector<uint16_t> counts ABSL_GUARDED_BY(mu);  // sub_buckets per slot
   std::vector<uint32_t> index ABSL_GUARDED_BY(mu);   // open addressing, linear probing
   uint32_t live ABSL_GUARDED_BY(mu) = 0;
   uint32_t free_head ABSL_GUARDED_BY(mu) = kNoSlot;
@@ -71,10 +76,21 @@ struct Geometry {
   int64_t hit_count;
 };
 
+int64_t SumRing(const uint16_t* ring, int32_t n) {
+  int64_t sum = 0;
+  for (int32_t b = 0; b < n; ++b) sum += ring[b];
+  return sum;
+}
+
+// Whether a live entry whose newest bucket is `head` has no read in the
+// window at bucket `cur` (its newest bucket is never 0, see Slot::ring).
+bool IdleAt(int64_t head, int64_t cur, int32_t n) { return cur - head >= n; }
+
 // Reads in the window at bucket `cur` of a ring whose newest bucket is `head`.
 int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t n) {
   const int64_t age = std::max<int64_t>(0, cur - head);
   if (age >= n) return 0;
+  if (age == 0) return SumRing(ring, n);  // the common case: read this bucket
   const int32_t head_pos = static_cast<int32_t>(head % n);
   int64_t sum = 0;
   for (int32_t k = 0; k < n - age; ++k) {
@@ -85,15 +101,21 @@ int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t n) {
   return sum;
 }
 
-// Moves the ring's newest bucket forward to `to`, zeroing the buckets it
-// passes. REQUIRES: to >= head.
-void Roll(uint16_t* ring, int64_t head, int64_t to, int32_t n) {
+// Moves the ring's newest bucket from `head` forward to `to`, zeroing the
+// buckets it passes, and returns the position of bucket `to` in the ring.
+// REQUIRES: to >= head. One division, none per step.
+int32_t Roll(uint16_t* ring, int64_t head, int64_t to, int32_t n) {
   const int64_t steps = to - head;
   if (steps >= n) {
     std::fill(ring, ring + n, 0);
-    return;
+    return static_cast<int32_t>(to % n);
   }
-  for (int64_t b = head + 1; b <= to; ++b) ring[b % n] = 0;
+  int32_t pos = static_cast<int32_t>(head % n);
+  for (int64_t k = 0; k < steps; ++k) {
+    if (++pos == n) pos = 0;
+    ring[pos] = 0;
+  }
+  return pos;
 }
 
 bool BlockMatches(const char* block, HeatKeyView key) {
@@ -143,6 +165,7 @@ HeatWindow::HeatWindow(const Options& options)
   HS_CHECK(options.hit_count >= 1 && options.hit_count <= kAdmissionHitCountMax);
   HS_CHECK(options.cleanup_slots_per_record >= 0);
   HS_CHECK(options.replacement_probe_slots >= 1);
+  static_assert(sizeof(Slot) == 24 + 2 * kHeatWindowSubBucketsMax, "slot layout (memory bound)");
   shards_ = std::make_unique<Shard[]>(static_cast<size_t>(shard_count_));
   const int64_t base = options.entries_max / shard_count_;
   const int64_t extra = options.entries_max % shard_count_;
@@ -151,7 +174,6 @@ HeatWindow::HeatWindow(const Options& options)
     MutexLock lock(&s.mu);
     s.capacity = static_cast<uint32_t>(base + (i < extra ? 1 : 0));
     s.slots.reserve(s.capacity);
-    s.counts.reserve(static_cast<size_t>(s.capacity) * static_cast<size_t>(options.sub_buckets));
     s.index.assign(IndexSizeFor(s.capacity), 0);
   }
 }
@@ -159,8 +181,10 @@ HeatWindow::HeatWindow(const Options& options)
 HeatWindow::~HeatWindow() = default;
 
 HeatWindow::Shard& HeatWindow::ShardFor(uint64_t hash) const {
-  // Bits 32..63 choose the shard; bits 0..31 the index cell inside it.
-  return shards_[static_cast<size_t>((hash >> 32) % static_cast<uint64_t>(shard_count_))];
+  // Bits 32..63 choose the shard; bits 0..31 the index cell inside it. A
+  // 32-bit remainder (bits 32..63 fit in 32 bits): the same shard, a cheaper
+  // division on the read path.
+  return shards_[static_cast<uint32_t>(hash >> 32) % static_cast<uint32_t>(shard_count_)];
 }
 
 namespace {
@@ -241,13 +265,12 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   const Probe found = FindKey(s, hash, key, key_block_len);
   if (found.slot != kNoSlot) {
     Slot& e = s.slots[found.slot];
-    uint16_t* ring = &s.counts[static_cast<size_t>(found.slot) * n];
     const int64_t at = std::max(cur, e.head_bucket);
-    Roll(ring, e.head_bucket, at, n);
+    const int32_t pos = Roll(e.ring, e.head_bucket, at, n);
     e.head_bucket = at;
     // After the roll every bucket of the ring lies inside the window.
-    for (int32_t b = 0; b < n; ++b) before += ring[b];
-    uint16_t& c = ring[at % n];
+    before = SumRing(e.ring, n);
+    uint16_t& c = e.ring[pos];
     after = before;
     if (c < kCounterMax) {
       ++c;
@@ -257,13 +280,13 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   } else {
     // Take a free slot, grow into the reserved capacity, or replace.
     uint32_t slot = kNoSlot;
+    bool replaced = false;
     if (s.free_head != kNoSlot) {
       slot = s.free_head;
       s.free_head = static_cast<uint32_t>(s.slots[slot].head_bucket);
     } else if (s.slots.size() < s.capacity) {
       slot = static_cast<uint32_t>(s.slots.size());
       s.slots.emplace_back();
-      s.counts.resize(s.counts.size() + static_cast<size_t>(n), 0);
     } else {
       // Full: every slot is live. Probe at the hand for the coldest entry.
       uint32_t best = kNoSlot;
@@ -272,10 +295,10 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
       const uint32_t size = static_cast<uint32_t>(s.slots.size());
       for (int32_t i = 0; i < options_.replacement_probe_slots; ++i) {
         const uint32_t idx = s.hand;
-        s.hand = (s.hand + 1) % size;
+        s.hand = idx + 1 == size ? 0 : idx + 1;
         ++s.stats.slot_visits;
         const Slot& e = s.slots[idx];
-        const int64_t c = CountAt(&s.counts[static_cast<size_t>(idx) * n], e.head_bucket, cur, n);
+        const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
         if (c == 0) {
           best = idx;
           best_count = 0;
@@ -300,12 +323,16 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
       }
       EraseFromIndex(s, best);
       s.key_bytes -= s.slots[best].block_len - kBlockHeaderBytes;
-      s.slots[best].block.reset();
       --s.live;
       slot = best;
+      replaced = true;
     }
     Slot& e = s.slots[slot];
-    e.block = std::make_unique<char[]>(key_block_len);
+    // A replaced entry's block is reused when the new key has the same
+    // length (keys of one workload usually do); otherwise it is reallocated.
+    if (e.block == nullptr || e.block_len != key_block_len) {
+      e.block = std::make_unique<char[]>(key_block_len);
+    }
     char* b = e.block.get();
     b[0] = static_cast<char>(key.tenant.size() & 0xff);
     b[1] = static_cast<char>(key.tenant.size() >> 8);
@@ -324,12 +351,11 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     e.block_len = static_cast<uint32_t>(key_block_len);
     e.hash32 = static_cast<uint32_t>(hash);
     e.head_bucket = cur;
-    uint16_t* ring = &s.counts[static_cast<size_t>(slot) * n];
-    std::fill(ring, ring + n, 0);
-    ring[cur % n] = 1;
+    std::fill(e.ring, e.ring + n, 0);
+    e.ring[cur % n] = 1;
     // The replacement may have shifted index cells: find the empty cell again.
-    const Probe empty = FindKey(s, hash, key, key_block_len);
-    s.index[empty.pos] = (TagOf(hash) << kSlotBits) | (slot + 1);
+    const size_t cell = replaced ? FindKey(s, hash, key, key_block_len).pos : found.pos;
+    s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);
     ++s.live;
     s.key_bytes += static_cast<int64_t>(key_block_len - kBlockHeaderBytes);
     ++s.stats.inserts;
@@ -341,12 +367,14 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   // Incremental cleanup: a fixed number of slots per call, never a scan.
   const uint32_t size = static_cast<uint32_t>(s.slots.size());
   for (int32_t i = 0; i < options_.cleanup_slots_per_record && size > 0; ++i) {
-    const uint32_t idx = s.hand % size;
-    s.hand = (idx + 1) % size;
+    // The hand wraps at the size of its time, which only grows until Clear
+    // (which resets it), so it is below `size`; the test is a safeguard.
+    const uint32_t idx = s.hand < size ? s.hand : 0;
+    s.hand = idx + 1 == size ? 0 : idx + 1;
     ++s.stats.slot_visits;
     Slot& e = s.slots[idx];
     if (e.block == nullptr || idx == touched) continue;
-    if (CountAt(&s.counts[static_cast<size_t>(idx) * n], e.head_bucket, cur, n) != 0) continue;
+    if (!IdleAt(e.head_bucket, cur, n)) continue;
     EraseFromIndex(s, idx);
     s.key_bytes -= e.block_len - kBlockHeaderBytes;
     e.block.reset();
@@ -372,8 +400,7 @@ int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
   const Probe found = FindKey(s, hash, key, key_block_len);
   if (found.slot == kNoSlot) return 0;
   const Slot& e = s.slots[found.slot];
-  return CountAt(&s.counts[static_cast<size_t>(found.slot) * options_.sub_buckets], e.head_bucket,
-                 now / bucket_ns_, options_.sub_buckets);
+  return CountAt(e.ring, e.head_bucket, now / bucket_ns_, options_.sub_buckets);
 }
 
 std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t limit) const {
@@ -393,7 +420,7 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
     for (size_t idx = 0; idx < s.slots.size(); ++idx) {
       const Slot& e = s.slots[idx];
       if (e.block == nullptr) continue;
-      const int64_t c = CountAt(&s.counts[idx * n], e.head_bucket, cur, n);
+      const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
       if (c < threshold) continue;
       out.push_back(HotKey{DecodeBlock(e.block.get(), e.block_len), c});
     }
@@ -413,7 +440,6 @@ void HeatWindow::Clear() {
     Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     s.slots.clear();  // keeps the reserved capacity
-    s.counts.clear();
     std::fill(s.index.begin(), s.index.end(), 0);
     s.live = 0;
     s.free_head = kNoSlot;
@@ -448,7 +474,7 @@ HeatWindowMemory HeatWindow::Memory() const {
     MutexLock lock(&s.mu);
     m.tracked_keys += s.live;
     m.fixed_bytes += static_cast<int64_t>(
-        s.slots.capacity() * sizeof(Slot) + s.counts.capacity() * sizeof(uint16_t) +
+        s.slots.capacity() * sizeof(Slot) +
         s.index.capacity() * sizeof(uint32_t) + s.live * kBlockHeaderBytes);
     m.key_bytes += s.key_bytes;
   }
@@ -464,9 +490,6 @@ absl::Status HeatWindow::CheckInvariants() const {
       return absl::InternalError(absl::StrCat("heat window shard ", i, ": ", what));
     };
     if (s.slots.size() > s.capacity) return fail("more slots than capacity");
-    if (s.counts.size() != s.slots.size() * static_cast<size_t>(n)) {
-      return fail("counter array out of step with slots");
-    }
     uint32_t live = 0;
     int64_t key_bytes = 0;
     const size_t mask = s.index.size() - 1;
@@ -475,6 +498,13 @@ absl::Status HeatWindow::CheckInvariants() const {
       if (e.block == nullptr) continue;
       ++live;
       key_bytes += e.block_len - kBlockHeaderBytes;
+      if (e.ring[e.head_bucket % n] == 0) {
+        return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
+      }
+      if (std::any_of(e.ring + n, e.ring + kHeatWindowSubBucketsMax,
+                      [](uint16_t c) { return c != 0; })) {
+        return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
+      }
       // Reachable from its home cell without crossing an empty cell.
       size_t pos = e.hash32 & mask;
       while (s.index[pos] != 0 && (s.index[pos] & kSlotMask) != idx + 1) pos = (pos + 1) & mask;

@@ -47,11 +47,13 @@
 // second read it outranks every one-read key and no flood of one-read keys
 // can displace it. heat_window_test.cc proves both.
 //
-// Memory. Per tracked key: a 24-byte slot, 2 bytes per sub-bucket, a 4-byte
-// index cell at load <= 0.75, and one heap block holding a 4-byte length
-// header and the key bytes. Memory() reports it; with the default 10
-// sub-buckets the fixed part is below 64 bytes per key (the test and the
-// benchmark print it). The allocator's own per-block overhead is not
+// Memory. Per tracked key: a 48-byte slot (24 bytes of key reference, hash
+// and newest-bucket index, and the counter ring, room for
+// kHeatWindowSubBucketsMax 16-bit counters, so that a read touches the slot
+// and nothing else besides the index cell and the key), a 4-byte index cell
+// at load <= 0.75, and one heap block holding a 4-byte length header and the
+// key bytes. Memory() reports it; the fixed part is below 64 bytes per key
+// (the test and the benchmark print it). The allocator's own per-block overhead is not
 // visible to core and not included.
 //
 // Determinism. The shard of a key comes from StableHeatKeyHash; the victim

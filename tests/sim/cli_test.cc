@@ -5,6 +5,7 @@
 // 1 failed check, 2 error), and clear errors naming the file, JSON position,
 // knob or flag at fault.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -47,8 +48,10 @@ Outcome Sim(const std::string& args) {
   static int counter = 0;
   const fs::path dir = fs::path(::testing::TempDir()) / "heatsink_cli";
   fs::create_directories(dir);
-  const fs::path out = dir / absl::StrCat("stdout-", ++counter);
-  const fs::path err = dir / absl::StrCat("stderr-", counter);
+  // ctest runs each test in its own process, several at once: the pid keeps
+  // their capture files apart.
+  const fs::path out = dir / absl::StrCat("stdout-", getpid(), "-", ++counter);
+  const fs::path err = dir / absl::StrCat("stderr-", getpid(), "-", counter);
   const std::string command =
       absl::StrCat("cd '", RepoRoot().string(), "' && '", HEATSINK_SIM_BINARY, "' ", args, " >'",
                    out.string(), "' 2>'", err.string(), "'");

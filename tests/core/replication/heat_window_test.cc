@@ -178,6 +178,34 @@ TEST(HeatWindow, EntryLimitCleanupIsIncrementalAndBounded) {
   EXPECT_TRUE(w.CheckInvariants().ok());
 }
 
+// A replacement reuses the victim's key storage when the lengths agree and
+// reallocates it when they do not: either way the newcomer is found under its
+// own name with its own count, and the victim is gone.
+TEST(HeatWindow, ReplacementKeepsKeysExactAcrossKeyLengths) {
+  HeatWindow w(Opts(8, 100));
+  const auto old_keys = Names("o", 8);  // 10 bytes each
+  for (const auto& k : old_keys) ASSERT_TRUE(w.Record(0, Key(k)).tracked);
+  const std::vector<std::string> fresh = {"n-00000000", "longer-key-0000000001", "s",
+                                          "n-00000001"};
+  for (const std::string& k : fresh) {
+    const HeatRecord r = w.Record(kSec, Key(k));
+    ASSERT_TRUE(r.tracked) << k;
+    EXPECT_EQ(r.count_in_window, 1) << k;
+    ASSERT_TRUE(w.CheckInvariants().ok()) << k;
+  }
+  EXPECT_EQ(w.stats().replacements, 4);
+  EXPECT_EQ(w.stats().tracked_keys, 8);
+  for (const std::string& k : fresh) {
+    EXPECT_EQ(w.Record(2 * kSec, Key(k)).count_in_window, 2) << k;
+  }
+  int64_t still_tracked = 0;
+  for (const auto& k : old_keys) still_tracked += w.CountInWindow(2 * kSec, Key(k));
+  EXPECT_EQ(still_tracked, 4);
+  // Tenant "tenant" (6 bytes) plus the key, per tracked key.
+  EXPECT_EQ(w.Memory().key_bytes, 4 * (6 + 10) + (6 + 10) + (6 + 21) + (6 + 1) + (6 + 10));
+  EXPECT_TRUE(w.CheckInvariants().ok());
+}
+
 TEST(HeatWindow, FullTableRecordDoesBoundedWork) {
   HeatWindow::Options o = Opts(4096, 8);
   HeatWindow w(o);
