@@ -3,7 +3,7 @@
 // The project's deterministic PRNG: xoshiro256** seeded through SplitMix64.
 // Integer API only at its core; every derived value (bounded integers, doubles,
 // Bernoulli draws) is computed here from the 64-bit stream with arithmetic that
-// is identical on every compiler and standard library. Not absl::BitGen (salted
+// is identical on every compiler and standard library. Not Abseil's bit generator (salted
 // per process) and not std::*_distribution (differs between libraries).
 //
 // Example:
