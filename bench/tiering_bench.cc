@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
+#include "bench/seconds_reporter.h"
 #include "core/base/check.h"
 #include "core/env/head_memory.h"
 #include "core/env/manual_env.h"
@@ -298,26 +299,12 @@ void BM_PromotionStepExchange(benchmark::State& state) {
 }
 BENCHMARK(BM_PromotionStepExchange)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// Collects each benchmark's real time per iteration (seconds) and counters
-// so the final table can divide by the baselines.
-class RatioReporter : public benchmark::ConsoleReporter {
+class RatioReporter : public SecondsReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration) continue;
-      // "BM_X/123/real_time" -> "BM_X/123"; "BM_X/real_time" -> "BM_X".
-      std::string name = run.benchmark_name();
-      const size_t cut = name.find("/real_time");
-      if (cut != std::string::npos) name = name.substr(0, cut);
-      seconds_[name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
   void PrintRatios() const {
     std::printf("\n=== tiering vs baselines (same run) ===\n");
     const double per_million = 1e6 / static_cast<double>(kKeys);
-    auto ms = [&](const char* name) { return Get(name) * per_million * 1e3; };
+    auto ms = [&](const char* name) { return Seconds(name) * per_million * 1e3; };
     const double base_inc = ms("BM_BaselineVectorIncrement");
     std::printf("increment per 1M keys: plain vector %.3f ms | dense CAS %.3f ms (%.2fx)\n",
                 base_inc, ms("BM_DenseSlotIncrement"), ms("BM_DenseSlotIncrement") / base_inc);
@@ -335,24 +322,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
                 ms("BM_DecayPassDenseScores") / base_decay, ms("BM_DecayPassIndexScores"),
                 ms("BM_DecayPassIndexScores") / base_decay);
     const double gib = GibOfHeads();
-    const double base_scan = Get("BM_BaselineVectorSum") / gib * 1e3;
-    const double scan = Get("BM_RankingScanRegion") / gib * 1e3;
+    const double base_scan = Seconds("BM_BaselineVectorSum") / gib * 1e3;
+    const double scan = Seconds("BM_RankingScanRegion") / gib * 1e3;
     std::printf("ranking scan per GiB of heads: plain sum %.4f ms | ScanRegion %.4f ms (%.2fx)\n",
                 base_scan, scan, scan / base_scan);
-    const double copy = Get("BM_BaselineMemcpy4MiB") * 1e6;
-    const double swap = Get("BM_MemorySwapTwo2MiBBlocks") * 1e6;
-    const double step = Get("BM_PromotionStepExchange") * 1e6;
+    const double copy = Seconds("BM_BaselineMemcpy4MiB") * 1e6;
+    const double swap = Seconds("BM_MemorySwapTwo2MiBBlocks") * 1e6;
+    const double step = Seconds("BM_PromotionStepExchange") * 1e6;
     std::printf("exchange of two 2 MiB blocks: memcpy 4 MiB %.1f us | memory swap %.1f us "
                 "(%.2fx) | promotion step %.1f us (%.2fx; target <= 2x)\n",
                 copy, swap, swap / copy, step, step / copy);
   }
 
- private:
-  double Get(const std::string& name) const {
-    auto it = seconds_.find(name);
-    return it == seconds_.end() ? 0.0 : it->second;
-  }
-  std::map<std::string, double> seconds_;
 };
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
+#include "bench/seconds_reporter.h"
 #include "core/base/check.h"
 #include "core/env/env.h"
 #include "core/env/rng.h"
@@ -164,23 +165,12 @@ void BM_NumaPromotionStepExchange(benchmark::State& state) {
 }
 BENCHMARK(BM_NumaPromotionStepExchange)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-class RatioReporter : public benchmark::ConsoleReporter {
+class RatioReporter : public SecondsReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration) continue;
-      std::string name = run.benchmark_name();
-      const size_t cut = name.find("/real_time");
-      if (cut != std::string::npos) name = name.substr(0, cut);
-      seconds_[name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
   void PrintRatios() const {
-    const double copy = Get("BM_BaselineMemcpy4MiB") * 1e6;
-    const double swap = Get("BM_NumaSwapTwo2MiBBlocks") * 1e6;
-    const double step = Get("BM_NumaPromotionStepExchange") * 1e6;
+    const double copy = Seconds("BM_BaselineMemcpy4MiB") * 1e6;
+    const double swap = Seconds("BM_NumaSwapTwo2MiBBlocks") * 1e6;
+    const double step = Seconds("BM_NumaPromotionStepExchange") * 1e6;
     if (copy <= 0) return;
     std::printf("\n=== exchange on mbind memory: preferred node %d, foreign node %d ===\n",
                 Nodes().preferred, Nodes().foreign);
@@ -193,12 +183,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
   }
 
- private:
-  double Get(const std::string& name) const {
-    auto it = seconds_.find(name);
-    return it == seconds_.end() ? 0.0 : it->second;
-  }
-  std::map<std::string, double> seconds_;
 };
 
 }  // namespace
