@@ -218,13 +218,21 @@ TEST_F(TcpMoverTest, ServerRejectsConnectionsAboveTheLimit) {
 }
 
 TEST_F(TcpMoverTest, ReadRemoteReturnsServedBytes) {
+  // The bytes are written before the server starts: a store writes a replica before the
+  // master publishes it, and that ordering travels through sockets, which ThreadSanitizer
+  // cannot see. Starting the server's threads after the writes orders them visibly.
+  server_b_.reset();
+  FillSegment(memory_b_, kTarget, 99);
   ASSERT_TRUE(memory_b_.Write(kTarget, 300, "replica bytes").ok());
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server = TcpDataServer::Start(&memory_b_, knobs_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_b_ = *std::move(server);
+
   absl::StatusOr<std::string> bytes = ReadRemote(server_b_->endpoint(), kTarget, 300, 13, knobs_);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, "replica bytes");
 
   // Larger than one chunk.
-  FillSegment(memory_b_, kTarget, 99);
   const uint64_t size = (3 << 20) + 5;
   bytes = ReadRemote(server_b_->endpoint(), kTarget, 11, size, knobs_);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
