@@ -222,7 +222,7 @@ struct ColdStartWorkload {
 
 enum class ScriptOpKind {
   kMount, kUnmount, kPut, kGet, kBatchGet, kRemove, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob,
+  kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob, kDrain, kUndrain,
 };
 // The JSON "op" word: "mount", "batch_get", "advance_time", ...
 absl::string_view ScriptOpKindName(ScriptOpKind kind);

@@ -31,6 +31,8 @@ absl::string_view ScriptOpKindName(ScriptOpKind kind) {
     case ScriptOpKind::kCopyStart: return "copy_start";
     case ScriptOpKind::kAdvanceTime: return "advance_time";
     case ScriptOpKind::kSetKnob: return "set_knob";
+    case ScriptOpKind::kDrain: return "drain";
+    case ScriptOpKind::kUndrain: return "undrain";
   }
   return "unknown";
 }
@@ -43,7 +45,7 @@ constexpr ScriptOpKind kAllOps[] = {
     ScriptOpKind::kGet,         ScriptOpKind::kBatchGet,      ScriptOpKind::kRemove,
     ScriptOpKind::kKillWorker,  ScriptOpKind::kRestartWorker, ScriptOpKind::kFailCopy,
     ScriptOpKind::kDelayCopies, ScriptOpKind::kCopyStart,     ScriptOpKind::kAdvanceTime,
-    ScriptOpKind::kSetKnob,
+    ScriptOpKind::kSetKnob,     ScriptOpKind::kDrain,         ScriptOpKind::kUndrain,
 };
 
 absl::Status ReadRef(ObjectReader& r, absl::string_view key,
@@ -67,6 +69,8 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
   switch (op->kind) {
     case ScriptOpKind::kMount:
     case ScriptOpKind::kUnmount:
+    case ScriptOpKind::kDrain:
+    case ScriptOpKind::kUndrain:
       return ReadRef(r, "segment", ReadSegmentRef, ctx, &op->segment);
     case ScriptOpKind::kPut:
       HS_RETURN_IF_ERROR(ReadRef(r, "client", ReadClientRef, ctx, &op->client));
@@ -151,7 +155,7 @@ absl::Status ParseScript(const ParseContext& ctx, ObjectReader& r, const Workloa
                         ReadEnum(*kind_field, {"mount", "unmount", "put", "get", "batch_get",
                                                "remove", "kill_worker", "restart_worker",
                                                "fail_copy", "delay_copies", "copy_start",
-                                               "advance_time", "set_knob"}));
+                                               "advance_time", "set_knob", "drain", "undrain"}));
     for (ScriptOpKind k : kAllOps) {
       if (ScriptOpKindName(k) == word) op.kind = k;
     }

@@ -28,6 +28,8 @@ absl::string_view SimOpKindName(SimOpKind kind) {
     case SimOpKind::kDelayCopies: return "delay_copies";
     case SimOpKind::kCopyStart: return "copy_start";
     case SimOpKind::kSetKnob: return "set_knob";
+    case SimOpKind::kDrain: return "drain";
+    case SimOpKind::kUndrain: return "undrain";
   }
   return "unknown";
 }
@@ -304,6 +306,8 @@ SimOpKind ToSimOpKind(ScriptOpKind kind) {
     case ScriptOpKind::kDelayCopies: return SimOpKind::kDelayCopies;
     case ScriptOpKind::kCopyStart: return SimOpKind::kCopyStart;
     case ScriptOpKind::kSetKnob: return SimOpKind::kSetKnob;
+    case ScriptOpKind::kDrain: return SimOpKind::kDrain;
+    case ScriptOpKind::kUndrain: return SimOpKind::kUndrain;
     case ScriptOpKind::kAdvanceTime: break;  // not an operation
   }
   HS_CHECK_MSG(false, "advance_time has no SimOp");

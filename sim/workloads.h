@@ -69,7 +69,7 @@ namespace heatsink::sim {
 enum class SimOpKind {
   kPut, kGet, kBatchGet, kRemove,
   kMount, kUnmount, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kSetKnob,
+  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain,
 };
 // "put", "get", "batch_get", ... (the scripted op words).
 absl::string_view SimOpKindName(SimOpKind kind);

@@ -108,6 +108,14 @@ class MasterService {
   [[nodiscard]] absl::Status UnmountSegment(ClientId client, SegmentId segment);
 
   // --- Puts ---------------------------------------------------------------
+  // Drains (allocatable = false) or undrains a segment: while drained its
+  // replicas stay readable, but it receives no new put or copy target and its
+  // owner is not chosen as a dynamic copy source (a store being drained is
+  // about to leave). An invalid `client` is the operator (any segment);
+  // otherwise PERMISSION_DENIED when `client` does not own it. NOT_FOUND for
+  // an unknown segment.
+  [[nodiscard]] absl::Status SetSegmentAllocatable(ClientId client, SegmentId segment,
+                                                   bool allocatable);
   // Allocates PROCESSING replicas and assigns a new version (a master-wide
   // counter, so a key's version increases across remove and re-put). A put
   // older than put_start_discard_timeout on the same key is discarded first.

@@ -84,7 +84,9 @@ Candidates BuildCandidates(const ObjectView& object, const std::vector<SegmentVi
         std::lower_bound(segments.begin(), segments.end(), d.segment_id,
                          [](const SegmentView& s, SegmentId id) { return s.location.id < id; });
     const bool mounted = it != segments.end() && it->location.id == d.segment_id;
-    rc.can_source = mounted && !it->unmounting;
+    // A drained (non-allocatable) segment's replica stays readable but does
+    // not source copies: its store is about to leave.
+    rc.can_source = mounted && !it->unmounting && it->allocatable;
     // In-flight pressure as the master knows it: copy tasks queued on the
     // source plus copies running into or out of it. Reads go from reader to
     // store directly, so the master has no count of reads in flight.

@@ -4,8 +4,10 @@
 # Runs the scenario with its own seed, then `heatsink-sim diff GOLDEN actual`.
 # Without EXPECT_DIFF the test passes only when the logs are equal (diff exit 0);
 # with it, only when they differ (exit 1) and the diff names a change.
-# Scenario checks are not judged here (the run's own exit code 1); a run that
-# could not complete (exit 2) fails the test.
+# The scenario's own checks (its "checks" list) are judged too: a failed check
+# (run exit code 1) fails the test, except with EXPECT_DIFF, where the knob
+# change is expected to break them. A run that could not complete (exit 2)
+# always fails the test.
 foreach(var SIM SCENARIO GOLDEN OUT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "run_golden.cmake: -D${var}=... is required")
@@ -29,6 +31,11 @@ execute_process(
   ERROR_VARIABLE run_err)
 if(NOT run_rc EQUAL 0 AND NOT run_rc EQUAL 1)
   message(FATAL_ERROR "heatsink-sim run ${SCENARIO} failed (exit ${run_rc}):\n${run_out}\n${run_err}")
+endif()
+if(run_rc EQUAL 1 AND NOT EXPECT_DIFF)
+  string(REGEX MATCHALL "check [^\n]*FAILED" failed_checks "${run_out}")
+  string(REPLACE ";" "\n" failed_checks "${failed_checks}")
+  message(FATAL_ERROR "a check of ${SCENARIO} failed:\n${failed_checks}\n\n${run_out}")
 endif()
 if(NOT EXISTS "${OUT}/decisions.jsonl")
   message(FATAL_ERROR "heatsink-sim run ${SCENARIO} wrote no ${OUT}/decisions.jsonl")

@@ -82,6 +82,21 @@ absl::StatusOr<std::shared_ptr<SegmentHandle>> SegmentTable::BeginUnmount(Client
 
 void SegmentTable::FinishUnmount(const std::shared_ptr<SegmentHandle>& handle) {
   MutexLock lock(&mu_);
+absl::Status SegmentTable::SetAllocatable(ClientId caller, SegmentId id, bool allocatable) {
+  MutexLock lock(&mu_);
+  auto it = segments_.find(id);
+  if (it == segments_.end() || it->second.unmounting) {
+    return absl::NotFoundError(absl::StrCat("segment ", id.value, " is not mounted"));
+  }
+  if (caller.valid() && it->second.handle->location.owner != caller) {
+    return absl::PermissionDeniedError(absl::StrCat("client ", caller.value, " does not own segment ",
+                                                    id.value, " (owner ",
+                                                    it->second.handle->location.owner.value, ")"));
+  }
+  it->second.allocatable = allocatable;
+  return absl::OkStatus();
+}
+
   const SegmentId id = handle->location.id;
   auto it = segments_.find(id);
   // Two unmounts of one instance may race; the later one finds it gone (or a

@@ -106,6 +106,11 @@ class SegmentTable {
   // caller means the master itself, for dead clients).
   [[nodiscard]] absl::StatusOr<std::shared_ptr<SegmentHandle>> BeginUnmount(ClientId caller,
                                                                           SegmentId id);
+  // Drains (false) or undrains (true) a mounted segment: a non-allocatable
+  // segment keeps its replicas readable but receives no new put or copy.
+  // NOT_FOUND for an unknown or unmounting id; PERMISSION_DENIED as for
+  // BeginUnmount.
+  [[nodiscard]] absl::Status SetAllocatable(ClientId caller, SegmentId id, bool allocatable);
   // Drops the segment instance `handle` and any discarded-put ranges on it;
   // no-op when that instance is already gone. REQUIRES: no replica remains on
   // it.

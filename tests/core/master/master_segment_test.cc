@@ -1,6 +1,7 @@
 // Covers clients and segments: registration and heartbeats, mounting
 // (registered owner, idempotent, conflicting parameters), unmounting
 // (idempotent, owner only, drops replicas, deletes objects left with none,
+// draining,
 // cancels copies that use the segment), the sweep that unmounts a dead
 // client's segments, stuck-put reaping with the discard and release timeouts,
 // and the segment views and load counters.
@@ -63,6 +64,34 @@ TEST(MasterSegments, UnmountIsIdempotentAndOwnerOnly) {
   EXPECT_TRUE(h.master().ListSegments().empty());
   // Mounting again after an unmount works.
   HS_EXPECT_OK(h.Mount(1, 1, 1000));
+}
+
+TEST(MasterSegments, DrainedSegmentKeepsReplicasReadableButTakesNothingNew) {
+  MasterHarness h;
+  HS_ASSERT_OK(h.AddStore(1, 1000));
+  HS_ASSERT_OK(h.AddStore(2, 1000));
+  HS_ASSERT_OK(h.Put("k", 100, 1, {SegmentId(1)}));
+  HS_EXPECT_CODE(h.master().SetSegmentAllocatable(ClientId(2), SegmentId(1), false),
+                 kPermissionDenied);
+  HS_EXPECT_CODE(h.master().SetSegmentAllocatable(ClientId(1), SegmentId(9), false), kNotFound);
+  HS_EXPECT_CODE(h.master().SetSegmentAllocatable(ClientId(1), SegmentId(), false),
+                 kInvalidArgument);
+  HS_ASSERT_OK(h.master().SetSegmentAllocatable(ClientId(1), SegmentId(1), false));
+  EXPECT_FALSE(h.master().GetSegment(SegmentId(1))->allocatable);
+  // Its replica stays readable.
+  absl::StatusOr<GetReplicaListResponse> got = h.Get("k");
+  HS_ASSERT_OK(got);
+  ASSERT_EQ(got->replicas.size(), 1u);
+  // New puts go elsewhere, even when they prefer the drained segment.
+  HS_ASSERT_OK(h.Put("new", 100, 1, {SegmentId(1)}));
+  EXPECT_EQ(h.master().GetSegment(SegmentId(1))->replica_count, 1);
+  EXPECT_EQ(h.master().GetSegment(SegmentId(2))->replica_count, 1);
+  // The operator (an invalid client id) may undrain any segment.
+  HS_ASSERT_OK(h.master().SetSegmentAllocatable(ClientId(), SegmentId(1), true));
+  EXPECT_TRUE(h.master().GetSegment(SegmentId(1))->allocatable);
+  HS_ASSERT_OK(h.Put("after", 100, 1, {SegmentId(1)}));
+  EXPECT_EQ(h.master().GetSegment(SegmentId(1))->replica_count, 2);
+  HS_EXPECT_OK(h.master().CheckInvariants());
 }
 
 TEST(MasterSegments, UnmountDropsReplicasAndObjectsLeftWithNone) {
