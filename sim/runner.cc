@@ -724,6 +724,16 @@ absl::Status Simulation::Execute(SimOp& op) {
       return absl::OkStatus();
     case SimOpKind::kCopyStart:
       return ScriptedCopyStart(op);
+    case SimOpKind::kDrain:
+    case SimOpKind::kUndrain: {
+      // An operator command to the master (not a worker RPC): replicas on a
+      // drained segment stay readable, nothing new is placed there and it
+      // sources no dynamic copy.
+      const absl::Status st = replicated_->master().SetSegmentAllocatable(
+          ClientId(), segment_by_name_.at(op.segment), op.kind == SimOpKind::kUndrain);
+      CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
+      return absl::OkStatus();
+    }
     case SimOpKind::kSetKnob:
       return absl::FailedPreconditionError(absl::StrCat(
           op.where, ": set_knob ", op.knob_name,
@@ -806,16 +816,6 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
   read->issued_ns = env_.NowNs();
   read->client = client_index_.at(op.client);
   read->request_row = request_row;
-    case SimOpKind::kDrain:
-    case SimOpKind::kUndrain: {
-      // An operator command to the master (not a worker RPC): replicas on a
-      // drained segment stay readable, nothing new is placed there and it
-      // sources no dynamic copy.
-      const absl::Status st = replicated_->master().SetSegmentAllocatable(
-          ClientId(), segment_by_name_.at(op.segment), op.kind == SimOpKind::kUndrain);
-      CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
-      return absl::OkStatus();
-    }
   std::vector<ObjectName> names;
   names.reserve(op.keys.size());
   for (const std::string& k : op.keys) names.push_back(ObjectName{op.tenant, k});

@@ -125,6 +125,12 @@ absl::Status MasterService::UnmountSegment(ClientId client, SegmentId segment) {
   return absl::OkStatus();
 }
 
+absl::Status MasterService::SetSegmentAllocatable(ClientId client, SegmentId segment,
+                                                  bool allocatable) {
+  if (!segment.valid()) return absl::InvalidArgumentError("segment id 0 is invalid");
+  return segments_.SetAllocatable(client, segment, allocatable);
+}
+
 // ---------------------------------------------------------------------------
 // Replica and object removal (shared by every path)
 // ---------------------------------------------------------------------------
@@ -136,12 +142,6 @@ void MasterService::RemoveReplicaLocked(const ObjectNameRef& name, ObjectMeta& m
   meta.replicas.erase(meta.replicas.begin() + static_cast<std::ptrdiff_t>(index));
   if (r.holds_reserved()) {
     segments_.FreeReserved(r.segment_id(), r.offset, r.size);
-absl::Status MasterService::SetSegmentAllocatable(ClientId client, SegmentId segment,
-                                                  bool allocatable) {
-  if (!segment.valid()) return absl::InvalidArgumentError("segment id 0 is invalid");
-  return segments_.SetAllocatable(client, segment, allocatable);
-}
-
   } else {
     segments_.FreeUsed(r.segment_id(), r.offset, r.size);
   }

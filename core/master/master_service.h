@@ -106,8 +106,6 @@ class MasterService {
   // use it) and deletes objects left with none. Idempotent: OK for an unknown
   // segment. PERMISSION_DENIED when `client` does not own it.
   [[nodiscard]] absl::Status UnmountSegment(ClientId client, SegmentId segment);
-
-  // --- Puts ---------------------------------------------------------------
   // Drains (allocatable = false) or undrains a segment: while drained its
   // replicas stay readable, but it receives no new put or copy target and its
   // owner is not chosen as a dynamic copy source (a store being drained is
@@ -116,6 +114,8 @@ class MasterService {
   // an unknown segment.
   [[nodiscard]] absl::Status SetSegmentAllocatable(ClientId client, SegmentId segment,
                                                    bool allocatable);
+
+  // --- Puts ---------------------------------------------------------------
   // Allocates PROCESSING replicas and assigns a new version (a master-wide
   // counter, so a key's version increases across remove and re-put). A put
   // older than put_start_discard_timeout on the same key is discarded first.

@@ -80,8 +80,6 @@ absl::StatusOr<std::shared_ptr<SegmentHandle>> SegmentTable::BeginUnmount(Client
   return it->second.handle;
 }
 
-void SegmentTable::FinishUnmount(const std::shared_ptr<SegmentHandle>& handle) {
-  MutexLock lock(&mu_);
 absl::Status SegmentTable::SetAllocatable(ClientId caller, SegmentId id, bool allocatable) {
   MutexLock lock(&mu_);
   auto it = segments_.find(id);
@@ -97,6 +95,8 @@ absl::Status SegmentTable::SetAllocatable(ClientId caller, SegmentId id, bool al
   return absl::OkStatus();
 }
 
+void SegmentTable::FinishUnmount(const std::shared_ptr<SegmentHandle>& handle) {
+  MutexLock lock(&mu_);
   const SegmentId id = handle->location.id;
   auto it = segments_.find(id);
   // Two unmounts of one instance may race; the later one finds it gone (or a
