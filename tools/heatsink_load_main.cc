@@ -28,6 +28,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
+#include "runtime/rpc/grpc_store_client.h"
 #include "tools/runtime_flags.h"
 
 namespace heatsink {
@@ -49,8 +50,18 @@ struct Flags {
   std::string policy = "first";
   uint64_t client_id_base = 1'000'000;
   int64_t trace_requests_max = 100'000;
+  std::string data_path = "tcp";
   runtime::RpcOptions rpc;
+  // How bytes move (shared by every client of the run).
+  runtime::ObjectDataPath* data = nullptr;
 };
+
+// The flags' RPC options for a client calling as `client`.
+runtime::RpcOptions RpcAs(const Flags& flags, ClientId client) {
+  runtime::RpcOptions rpc = flags.rpc;
+  rpc.caller_client_id = client.value;
+  return rpc;
+}
 
 struct ThreadResult {
   std::vector<int64_t> latencies_ns;
@@ -92,9 +103,9 @@ void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elap
     return static_cast<double>(all[i]) / 1e3;
   };
   const double seconds = static_cast<double>(elapsed_ns) / 1e9;
-  std::printf("mode=%s op=%s threads=%d domain=%s\n", flags.mode.c_str(),
+  std::printf("mode=%s op=%s threads=%d domain=%s data_path=%s\n", flags.mode.c_str(),
               flags.lookup_only ? "GetReplicaList" : "Get", flags.threads,
-              flags.domain.empty() ? "default" : flags.domain.c_str());
+              flags.domain.empty() ? "default" : flags.domain.c_str(), flags.data_path.c_str());
   std::printf("ops=%zu errors=%lld seconds=%.3f ops_per_second=%.1f MiB_per_second=%.1f\n",
               all.size(), static_cast<long long>(errors), seconds,
               seconds > 0 ? static_cast<double>(all.size()) / seconds : 0.0,
@@ -109,7 +120,7 @@ void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elap
 
 int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> writer_rpc =
-      runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+      runtime::GrpcMasterClient::Connect(flags.master, RpcAs(flags, base.client_id));
   if (!writer_rpc.ok()) {
     std::fprintf(stderr, "heatsink-load: %s\n", writer_rpc.status().ToString().c_str());
     return 2;
@@ -133,7 +144,7 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
       return 1;
     }
   }
-  runtime::HeatsinkClient writer(writer_rpc->get(), writer_options);
+  runtime::HeatsinkClient writer(writer_rpc->get(), flags.data, writer_options);
   std::vector<std::string> keys;
   for (int k = 0; k < flags.keys; ++k) {
     keys.push_back(absl::StrCat("hot-", k));
@@ -148,7 +159,8 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   std::vector<std::unique_ptr<runtime::GrpcMasterClient>> rpcs;
   for (int t = 0; t < flags.threads; ++t) {
     absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
-        runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+        runtime::GrpcMasterClient::Connect(
+            flags.master, RpcAs(flags, ClientId(flags.client_id_base + 1 + t)));
     if (!rpc.ok()) return 2;
     rpcs.push_back(*std::move(rpc));
   }
@@ -159,7 +171,7 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
     threads.emplace_back([&, t] {
       runtime::HeatsinkClientOptions options = base;
       options.client_id = ClientId(flags.client_id_base + 1 + t);
-      runtime::HeatsinkClient client(rpcs[t].get(), options);
+      runtime::HeatsinkClient client(rpcs[t].get(), flags.data, options);
       ThreadResult& r = results[t];
       for (uint64_t i = t; !stop.load(std::memory_order_relaxed); ++i) {
         const std::string& key = keys[i % keys.size()];
@@ -224,11 +236,12 @@ int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   for (int t = 0; t < flags.threads; ++t) {
     threads.emplace_back([&, t] {
       absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
-          runtime::GrpcMasterClient::Connect(flags.master, flags.rpc);
+          runtime::GrpcMasterClient::Connect(
+              flags.master, RpcAs(flags, ClientId(flags.client_id_base + 1 + t)));
       if (!rpc.ok()) return;
       runtime::HeatsinkClientOptions options = base;
       options.client_id = ClientId(flags.client_id_base + 1 + t);
-      runtime::HeatsinkClient client(rpc->get(), options);
+      runtime::HeatsinkClient client(rpc->get(), flags.data, options);
       ThreadResult& r = results[t];
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
         for (uint64_t block : requests[i]) {
@@ -298,6 +311,11 @@ int main(int argc, char** argv) {
   app.add_option("--client-id-base", flags.client_id_base,
                  "reader i uses client id base+1+i; the writer uses base")
       ->capture_default_str();
+  app.add_option("--data-path", flags.data_path,
+                 "how bytes move: tcp (the stores' framed TCP endpoints) or grpc (their "
+                 "heatsink.v1.Store service)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "grpc"}));
   tools::AddRpcFlags(app, flags.rpc, /*server=*/false);
   CLI11_PARSE(app, argc, argv);
 
@@ -315,5 +333,12 @@ int main(int argc, char** argv) {
   base.domain = flags.domain;
   base.tenant = flags.tenant;
   base.replica_selection_policy = *ParseReplicaSelectionPolicy(flags.policy);
+  absl::StatusOr<std::unique_ptr<runtime::ObjectDataPath>> data =
+      runtime::MakeObjectDataPath(flags.data_path, flags.rpc, base.tcp);
+  if (!data.ok()) {
+    std::fprintf(stderr, "heatsink-load: %s\n", std::string(data.status().message()).c_str());
+    return 2;
+  }
+  flags.data = data->get();
   return flags.mode == "storm" ? RunStorm(flags, base) : RunTrace(flags, base);
 }

@@ -20,6 +20,7 @@
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/metrics_endpoint.h"
+#include "runtime/rpc/tenant_bindings.h"
 #include "tools/runtime_flags.h"
 
 namespace heatsink {
@@ -35,6 +36,7 @@ struct Flags {
   int threads = 4;
   uint64_t seed = 1;
   bool list_knobs = false;
+  std::vector<std::string> tenants;
   runtime::RpcOptions rpc;
 };
 
@@ -86,6 +88,9 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                rpc.calls_unauthenticated_total);
   AppendScalar(out, "rpc_get_replica_list_calls_total", "GetReplicaList calls served.", kC,
                rpc.get_replica_list_calls_total);
+  AppendScalar(out, "rpc_calls_permission_denied_total",
+               "Calls refused for naming another tenant or another client's resources.", kC,
+               rpc.calls_permission_denied_total);
   if (sink != nullptr) {
     AppendScalar(out, "decision_log_lines_total", "Decision records written.", kC,
                  sink->lines_written());
@@ -96,7 +101,7 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
 }
 
 int Run(const Flags& flags, const MasterKnobs& master_knobs,
-        const ReplicationKnobs& replication_knobs) {
+        const ReplicationKnobs& replication_knobs, runtime::TenantBindings tenants) {
   std::unique_ptr<runtime::JsonlDecisionSink> sink;
   if (!flags.decisions.empty()) {
     absl::StatusOr<std::unique_ptr<runtime::JsonlDecisionSink>> opened =
@@ -117,7 +122,7 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
   }
   runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
   absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
-      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc);
+      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants));
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
     return 1;
@@ -197,6 +202,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", flags.seed, "seed of the master's random choices (allocation)")
       ->capture_default_str();
   app.add_flag("--list-knobs", flags.list_knobs, "print every knob with its value and exit");
+  app.add_option("--tenant", flags.tenants,
+                 "bind a client to a tenant, CLIENT_ID=TENANT; repeatable. With any binding, "
+                 "callers must identify themselves and may name only their own tenant's "
+                 "objects (PERMISSION_DENIED otherwise)");
   tools::AddRpcFlags(app, flags.rpc, /*server=*/true);
   CLI11_PARSE(app, argc, argv);
 
@@ -219,6 +228,14 @@ int main(int argc, char** argv) {
   if (status.ok()) status = master_knobs.Validate();
   if (status.ok()) status = replication_knobs.Validate();
   if (status.ok()) status = flags.rpc.Validate();
+  runtime::TenantBindings tenants;
+  for (const std::string& binding : flags.tenants) {
+    if (!status.ok()) break;
+    status = tenants.BindFromFlag(binding);
+    if (!status.ok()) {
+      status = absl::InvalidArgumentError(absl::StrCat("--tenant: ", status.message()));
+    }
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", std::string(status.message()).c_str());
     return 2;
@@ -228,5 +245,5 @@ int main(int argc, char** argv) {
     tools::PrintKnobs(replication_knobs, ReplicationKnobs::Registry());
     return 0;
   }
-  return Run(flags, master_knobs, replication_knobs);
+  return Run(flags, master_knobs, replication_knobs, std::move(tenants));
 }

@@ -3,7 +3,9 @@
 // (reads, puts and incoming copies), heartbeats, and runs the core store
 // worker's FetchTasks loop, executing REPLICA_COPY tasks over the TCP data
 // mover. The domain comes from --domain, else HEATSINK_STORE_DOMAIN, else
-// MOONCAKE_STORE_DOMAIN. SIGINT/SIGTERM stop it cleanly: its segments are
+// MOONCAKE_STORE_DOMAIN. Beside the TCP endpoint it serves the same segments
+// over the gRPC store service (heatsink.v1.Store; clients with
+// `data_path = grpc`) unless --no-data-service. SIGINT/SIGTERM stop it cleanly: its segments are
 // unmounted (the master drops their replicas at once), then it exits.
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "core/env/rng.h"
 #include "runtime/env/runtime_env.h"
 #include "runtime/rpc/grpc_master_client.h"
+#include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -60,6 +63,10 @@ int main(int argc, char** argv) {
   bool list_knobs = false;
   runtime::RpcOptions rpc;
   runtime::TcpTransportKnobs tcp;
+  std::string data_service_listen;
+  bool no_data_service = false;
+  runtime::RpcOptions data_rpc;
+  runtime::StoreServiceOptions data_service;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks).\n"
@@ -86,7 +93,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--set", settings, "data-plane knob override name=value; repeatable");
   app.add_option("--endpoint-file", endpoint_file,
-                 "write the data endpoint and client id (one per line) here once running");
+                 "write the data endpoint, client id and gRPC store service endpoint (one per "
+                 "line; the last empty without the service) here once running");
   app.add_option("--threads", threads, "executor threads (heartbeats, task fetching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
@@ -95,6 +103,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--fetch-interval-ms", fetch_interval_ms, "FetchTasks period")
       ->capture_default_str();
+  app.add_option("--data-service-listen", data_service_listen,
+                 "address of the gRPC store service (heatsink.v1.Store) serving the same "
+                 "segments (default: the --data-host address, any free port)");
+  app.add_flag("--no-data-service", no_data_service, "serve no gRPC store service");
+  app.add_option("--data-chunk-bytes", data_service.data_chunk_bytes,
+                 "largest data piece of one gRPC store message")
+      ->capture_default_str();
+  app.add_option("--data-tls-cert", data_rpc.tls.cert_path,
+                 "PEM certificate chain of the gRPC store service (enables TLS)");
+  app.add_option("--data-tls-key", data_rpc.tls.key_path, "PEM private key of --data-tls-cert");
+  app.add_option("--data-tls-client-ca", data_rpc.tls.client_ca_path,
+                 "PEM CA for client certificates of the gRPC store service");
   app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
   tools::AddRpcFlags(app, rpc, /*server=*/false);
   CLI11_PARSE(app, argc, argv);
@@ -128,6 +148,9 @@ int main(int argc, char** argv) {
   options.worker.fetch_interval_ms = fetch_interval_ms;
   if (status.ok()) status = options.Validate();
   if (status.ok()) status = rpc.Validate();
+  data_rpc.message_bytes_max = rpc.message_bytes_max;
+  if (status.ok() && !no_data_service) status = data_service.Validate(data_rpc);
+  if (data_service_listen.empty()) data_service_listen = absl::StrCat(tcp.listen_host, ":0");
   if (!status.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", std::string(status.message()).c_str());
     return 2;
@@ -142,22 +165,37 @@ int main(int argc, char** argv) {
   runtime::GrpcMasterClient* master_raw = master->get();
   runtime::SegmentDirectoryResolver resolver([master_raw] { return master_raw->ListSegments(); });
   runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = threads}});
-  absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node =
-      runtime::StoreNode::Start(env.env(), master_raw, &resolver, options);
+  // The gRPC store service over the node's segment memory, started before
+  // the segments are mounted so that every mount carries its endpoint.
+  runtime::SegmentDataServiceFactory grpc_data_service;
+  if (!no_data_service) {
+    grpc_data_service = [&](runtime::SegmentMemory* memory)
+        -> absl::StatusOr<std::unique_ptr<runtime::SegmentDataService>> {
+      absl::StatusOr<std::unique_ptr<runtime::StoreServer>> server =
+          runtime::StoreServer::Start(memory, data_service_listen, data_rpc, data_service);
+      if (!server.ok()) return server.status();
+      return std::unique_ptr<runtime::SegmentDataService>(*std::move(server));
+    };
+  }
+  absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node = runtime::StoreNode::Start(
+      env.env(), master_raw, &resolver, options, grpc_data_service);
   if (!node.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", node.status().ToString().c_str());
     return 1;
   }
-  std::printf("heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s, "
+  const std::string data_service_endpoint = (*node)->data_service_endpoint();
+  std::printf("heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s%s%s, "
               "master %s\n",
               static_cast<unsigned long long>(client_id), host.c_str(),
               domain.empty() ? "default" : domain.c_str(), segments,
               static_cast<unsigned long long>(segment_mib), (*node)->data_endpoint().c_str(),
+              data_service_endpoint.empty() ? "" : " and gRPC ", data_service_endpoint.c_str(),
               master_address.c_str());
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(
-        endpoint_file, absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n"));
+        endpoint_file, absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n",
+                                    data_service_endpoint, "\n"));
     if (!written.ok()) {
       std::fprintf(stderr, "heatsink-store: %s\n", written.ToString().c_str());
       return 1;

@@ -100,7 +100,8 @@ absl::Status MasterService::MountSegment(ClientId client, const MountSegmentRequ
   if (!client.valid()) return absl::InvalidArgumentError("client id 0 is invalid");
   if (!req.segment_id.valid()) return absl::InvalidArgumentError("segment id 0 is invalid");
   if (req.capacity_bytes == 0) return absl::InvalidArgumentError("segment capacity is 0");
-  for (const std::string* s : {&req.name, &req.host, &req.domain, &req.transport_endpoint}) {
+  for (const std::string* s : {&req.name, &req.host, &req.domain, &req.transport_endpoint,
+                               &req.data_service_endpoint}) {
     if (static_cast<int64_t>(s->size()) > knobs_.name_bytes_max) {
       return absl::InvalidArgumentError(absl::StrCat("segment name, host, domain or endpoint '",
                                                      *s, "' longer than name_bytes_max (",

@@ -78,6 +78,9 @@ struct SegmentLocation {
   HostId host;
   Domain domain;  // normalised: never empty
   std::string transport_endpoint;
+  // Where the segment's store also serves its bytes over the gRPC store
+  // service (runtime `data_path = grpc`); empty when it does not.
+  std::string data_service_endpoint;
 };
 
 // What a reader or writer needs to reach one replica's bytes.
@@ -116,6 +119,7 @@ struct MountSegmentRequest {
   std::string transport_endpoint;
   // False: existing replicas stay readable but nothing new is placed here.
   bool allocatable = true;
+  std::string data_service_endpoint;  // see SegmentLocation
 };
 
 struct PutStartRequest {

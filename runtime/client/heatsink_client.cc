@@ -76,7 +76,14 @@ absl::Status WriteRemote(absl::string_view endpoint, SegmentId segment, uint64_t
 }
 
 HeatsinkClient::HeatsinkClient(MasterClient* master, HeatsinkClientOptions options)
-    : master_(master), options_(std::move(options)) {
+    : HeatsinkClient(master, nullptr, std::move(options)) {}
+
+HeatsinkClient::HeatsinkClient(MasterClient* master, ObjectDataPath* data_path,
+                               HeatsinkClientOptions options)
+    : master_(master),
+      options_(std::move(options)),
+      tcp_path_(options_.tcp),
+      data_path_(data_path != nullptr ? data_path : &tcp_path_) {
   HS_CHECK_OK(options_.Validate());
 }
 
@@ -105,8 +112,7 @@ absl::Status HeatsinkClient::Put(absl::string_view key, absl::string_view bytes)
       written = absl::InternalError("master returned an unusable replica descriptor");
       break;
     }
-    written = WriteRemote(replica.location->transport_endpoint, replica.segment_id,
-                          replica.offset, bytes, options_.tcp);
+    written = data_path_->Write(*replica.location, replica.segment_id, replica.offset, bytes);
     if (!written.ok()) break;
   }
   if (!written.ok()) {
@@ -152,9 +158,12 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
   if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
   const ReplicaDescriptor& chosen = list.replicas[*pick];
   GetResult result;
-  HS_ASSIGN_OR_RETURN(result.bytes, ReadRemote(chosen.location->transport_endpoint,
-                                               chosen.segment_id, chosen.offset,
-                                               chosen.size_bytes, options_.tcp));
+  HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
+                                                     chosen.offset, chosen.size_bytes));
+  if (result.bytes.size() != chosen.size_bytes) {
+    return absl::DataLossError(absl::StrCat("store returned ", result.bytes.size(), " of ",
+                                            chosen.size_bytes, " bytes"));
+  }
   result.version = list.version;
   result.segment = chosen.segment_id;
   result.replica_count = list.replicas.size();

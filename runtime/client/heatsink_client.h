@@ -3,7 +3,9 @@
 // The C++ client library: Put, Get, BatchGet and Remove of one tenant's
 // objects against a Heatsink cluster. Control calls go to the master through
 // a MasterClient (GrpcMasterClient in production); bytes move directly
-// between this process and the stores' data endpoints over TCP.
+// between this process and the stores through an ObjectDataPath: the stores'
+// framed TCP data endpoints (the default) or their gRPC store service
+// (runtime/rpc/grpc_store_client.h, `data_path = grpc`).
 //
 //   Put:    PutStart -> write the bytes to every PROCESSING replica -> PutEnd
 //           (PutRevoke when a write fails, so no partial object is readable).
@@ -14,8 +16,9 @@
 //           keys on.
 //   Remove: Remove.
 //
-// Tenancy: every name this client sends carries its tenant, so one client
-// never reads or removes another tenant's objects.
+// Tenancy: every name this client sends carries its tenant. A master that
+// binds tenants to client ids (runtime/rpc/tenant_bindings.h) refuses names
+// of any other tenant with PERMISSION_DENIED.
 //
 // Calls block the calling thread until the master and the stores answered
 // (each step bounded by its own deadline). Thread-safe.
@@ -32,6 +35,7 @@
 #include "absl/types/span.h"
 #include "core/replication/replication_knobs.h"
 #include "core/worker/master_client.h"
+#include "runtime/client/object_data_path.h"
 #include "runtime/transport/tcp_knobs.h"
 
 namespace heatsink::runtime {
@@ -46,7 +50,8 @@ struct HeatsinkClientOptions {
   std::vector<SegmentId> preferred_segments;
   ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
   uint64_t replica_selection_seed = 1;
-  // Data-plane limits and timeouts for reads and writes.
+  // Data-plane limits and timeouts for reads and writes over the default
+  // (TCP) data path.
   TcpTransportKnobs tcp;
   // Largest object Put accepts and Get reads.
   uint64_t object_bytes_max = uint64_t{1} << 30;
@@ -64,8 +69,12 @@ struct GetResult {
 
 class HeatsinkClient {
  public:
+  // Moves bytes over the stores' TCP data endpoints (options.tcp).
   // REQUIRES: options.Validate().ok() (checked); `master` outlives the client.
   HeatsinkClient(MasterClient* master, HeatsinkClientOptions options);
+  // Moves bytes through `data_path`. REQUIRES: as above; `data_path` (not
+  // null) outlives the client.
+  HeatsinkClient(MasterClient* master, ObjectDataPath* data_path, HeatsinkClientOptions options);
   HeatsinkClient(const HeatsinkClient&) = delete;
   HeatsinkClient& operator=(const HeatsinkClient&) = delete;
 
@@ -91,6 +100,8 @@ class HeatsinkClient {
 
   MasterClient* const master_;
   const HeatsinkClientOptions options_;
+  TcpObjectDataPath tcp_path_;
+  ObjectDataPath* const data_path_;
 };
 
 // Writes `bytes` at [offset, +size) of `segment` on the store serving

@@ -15,6 +15,7 @@ void ToProto(const SegmentLocation& in, v1::SegmentLocation* out) {
   out->set_host(in.host);
   out->set_domain(in.domain);
   out->set_transport_endpoint(in.transport_endpoint);
+  out->set_data_service_endpoint(in.data_service_endpoint);
 }
 
 SegmentLocation FromProto(const v1::SegmentLocation& in) {
@@ -25,6 +26,7 @@ SegmentLocation FromProto(const v1::SegmentLocation& in) {
   out.host = in.host();
   out.domain = in.domain();
   out.transport_endpoint = in.transport_endpoint();
+  out.data_service_endpoint = in.data_service_endpoint();
   return out;
 }
 
@@ -76,6 +78,7 @@ void ToProto(const MountSegmentRequest& in, v1::MountSegmentRequest* out) {
   out->set_capacity_bytes(in.capacity_bytes);
   out->set_transport_endpoint(in.transport_endpoint);
   out->set_allocatable(in.allocatable);
+  out->set_data_service_endpoint(in.data_service_endpoint);
 }
 
 MountSegmentRequest FromProto(const v1::MountSegmentRequest& in) {
@@ -87,6 +90,7 @@ MountSegmentRequest FromProto(const v1::MountSegmentRequest& in) {
   out.capacity_bytes = in.capacity_bytes();
   out.transport_endpoint = in.transport_endpoint();
   out.allocatable = in.allocatable();
+  out.data_service_endpoint = in.data_service_endpoint();
   return out;
 }
 

@@ -220,7 +220,7 @@ void GrpcMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
   auto call = std::make_unique<Pending<v1::RemoveRequest, v1::Empty>>();
   ToProto(req.name, call->req.mutable_name());
   call->finish = StatusOnly<v1::Empty>(std::move(done));
-  Start(std::move(call), ClientId(), HS_GRPC_ISSUE(Remove));
+  Start(std::move(call), ClientId(options_.caller_client_id), HS_GRPC_ISSUE(Remove));
 }
 
 void GrpcMasterClient::FetchTasks(ClientId client, size_t batch_max,

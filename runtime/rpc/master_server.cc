@@ -20,7 +20,8 @@ namespace heatsink::runtime {
 
 class MasterServer::Service final : public v1::Master::Service {
  public:
-  explicit Service(MasterHandler* handler) : handler_(handler) {}
+  Service(MasterHandler* handler, TenantBindings tenants)
+      : handler_(handler), tenants_(std::move(tenants)) {}
 
   MasterServerStats stats() const {
     MasterServerStats s;
@@ -28,6 +29,7 @@ class MasterServer::Service final : public v1::Master::Service {
     s.calls_failed_total = failed_.load(std::memory_order_relaxed);
     s.calls_unauthenticated_total = unauthenticated_.load(std::memory_order_relaxed);
     s.get_replica_list_calls_total = get_replica_list_.load(std::memory_order_relaxed);
+    s.calls_permission_denied_total = permission_denied_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -71,6 +73,7 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status PutStart(grpc::ServerContext* ctx, const v1::PutStartRequest* req,
                         v1::PutStartResponse* resp) override {
     return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
       absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
@@ -79,32 +82,44 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status PutEnd(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
                       v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
       return handler_->PutEnd(caller, PutEndRequest{FromProto(req->name()), req->version()});
     });
   }
 
   grpc::Status PutRevoke(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
                          v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
       return handler_->PutRevoke(caller, PutRevokeRequest{FromProto(req->name()), req->version()});
     });
   }
 
-  grpc::Status GetReplicaList(grpc::ServerContext*, const v1::GetReplicaListRequest* req,
+  grpc::Status GetReplicaList(grpc::ServerContext* ctx, const v1::GetReplicaListRequest* req,
                               v1::GetReplicaListResponse* resp) override {
     get_replica_list_.fetch_add(1, std::memory_order_relaxed);
-    return Guarded([&]() -> absl::Status {
+    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
+      if (tenants_.enabled()) {
+        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+        HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
+      }
       absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
   }
 
-  grpc::Status BatchGetReplicaList(grpc::ServerContext*,
+  grpc::Status BatchGetReplicaList(grpc::ServerContext* ctx,
                                    const v1::BatchGetReplicaListRequest* req,
                                    v1::BatchGetReplicaListResponse* resp) override {
-    return Guarded([&]() -> absl::Status {
+    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
+      if (tenants_.enabled()) {
+        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+        for (const v1::ObjectName& name : req->names()) {
+          HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
+        }
+      }
       absl::StatusOr<BatchGetReplicaListResponse> r =
           handler_->BatchGetReplicaList(FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
@@ -112,8 +127,12 @@ class MasterServer::Service final : public v1::Master::Service {
     });
   }
 
-  grpc::Status Remove(grpc::ServerContext*, const v1::RemoveRequest* req, v1::Empty*) override {
-    return Guarded([&] { return handler_->Remove(RemoveRequest{FromProto(req->name())}); });
+  grpc::Status Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
+                      v1::Empty*) override {
+    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
+      return handler_->Remove(RemoveRequest{FromProto(req->name())});
+    });
   }
 
   grpc::Status FetchTasks(grpc::ServerContext* ctx, const v1::FetchTasksRequest* req,
@@ -186,6 +205,9 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status Finish(const absl::Status& status) {
     calls_.fetch_add(1, std::memory_order_relaxed);
     if (!status.ok()) failed_.fetch_add(1, std::memory_order_relaxed);
+    if (status.code() == absl::StatusCode::kPermissionDenied) {
+      permission_denied_.fetch_add(1, std::memory_order_relaxed);
+    }
     return ToGrpcStatus(status);
   }
 
@@ -200,6 +222,23 @@ class MasterServer::Service final : public v1::Master::Service {
       status = absl::InternalError(absl::StrCat("exception in master call: ", e.what()));
     }
     return Finish(status);
+  }
+
+  // Calls that name objects: they need the caller's identity only when
+  // tenants are bound (see tenant_bindings.h); otherwise `fn` sees the
+  // identity when one was sent, else an invalid id.
+  template <typename Fn>
+  grpc::Status ForNamer(grpc::ServerContext* ctx, Fn&& fn) {
+    if (tenants_.enabled()) return ForCaller(ctx, std::forward<Fn>(fn));
+    return Guarded([&] { return fn(ClientId()); });
+  }
+
+  static absl::Status CheckRequester(ClientId caller, uint64_t requester) {
+    if (requester != caller.value) {
+      return absl::PermissionDeniedError(absl::StrCat("client ", caller.value,
+                                                      " may not read as client ", requester));
+    }
+    return absl::OkStatus();
   }
 
   template <typename Fn>
@@ -218,19 +257,27 @@ class MasterServer::Service final : public v1::Master::Service {
   }
 
   MasterHandler* const handler_;
+  const TenantBindings tenants_;
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> failed_{0};
   std::atomic<int64_t> unauthenticated_{0};
   std::atomic<int64_t> get_replica_list_{0};
+  std::atomic<int64_t> permission_denied_{0};
 };
 
 absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterHandler* handler, const std::string& listen_address, const RpcOptions& options) {
+  return Start(handler, listen_address, options, TenantBindings());
+}
+
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
+    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+    TenantBindings tenants) {
   HS_RETURN_IF_ERROR(options.Validate());
   HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                       MakeServerCredentials(options.tls));
   std::unique_ptr<MasterServer> server(new MasterServer());
-  server->service_ = std::make_unique<Service>(handler);
+  server->service_ = std::make_unique<Service>(handler, std::move(tenants));
 
   grpc::ServerBuilder builder;
   int port = 0;

@@ -4,7 +4,9 @@
 // MasterHandler. It authenticates nothing itself (TLS, when configured, does
 // that); it establishes the caller's identity from the `heatsink-client-id`
 // metadata (UNAUTHENTICATED when absent or malformed on a call that acts for a
-// client), converts messages, maps statuses 1:1, and bounds message sizes.
+// client), checks that callers name only their own tenant when tenants are
+// bound (tenant_bindings.h), converts messages, maps statuses 1:1, and bounds
+// message sizes.
 // Every decision stays in the handler.
 //
 // Example:
@@ -28,6 +30,7 @@
 #include "absl/time/time.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
+#include "runtime/rpc/tenant_bindings.h"
 
 namespace grpc {
 class Server;
@@ -41,6 +44,7 @@ struct MasterServerStats {
   int64_t calls_failed_total = 0;  // any non-OK status
   int64_t calls_unauthenticated_total = 0;
   int64_t get_replica_list_calls_total = 0;
+  int64_t calls_permission_denied_total = 0;  // tenant bindings and ownership checks
 };
 
 class MasterServer {
@@ -49,6 +53,10 @@ class MasterServer {
   // serving. UNAVAILABLE when the address cannot be bound.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
       MasterHandler* handler, const std::string& listen_address, const RpcOptions& options);
+  // The same, with callers bound to tenants (tenant_bindings.h).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
+      MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+      TenantBindings tenants);
   ~MasterServer();  // Shutdown(zero grace)
   MasterServer(const MasterServer&) = delete;
   MasterServer& operator=(const MasterServer&) = delete;

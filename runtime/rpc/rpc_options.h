@@ -44,6 +44,10 @@ struct RpcOptions {
   int64_t call_timeout_ms = 5'000;
   // Server: threads serving calls at most.
   int server_threads_max = 16;
+  // Client: the identity sent with the calls whose MasterClient method names
+  // no caller (Remove), which a master with tenant bindings requires; 0 sends
+  // none.
+  uint64_t caller_client_id = 0;
   TlsFiles tls;
 
   [[nodiscard]] absl::Status Validate() const;

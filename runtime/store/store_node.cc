@@ -29,9 +29,9 @@ SegmentId StoreSegmentId(ClientId client, int index) {
 StoreNode::StoreNode(const StoreNodeOptions& options)
     : options_(options), memory_(&allocator_, SegmentMemoryKnobs{}) {}
 
-absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(Env* env, MasterClient* master,
-                                                            EndpointResolver* resolver,
-                                                            const StoreNodeOptions& options) {
+absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
+    Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options,
+    const SegmentDataServiceFactory& data_service) {
   HS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<StoreNode> node(new StoreNode(options));
   node->master_ = master;
@@ -41,6 +41,9 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(Env* env, MasterClie
     node->segment_ids_.push_back(id);
   }
   HS_ASSIGN_OR_RETURN(node->server_, TcpDataServer::Start(&node->memory_, options.tcp));
+  if (data_service) {
+    HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
+  }
   node->mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, options.tcp);
 
   StoreWorkerOptions worker = options.worker;
@@ -56,6 +59,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(Env* env, MasterClie
     mount.domain = options.domain;
     mount.capacity_bytes = options.segment_bytes;
     mount.transport_endpoint = node->server_->endpoint();
+    mount.data_service_endpoint = node->data_service_endpoint();
     worker.segments.push_back(std::move(mount));
   }
   HS_RETURN_IF_ERROR(worker.Validate());
@@ -118,6 +122,7 @@ void StoreNode::Stop() {
   if (worker_ != nullptr) worker_->Stop();
   if (mover_ != nullptr) mover_->Shutdown();
   if (server_ != nullptr) server_->Shutdown();
+  if (data_service_ != nullptr) data_service_->Shutdown();
 }
 
 }  // namespace heatsink::runtime

@@ -6,7 +6,10 @@
 // reads), the TCP data mover that pushes this store's replicas to other
 // stores, and the core StoreWorker that registers, mounts, heartbeats and runs
 // REPLICA_COPY tasks (CopyStart -> transfer -> CopyEnd, or the Dynamic* calls
-// for leased tasks).
+// for leased tasks). Optionally a second data service over the same segment
+// memory (the gRPC store service of runtime/rpc/store_server.h), started
+// before the segments are mounted so that its endpoint travels in every
+// mount (SegmentLocation::data_service_endpoint).
 //
 // Segment ids: segment i (0-based) of client c is c * 256 + i + 1, so ids
 // never collide between stores with distinct client ids (client ids must be
@@ -29,6 +32,7 @@
 #define HEATSINK_RUNTIME_STORE_STORE_NODE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,10 +69,26 @@ struct StoreNodeOptions {
 
 SegmentId StoreSegmentId(ClientId client, int index);
 
+// A service serving the node's segment memory besides the TCP endpoint.
+class SegmentDataService {
+ public:
+  virtual ~SegmentDataService() = default;
+  // "host:port" clients reach it at.
+  virtual const std::string& endpoint() const = 0;
+  // Stops serving; idempotent.
+  virtual void Shutdown() = 0;
+};
+
+// Starts a SegmentDataService over `memory` (which outlives it).
+using SegmentDataServiceFactory =
+    std::function<absl::StatusOr<std::unique_ptr<SegmentDataService>>(SegmentMemory* memory)>;
+
 class StoreNode {
  public:
+  // `data_service`, when given, starts the node's second data service.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StoreNode>> Start(
-      Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options);
+      Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options,
+      const SegmentDataServiceFactory& data_service = nullptr);
   ~StoreNode();  // Stop()
   StoreNode(const StoreNode&) = delete;
   StoreNode& operator=(const StoreNode&) = delete;
@@ -87,6 +107,10 @@ class StoreNode {
   SegmentMemory& memory() { return memory_; }
   StoreWorker& worker() { return *worker_; }
   const TcpDataServer& data_server() const { return *server_; }
+  // Empty without a second data service.
+  std::string data_service_endpoint() const {
+    return data_service_ == nullptr ? std::string() : data_service_->endpoint();
+  }
 
  private:
   explicit StoreNode(const StoreNodeOptions& options);
@@ -99,6 +123,7 @@ class StoreNode {
   SegmentMemory memory_;
   std::vector<SegmentId> segment_ids_;
   std::unique_ptr<TcpDataServer> server_;
+  std::unique_ptr<SegmentDataService> data_service_;
   std::unique_ptr<TcpDataMover> mover_;
   std::unique_ptr<StoreWorker> worker_;
 };

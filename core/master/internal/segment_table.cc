@@ -32,6 +32,7 @@ absl::StatusOr<bool> SegmentTable::Mount(ClientId owner, const MountSegmentReque
     const SegmentLocation& loc = r.handle->location;
     const bool same = loc.owner == owner && loc.name == req.name && loc.host == req.host &&
                       loc.domain == domain && loc.transport_endpoint == req.transport_endpoint &&
+                      loc.data_service_endpoint == req.data_service_endpoint &&
                       r.allocator.capacity_bytes() == req.capacity_bytes &&
                       r.allocatable == req.allocatable;
     if (!same) {
@@ -58,6 +59,7 @@ absl::StatusOr<bool> SegmentTable::Mount(ClientId owner, const MountSegmentReque
   loc.host = req.host;
   loc.domain = domain;
   loc.transport_endpoint = req.transport_endpoint;
+  loc.data_service_endpoint = req.data_service_endpoint;
   SegmentRecord r{std::make_shared<SegmentHandle>(std::move(loc)),
                   RangeAllocator(req.capacity_bytes)};
   r.allocatable = req.allocatable;

@@ -1,13 +1,16 @@
 // Covers the production processes end to end, as separate processes on
 // loopback with ports chosen at run time: heatsink-master (enforce mode,
-// domain-aware, /metrics on) and two heatsink-store processes in domains "a"
-// and "b" (the second takes its domain from MOONCAKE_STORE_DOMAIN). The test
-// process writes an object through the client library, reads it from domain
-// "b" until a dynamic replica appears in "b", checks every byte read, checks
-// that /metrics shows the admission and copy counters, then kills the source
-// store with SIGKILL, restarts it under the same client id and sees it
-// re-register and serve a new put. Every process gets SIGTERM at the end and
-// must exit 0.
+// domain-aware, /metrics on) and three heatsink-store processes in two
+// domains: "a" (one from --domain, one from HEATSINK_STORE_DOMAIN) and "b"
+// (from MOONCAKE_STORE_DOMAIN). The test process writes an object through the
+// client library over the stores' TCP endpoints, reads it from domain "b"
+// over the stores' gRPC data service until a dynamic replica appears in "b",
+// checks every byte read, checks that /metrics shows the admission and copy
+// counters, then kills the source store with SIGKILL, restarts it under the
+// same client id and sees it re-register and serve a new put. The kill -9
+// fault test runs with three stores too, and an observe-mode run counts
+// would-propose and creates no replica. Every process gets SIGTERM at the end
+// and must exit 0.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -33,6 +36,8 @@
 #include "gtest/gtest.h"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
+#include "runtime/rpc/grpc_store_client.h"
+#include "runtime/store/store_node.h"
 #include "runtime/transport/socket.h"
 
 namespace heatsink::runtime {
@@ -198,21 +203,27 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b =
       StartStore(2, "host-b", "", {"MOONCAKE_STORE_DOMAIN=b"}, "store_b");
+  std::unique_ptr<Process> store_c =
+      StartStore(3, "host-c", "", {"HEATSINK_STORE_DOMAIN=a"}, "store_c");
 
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-    return segments.ok() && segments->size() == 2;
+    return segments.ok() && segments->size() == 3;
   }));
   absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
   ASSERT_TRUE(segments.ok());
-  SegmentId segment_a, segment_b;
+  SegmentId segment_a, segment_b, segment_c;
   for (const SegmentView& s : *segments) {
-    (s.location.domain == "a" ? segment_a : segment_b) = s.location.id;
+    EXPECT_FALSE(s.location.data_service_endpoint.empty());
+    (s.location.owner == ClientId(1)   ? segment_a
+     : s.location.owner == ClientId(2) ? segment_b
+                                       : segment_c) = s.location.id;
+    EXPECT_EQ(s.location.domain, s.location.owner == ClientId(2) ? "b" : "a");
   }
-  ASSERT_TRUE(segment_a.valid() && segment_b.valid());
+  ASSERT_TRUE(segment_a.valid() && segment_b.valid() && segment_c.valid());
 
   HeatsinkClientOptions writer_options;
   writer_options.client_id = ClientId(100);
@@ -227,7 +238,10 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   reader_options.host = "host-b";
   reader_options.domain = "b";
   reader_options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
-  HeatsinkClient reader(rpc->get(), reader_options);
+  absl::StatusOr<std::unique_ptr<GrpcObjectDataPath>> grpc_data =
+      GrpcObjectDataPath::Create(GrpcDataPathOptions{});
+  ASSERT_TRUE(grpc_data.ok());
+  HeatsinkClient reader(rpc->get(), grpc_data->get(), reader_options);
   int64_t reads = 0;
   bool local = false;
   ASSERT_TRUE(WaitFor([&] {
@@ -248,6 +262,12 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 1);
   EXPECT_GE(MetricValue(metrics, "heatsink_rpc_get_replica_list_calls_total"), reads);
   EXPECT_GE(ReadLines(dir_ / "decisions.jsonl").size(), 1u);
+  // The reads came over store b's gRPC data service.
+  const std::vector<std::string> b_lines = ReadLines(dir_ / "store_b.endpoint");
+  ASSERT_EQ(b_lines.size(), 3u);
+  absl::StatusOr<v1::StatResponse> b_stat = (*grpc_data)->Stat(b_lines[2]);
+  ASSERT_TRUE(b_stat.ok()) << b_stat.status();
+  EXPECT_GE(b_stat->reads_completed(), 1u);
 
   // SIGKILL the source store: the master reaps it (client_live_ttl_sec) and
   // its segment; the replica in "b" keeps the object readable.
@@ -255,7 +275,7 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   EXPECT_EQ(store_a->Wait(), 128 + SIGKILL);
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> s = (*rpc)->ListSegments();
-    return s.ok() && s->size() == 1;
+    return s.ok() && s->size() == 2;
   }));
   absl::StatusOr<GetResult> survived = reader.Get("hot");
   ASSERT_TRUE(survived.ok()) << survived.status();
@@ -266,7 +286,7 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   store_a = StartStore(1, "host-a", "a", {}, "store_a2");
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> s = (*rpc)->ListSegments();
-    return s.ok() && s->size() == 2;
+    return s.ok() && s->size() == 3;
   }));
   const std::string again = Pattern(10, 5000);
   ASSERT_TRUE(writer.Put("after-restart", again).ok());
@@ -280,11 +300,14 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   EXPECT_EQ(store_b->Wait(), 0);
   absl::StatusOr<std::vector<SegmentView>> left = (*rpc)->ListSegments();
   ASSERT_TRUE(left.ok());
-  ASSERT_EQ(left->size(), 1u);
+  ASSERT_EQ(left->size(), 2u);
   EXPECT_EQ((*left)[0].location.id, segment_a);
+  EXPECT_EQ((*left)[1].location.id, segment_c);
   rpc->reset();
   store_a->Signal(SIGTERM);
+  store_c->Signal(SIGTERM);
   EXPECT_EQ(store_a->Wait(), 0);
+  EXPECT_EQ(store_c->Wait(), 0);
   master.Signal(SIGTERM);
   EXPECT_EQ(master.Wait(), 0);
 }
@@ -312,6 +335,9 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
   const std::string metrics_address = ReadLines(address_file)[1];
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
+  // A third store beside the source in domain "a": the copy's target is in
+  // the readers' domain "b" only.
+  std::unique_ptr<Process> store_c = StartStore(3, "host-c", "a", {}, "store_c");
 
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
@@ -324,8 +350,11 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
     }
     return std::nullopt;
   };
-  ASSERT_TRUE(WaitFor([&] { return segment_in("a") && segment_in("b"); }));
-  const SegmentId segment_a = segment_in("a")->location.id;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    return segments.ok() && segments->size() == 3;
+  }));
+  const SegmentId segment_a = StoreSegmentId(ClientId(1), 0);
 
   HeatsinkClientOptions writer_options;
   writer_options.client_id = ClientId(100);
@@ -379,10 +408,85 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
   rpc->reset();
   store_a->Signal(SIGTERM);
   store_b->Signal(SIGTERM);
+  store_c->Signal(SIGTERM);
   EXPECT_EQ(store_a->Wait(), 0);
   EXPECT_EQ(store_b->Wait(), 0);
+  EXPECT_EQ(store_c->Wait(), 0);
   master.Signal(SIGTERM);
   EXPECT_EQ(master.Wait(), 0);
+}
+
+// Observe mode on the same three-store cluster: the hot key is counted as
+// would-propose, no copy runs and every read stays on the put's replica.
+TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
+  const fs::path address_file = dir_ / "master.address";
+  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
+                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
+                  address_file.string(), "--set", "dynamic_replication_mode=observe", "--set",
+                  "dynamic_replication_domain_aware=true", "--set",
+                  "dynamic_replication_heat_window_seconds=1", "--set",
+                  "dynamic_replication_admission_qps_threshold=4", "--set",
+                  "sweep_interval_ms=100"},
+                 {}, dir_ / "master.log");
+  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
+  master_address_ = ReadLines(address_file)[0];
+  const std::string metrics_address = ReadLines(address_file)[1];
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
+  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
+  std::unique_ptr<Process> store_c = StartStore(3, "host-c", "b", {}, "store_c");
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    return segments.ok() && segments->size() == 3;
+  }));
+  const SegmentId segment_a = StoreSegmentId(ClientId(1), 0);
+  HeatsinkClientOptions writer_options;
+  writer_options.client_id = ClientId(100);
+  writer_options.preferred_segments = {segment_a};
+  HeatsinkClient writer(rpc->get(), writer_options);
+  const std::string bytes = Pattern(13, 200'000);
+  ASSERT_TRUE(writer.Put("hot", bytes).ok());
+
+  HeatsinkClientOptions reader_options;
+  reader_options.client_id = ClientId(200);
+  reader_options.domain = "b";
+  absl::StatusOr<std::unique_ptr<GrpcObjectDataPath>> grpc_data =
+      GrpcObjectDataPath::Create(GrpcDataPathOptions{});
+  ASSERT_TRUE(grpc_data.ok());
+  HeatsinkClient reader(rpc->get(), grpc_data->get(), reader_options);
+  int64_t reads = 0;
+  const bool counted = WaitFor([&] {
+    absl::StatusOr<GetResult> got = reader.Get("hot");
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (got.ok()) {
+      ++reads;
+      EXPECT_EQ(got->segment, segment_a);
+      EXPECT_EQ(got->replica_count, 1u);
+      EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+    }
+    return MetricValue(HttpGet(metrics_address, "/metrics"),
+                       "heatsink_dynamic_replication_would_propose_total") >= 1;
+  });
+  EXPECT_TRUE(counted) << "no would-propose after " << reads << " reads";
+  // Keep reading past a few sweeps: still no replica, no copy.
+  for (int i = 0; i < 50; ++i) {
+    absl::StatusOr<GetResult> got = reader.Get("hot");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->segment, segment_a);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 0) << metrics;
+  EXPECT_LE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_completed_total"), 0);
+  EXPECT_EQ(MetricValue(metrics, "heatsink_master_reserved_bytes"), 0);
+
+  rpc->reset();
+  for (Process* p : {store_a.get(), store_b.get(), store_c.get(), &master}) {
+    p->Signal(SIGTERM);
+    EXPECT_EQ(p->Wait(), 0);
+  }
 }
 
 TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
@@ -400,6 +504,17 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
   Process store({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--segments", "0"}, {},
                 dir_ / "store.log");
   EXPECT_NE(store.Wait(), 0);
+  Process tenant({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--tenant", "0=t1"}, {},
+                 dir_ / "tenant.log");
+  EXPECT_EQ(tenant.Wait(), 2);
+  std::ifstream tenant_log(dir_ / "tenant.log");
+  std::string tenant_text((std::istreambuf_iterator<char>(tenant_log)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_NE(tenant_text.find("--tenant"), std::string::npos) << tenant_text;
+  Process chunk({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--data-chunk-bytes",
+                 "100000000"},
+                {}, dir_ / "chunk.log");
+  EXPECT_EQ(chunk.Wait(), 2);
 }
 
 }  // namespace
