@@ -91,6 +91,9 @@ class NumaHostModel {
 
   TieringStats stats() const { return manager_->stats(); }
   int64_t stores_failed() const { return stores_failed_; }
+  // The tiering core's invariants (TierManager::CheckInvariants): finite
+  // scores, exactly one score owner per key, head pool accounting.
+  [[nodiscard]] absl::Status CheckInvariants() const { return manager_->CheckInvariants(); }
 
  private:
   class Costs;

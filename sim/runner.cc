@@ -95,16 +95,66 @@ class LineFile {
 // Every admission/warmup decision: one decisions.jsonl line and a count.
 class DecisionRecorder final : public DecisionSink {
  public:
-  explicit DecisionRecorder(LineFile* file) : file_(file) {}
+  DecisionRecorder(LineFile* file, RunObserver* observer) : file_(file), observer_(observer) {}
   void Record(const DecisionRecord& record) override {
     if (file_->open()) file_->Append(FormatDecisionJson(record));
     ++counts_[DecisionCountKey(record)];
+    if (observer_ != nullptr) observer_->OnDecision(record);
   }
   const std::map<std::string, int64_t>& counts() const { return counts_; }
 
  private:
   LineFile* const file_;
+  RunObserver* const observer_;
   std::map<std::string, int64_t> counts_;
+};
+
+// The dynamic copy calls of the store workers, forwarded to the master; each
+// CopyEnd is reported to the RunObserver with the lease state it met.
+class ObservedCopyCalls final : public DynamicCopyCalls {
+ public:
+  ObservedCopyCalls(Engine* engine, ReplicatedMaster* master, RunObserver* observer)
+      : engine_(engine), master_(master), observer_(observer) {}
+  absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(ClientId client,
+                                                            const CopyStartRequest& req) override {
+    return master_->DynamicReplicaCopyStart(client, req);
+  }
+  absl::Status DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) override {
+    CopyEndObservation seen;
+    seen.t_ns = engine_->NowNs();
+    seen.client = client;
+    seen.fence = req;
+    for (const PendingActionView& p : master_->replication().PendingActions()) {
+      if (p.lease.lease_id != req.lease_id) continue;
+      seen.lease_pending = true;
+      seen.lease_expiration_ns = p.lease.expiration_ns;
+      seen.lease_version = p.lease.version;
+      seen.name = p.lease.name;
+    }
+    if (!seen.lease_pending) {
+      if (std::optional<Task> task = master_->master().GetTask(req.task_id); task.has_value()) {
+        seen.name = task->copy.name;
+      }
+    }
+    if (!seen.name.key.empty()) {
+      if (absl::StatusOr<ObjectView> object = master_->master().GetObjectView(seen.name);
+          object.ok()) {
+        seen.object_exists = true;
+        seen.object_version = object->version;
+      }
+    }
+    seen.status = master_->DynamicReplicaCopyEnd(client, req);
+    observer_->OnCopyEnd(seen);
+    return seen.status;
+  }
+  absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
+    return master_->DynamicReplicaCopyRevoke(client, req);
+  }
+
+ private:
+  Engine* const engine_;
+  ReplicatedMaster* const master_;
+  RunObserver* const observer_;
 };
 
 struct KnobSet {
@@ -336,6 +386,17 @@ class Simulation {
   void Sample(size_t interval);
   void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }
   absl::Status CheckInvariants();
+  void Note(absl::string_view what) {
+    if (options_.observer != nullptr) options_.observer->OnNote(env_.NowNs(), what);
+  }
+  RunWorld World() {
+    RunWorld world;
+    world.now_ns = env_.NowNs();
+    world.events = env_.engine().events_run();
+    world.master = replicated_.get();
+    world.numa_hosts = &numa_hosts_;
+    return world;
+  }
   void Fail(absl::Status status) {
     if (status_.ok()) status_ = std::move(status);
   }
@@ -359,6 +420,8 @@ class Simulation {
   std::unique_ptr<DecisionRecorder> decisions_;
   std::unique_ptr<ReplicatedMaster> replicated_;
   std::unique_ptr<ObserverTee> tee_;
+  std::unique_ptr<ObservedCopyCalls> observed_copy_calls_;
+  std::vector<std::pair<HostId, const NumaHostModel*>> numa_hosts_;
   ControlFaults control_faults_;
   ControlStats control_stats_;
   int master_host_ = 0;
@@ -445,6 +508,9 @@ absl::Status Simulation::Build() {
   control_faults_.drop_ppm = ProbabilityPpm(faults.control_messages.drop_probability);
   control_faults_.delay_ppm = ProbabilityPpm(faults.control_messages.delay_probability);
   control_faults_.delay_ns = faults.control_messages.delay_ns;
+  if (faults.control_messages.to_ns.has_value()) {
+    control_faults_.until_ns = *faults.control_messages.to_ns;
+  }
   control_faults_.rpc_timeout_ns = MsToNs(knobs_.driver.control_rpc_timeout_ms);
 
   HS_RETURN_IF_ERROR(BuildMaster());
@@ -484,13 +550,17 @@ absl::Status Simulation::Build() {
 }
 
 absl::Status Simulation::BuildMaster() {
-  decisions_ = std::make_unique<DecisionRecorder>(&decisions_file_);
+  decisions_ = std::make_unique<DecisionRecorder>(&decisions_file_, options_.observer);
   HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env_.env(), knobs_.master,
                                                             knobs_.replication, decisions_.get()));
   tee_ =
       std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
   master().SetReadObserver(tee_.get());
   master().SetReplicaRemovalObserver(tee_.get());
+  if (options_.observer != nullptr) {
+    observed_copy_calls_ = std::make_unique<ObservedCopyCalls>(&env_.engine(), replicated_.get(),
+                                                               options_.observer);
+  }
   return absl::OkStatus();
 }
 
@@ -541,8 +611,11 @@ absl::Status Simulation::BuildHosts() {
     master_host_ = it->second;
   }
   for (HostRt& host : hosts_) {
+    DynamicCopyCalls* copy_calls = observed_copy_calls_ != nullptr
+                                       ? static_cast<DynamicCopyCalls*>(observed_copy_calls_.get())
+                                       : replicated_.get();
     host.master_client = std::make_unique<SimMasterClient>(
-        &env_.engine(), network_.get(), &master(), replicated_.get(), host.index, master_host_,
+        &env_.engine(), network_.get(), &master(), copy_calls, host.index, master_host_,
         control_faults_, &env_.faults_rng(), &control_stats_);
     if (knobs_.driver.numa_model && !host.segments.empty()) {
       NumaCosts costs;
@@ -550,6 +623,7 @@ absl::Status Simulation::BuildHosts() {
       costs.decay_ns_per_key = knobs_.driver.tiering_decay_ns_per_key;
       HS_ASSIGN_OR_RETURN(host.numa,
                           NumaHostModel::Create(env_.env(), knobs_.tiering, *host.spec, costs));
+      numa_hosts_.emplace_back(host.name, host.numa.get());
     }
   }
   return absl::OkStatus();
@@ -585,6 +659,7 @@ void Simulation::StartWorker(HostRt& host) {
   for (const MountSegmentRequest& s : host.segments) segments_[s.segment_id].mounted = true;
   host.worker->Start();
   if (host.numa != nullptr) host.numa->Start();
+  Note(absl::StrCat("store worker on ", host.name, " started"));
 }
 
 void Simulation::ScheduleTrunkFaults() {
@@ -593,11 +668,13 @@ void Simulation::ScheduleTrunkFaults() {
     const std::string b = f.domain_b;
     if (f.kind == TrunkFaultKind::kPartition) {
       env_.engine().ScheduleAt(f.from_ns, [this, a, b] {
+        Note(absl::StrCat("trunk ", a, "<->", b, " partitioned"));
         CountMetric("sim_trunk_partitions_total");
         if (absl::Status st = network_->PartitionTrunk(a, b); !st.ok()) Fail(st);
       });
       if (f.to_ns < scenario_.duration_ns) {
         env_.engine().ScheduleAt(f.to_ns, [this, a, b] {
+          Note(absl::StrCat("trunk ", a, "<->", b, " healed"));
           if (absl::Status st = network_->HealTrunk(a, b); !st.ok()) Fail(st);
         });
       }
@@ -606,11 +683,13 @@ void Simulation::ScheduleTrunkFaults() {
           std::clamp<int64_t>(static_cast<int64_t>(std::llround(f.bandwidth_factor * 100)), 1, 100);
       const DurationNs extra = f.extra_latency_ns;
       env_.engine().ScheduleAt(f.from_ns, [this, a, b, percent, extra] {
+        Note(absl::StrCat("trunk ", a, "<->", b, " degraded to ", percent, "%"));
         CountMetric("sim_trunk_degradations_total");
         if (absl::Status st = network_->DegradeTrunk(a, b, percent, extra); !st.ok()) Fail(st);
       });
       if (f.to_ns < scenario_.duration_ns) {
         env_.engine().ScheduleAt(f.to_ns, [this, a, b] {
+          Note(absl::StrCat("trunk ", a, "<->", b, " restored"));
           if (absl::Status st = network_->DegradeTrunk(a, b, 100, 0); !st.ok()) Fail(st);
         });
       }
@@ -637,6 +716,7 @@ void Simulation::PumpNext() {
   if (!*more) return;
   env_.engine().ScheduleAt(std::max(next_op_.t_ns, env_.NowNs()), [this] {
     SimOp op = std::move(next_op_);
+    if (options_.observer != nullptr) options_.observer->OnOp(env_.NowNs(), op);
     if (absl::Status st = Execute(op); !st.ok()) {
       Fail(st);
       return;
@@ -1227,8 +1307,9 @@ absl::StatusOr<RunResult> Simulation::Run() {
       options_.progress(engine.NowNs(), scenario_.duration_ns, events);
     }
     if (check_every > 0 && events % static_cast<uint64_t>(check_every) == 0) {
-      return CheckInvariants();
+      HS_RETURN_IF_ERROR(CheckInvariants());
     }
+    if (options_.observer != nullptr) return options_.observer->AfterEvent(World());
     return absl::OkStatus();
   });
   engine.SetStopPredicate([this] { return !status_.ok(); });
@@ -1238,6 +1319,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
   HS_RETURN_IF_ERROR(stopped.status());
   if (!result_.intervals.empty()) Sample(result_.intervals.size() - 1);
   HS_RETURN_IF_ERROR(status_);
+  if (options_.observer != nullptr) HS_RETURN_IF_ERROR(options_.observer->AtEnd(World()));
   if (options_.progress)
     options_.progress(engine.NowNs(), scenario_.duration_ns, engine.events_run());
 

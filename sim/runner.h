@@ -45,10 +45,19 @@
 #include "absl/status/statusor.h"
 #include "core/base/knobs.h"
 #include "core/env/time.h"
+#include "core/master/master_types.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
+#include "sim/workloads.h"
+
+namespace heatsink {
+class ReplicatedMaster;
+struct DecisionRecord;
+}  // namespace heatsink
 
 namespace heatsink::sim {
+
+class NumaHostModel;
 
 // Knobs of the driver itself (how the simulated clients and workers behave),
 // set like any other knob.
@@ -93,6 +102,50 @@ ScenarioLoadOptions SimulatorLoadOptions();
 // Reads a scenario file for a run (LoadScenarioFile with SimulatorKnobSpecs).
 [[nodiscard]] absl::StatusOr<Scenario> LoadScenarioForRun(const std::string& path);
 
+// What a RunObserver sees of the simulated world; valid during the call.
+struct RunWorld {
+  TimeNs now_ns = 0;
+  uint64_t events = 0;  // events run so far
+  const ReplicatedMaster* master = nullptr;
+  // The NUMA model of every host that has one, in topology order.
+  const std::vector<std::pair<HostId, const NumaHostModel*>>* numa_hosts = nullptr;
+};
+
+// One DynamicReplicaCopyEnd as the master saw it: the lease state just
+// before the call and the answer.
+struct CopyEndObservation {
+  TimeNs t_ns = 0;
+  ClientId client;
+  CopyTaskFence fence;
+  // The pending action holding the fence's lease just before the call.
+  bool lease_pending = false;
+  TimeNs lease_expiration_ns = 0;
+  Version lease_version = 0;
+  ObjectName name;              // of the lease, or of the task when no lease is pending
+  bool object_exists = false;  // just before the call
+  Version object_version = 0;
+  absl::Status status;
+};
+
+// Watches one run from inside (sim/swarm_checker.h is the main user): the
+// operations executed, the admission decisions, every dynamic CopyEnd, and
+// the world after each event and at the end. A non-OK status from
+// AfterEvent or AtEnd stops the run with that status. Calls arrive in
+// simulation order, on the run's thread.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnOp(TimeNs /*now_ns*/, const SimOp& /*op*/) {}
+  virtual void OnDecision(const DecisionRecord& /*record*/) {}
+  virtual void OnCopyEnd(const CopyEndObservation& /*copy_end*/) {}
+  // Trunk faults, worker starts and other world changes not carried by an op.
+  virtual void OnNote(TimeNs /*now_ns*/, absl::string_view /*what*/) {}
+  [[nodiscard]] virtual absl::Status AfterEvent(const RunWorld& /*world*/) {
+    return absl::OkStatus();
+  }
+  [[nodiscard]] virtual absl::Status AtEnd(const RunWorld& /*world*/) { return absl::OkStatus(); }
+};
+
 // A --set name=value, checked by name and parsed by the knob's registry.
 struct KnobOverride {
   std::string name;
@@ -117,6 +170,8 @@ struct RunOptions {
   std::optional<bool> log_reads;   // overrides outputs.log_reads
   bool keep_scenario_echo = true;  // fill RunResult::scenario_json
   ProgressFn progress;
+  // Not owned; null: no observer. Must outlive the run.
+  RunObserver* observer = nullptr;
 };
 
 // Runs the scenario to its duration. Errors: INVALID_ARGUMENT for knob values

@@ -279,6 +279,9 @@ struct ControlMessageFaults {
   double drop_probability = 0;
   double delay_probability = 0;
   DurationNs delay_ns = 0;  // added to a delayed message
+  // Messages sent at or after this time are neither dropped nor delayed
+  // (nullopt: the faults last the whole run).
+  std::optional<TimeNs> to_ns;
 };
 
 enum class TrunkFaultKind { kPartition, kDegrade };

@@ -168,6 +168,11 @@ absl::Status ParseFaults(const ParseContext& ctx, const JsonField& f, ScenarioFa
     if (c.delay_probability > 0 && c.delay_ns == 0) {
       return cr.ErrorAt("delay_probability", "delayed messages need a positive delay_ms");
     }
+    HS_ASSIGN_OR_RETURN(std::optional<JsonField> to, cr.Field("to_s", Need::kOptional));
+    if (to.has_value()) {
+      HS_ASSIGN_OR_RETURN(TimeNs t, ReadRunTime(ctx, *to, kNsPerSec));
+      c.to_ns = t;
+    }
     HS_RETURN_IF_ERROR(cr.Finish());
   }
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> trunk_faults, r.Field("trunk_faults", Need::kOptional));

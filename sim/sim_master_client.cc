@@ -34,7 +34,8 @@ bool SimMasterClient::Send(int src, int dst, EventFn deliver) {
   ++stats_->messages;
   // Draws happen only when the fault is configured, so a scenario without
   // control faults consumes nothing from the faults stream here.
-  if (faults_.drop_ppm > 0 && faults_rng_->Bernoulli(faults_.drop_ppm, kPpm)) {
+  const bool faulty = engine_->NowNs() < faults_.until_ns;
+  if (faulty && faults_.drop_ppm > 0 && faults_rng_->Bernoulli(faults_.drop_ppm, kPpm)) {
     ++stats_->dropped;
     return false;
   }
@@ -44,7 +45,7 @@ bool SimMasterClient::Send(int src, int dst, EventFn deliver) {
     return false;
   }
   DurationNs delay = *latency;
-  if (faults_.delay_ppm > 0 && faults_rng_->Bernoulli(faults_.delay_ppm, kPpm)) {
+  if (faulty && faults_.delay_ppm > 0 && faults_rng_->Bernoulli(faults_.delay_ppm, kPpm)) {
     ++stats_->delayed;
     delay += faults_.delay_ns;
   }

@@ -27,6 +27,7 @@
 #define HEATSINK_SIM_SIM_MASTER_CLIENT_H_
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
@@ -45,6 +46,8 @@ struct ControlFaults {
   uint64_t drop_ppm = 0;
   uint64_t delay_ppm = 0;
   DurationNs delay_ns = 0;
+  // Messages sent at or after this time are neither dropped nor delayed.
+  TimeNs until_ns = std::numeric_limits<TimeNs>::max();
   // A call whose request or answer was lost fails after this long.
   DurationNs rpc_timeout_ns = 1'000'000'000;
 };

@@ -6,6 +6,8 @@
 //   diff A B          two decision logs, decision by decision
 //   estimate ...      observe-mode estimate of what enforce would cost, and
 //                     knob sweeps of it (RunEstimate below; sim/estimate.h)
+//   swarm --seeds A..B  randomized fault simulation with invariant checks
+//                     (sim/swarm.h, docs/swarm.md); exit 1 when a seed fails
 //
 // Exit codes (all subcommands): 0 success (for `diff`: logs equal), 1 a
 // difference or a failed scenario check (for `diff`: logs differ), 2 an error
@@ -33,6 +35,7 @@
 #include "sim/report_format.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/swarm.h"
 
 namespace {
 
@@ -517,6 +520,58 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* args, const std::string& out_he
                 "Also write reads.jsonl (one line per key read that reached the master)");
 }
 
+struct SwarmArgs {
+  std::string seeds;
+  std::string scenario_path;
+  int jobs = 1;
+  std::string out_dir = "out/swarm";
+  int64_t time_budget_s = 0;
+  int64_t progress_every = 100;
+  bool keep_scenarios = false;
+};
+
+int RunSwarmCommand(const SwarmArgs& args) {
+  if (!args.scenario_path.empty()) {
+    if (!args.seeds.empty()) {
+      std::cerr << "heatsink-sim swarm: give --seeds or --scenario, not both\n";
+      return kExitError;
+    }
+    absl::StatusOr<Scenario> scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
+    if (!scenario.ok()) {
+      std::cerr << "heatsink-sim swarm: " << scenario.status().message() << "\n";
+      return kExitError;
+    }
+    const heatsink::sim::SwarmSeedResult r =
+        heatsink::sim::RunSwarmScenario(*scenario, heatsink::sim::SwarmCheckerOptions{});
+    if (r.passed) {
+      std::cout << "swarm: " << args.scenario_path << " passed, " << r.events << " events\n";
+      return kExitOk;
+    }
+    std::cout << heatsink::sim::FormatSwarmFailure(r, args.scenario_path, "heatsink-sim");
+    return kExitDifferent;
+  }
+  if (args.seeds.empty()) {
+    std::cerr << "heatsink-sim swarm: --seeds A..B (or --scenario FILE) is required\n";
+    return kExitError;
+  }
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> range = heatsink::sim::ParseSeedRange(args.seeds);
+  if (!range.ok()) {
+    std::cerr << "heatsink-sim swarm: " << range.status().message() << "\n";
+    return kExitError;
+  }
+  heatsink::sim::SwarmOptions options;
+  options.seed_first = range->first;
+  options.seed_last = range->second;
+  options.jobs = args.jobs;
+  options.out_dir = args.out_dir;
+  options.time_budget_s = args.time_budget_s;
+  options.progress_every = args.progress_every;
+  options.keep_scenarios = args.keep_scenarios;
+  const heatsink::sim::SwarmSummary summary =
+      heatsink::sim::RunSwarm(options, std::cout, std::cerr);
+  return summary.failed == 0 ? kExitOk : kExitDifferent;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -578,6 +633,33 @@ int main(int argc, char** argv) {
   EstimateArgs estimate_args;
   AddEstimateOptions(estimate, &estimate_args);
 
+  CLI::App* swarm = app.add_subcommand(
+      "swarm",
+      "Randomized fault simulation: each seed draws a small topology, tiny-limit knobs, "
+      "workloads and a fault schedule, runs it with every invariant checked after every event "
+      "and a liveness phase after the faults stop (docs/swarm.md). A failing seed prints the "
+      "invariant, the last events, its scenario file and the replay command. Exit 0 when every "
+      "seed passes, 1 when one fails, 2 on a usage error.");
+  SwarmArgs swarm_args;
+  swarm->add_option("--seeds", swarm_args.seeds, "Seed range A..B (inclusive), or one seed N");
+  swarm->add_option("--scenario", swarm_args.scenario_path,
+                    "Run one scenario file (for example a failing seed's) under the swarm checks");
+  swarm->add_option("--jobs", swarm_args.jobs, "Seeds run at once (threads)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  swarm->add_option("--out", swarm_args.out_dir, "Where failing seeds' scenarios are written")
+      ->capture_default_str();
+  swarm->add_option("--time-budget-s", swarm_args.time_budget_s,
+                    "Stop starting seeds after this many seconds of wall time (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  swarm->add_option("--progress-every", swarm_args.progress_every,
+                    "A progress line on stderr every N seeds (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  swarm->add_flag("--keep-scenarios", swarm_args.keep_scenarios,
+                  "Write every seed's scenario into --out, not only the failing ones'");
+
   for (CLI::App* sub : {run, compare, diff, estimate}) sub->footer(kExitCodesHelp);
 
   try {
@@ -591,6 +673,7 @@ int main(int argc, char** argv) {
     if (*compare) return RunCompare(compare_args, modes);
     if (*diff) return RunDiff(diff_a, diff_b, keys_max);
     if (*estimate) return RunEstimate(estimate_args, argv[0]);
+    if (*swarm) return RunSwarmCommand(swarm_args);
   } catch (const std::exception& e) {
     std::cerr << "heatsink-sim: " << e.what() << "\n";
     return kExitError;

@@ -200,9 +200,14 @@ TEST(Cli, UnknownModeIsAnError) {
 }
 
 TEST(Cli, FailedCheckExitsOne) {
+  // threshold-get with its own checks replaced by one that holds and one
+  // that cannot.
   std::string text = ReadFile(RepoRoot() / "scenarios/admission/threshold-get.json");
-  const size_t end = text.rfind('}');
-  text.insert(end, R"(, "checks": [
+  const size_t begin = text.find("\"checks\": [");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = text.find(']', begin);
+  ASSERT_NE(end, std::string::npos);
+  text.replace(begin, end + 1 - begin, R"("checks": [
     {"name": "admits", "metric": "admissions.accepted", "op": "==", "value": 1},
     {"name": "impossible", "metric": "reads.count", "op": ">", "value": 1000000}])");
   const fs::path path = WriteScenario("checks", text);

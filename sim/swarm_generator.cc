@@ -1,0 +1,377 @@
+// The swarm scenario generator (sim/swarm_generator.h). Everything is drawn
+// with the project's Rng; nlohmann's ordered_json keeps the keys in the order
+// written, so the text is a pure function of the seed.
+#include "sim/swarm_generator.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/env/rng.h"
+#include "nlohmann/json.hpp"
+
+namespace heatsink::sim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+
+// Milliseconds as the seconds a scenario's `*_s` field takes.
+double Seconds(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+// A probability in thousandths, as a number.
+double Permille(int64_t permille) { return static_cast<double>(permille) / 1000.0; }
+
+bool Coin(Rng& rng, uint64_t numerator, uint64_t denominator) {
+  return rng.Bernoulli(numerator, denominator);
+}
+
+template <typename T>
+const T& Pick(Rng& rng, const std::vector<T>& items) {
+  return items[rng.Uniform(items.size())];
+}
+
+struct HostDraw {
+  std::string name;
+  std::string domain;
+};
+
+}  // namespace
+
+SwarmScenario GenerateSwarmScenario(uint64_t seed) {
+  const Rng root(seed);
+  Rng topo = root.Fork("swarm/topology");
+  Rng knob = root.Fork("swarm/knobs");
+  Rng work = root.Fork("swarm/workloads");
+  Rng script = root.Fork("swarm/script");
+  Rng fault = root.Fork("swarm/faults");
+
+  SwarmScenario out;
+  out.seed = seed;
+  out.name = absl::StrCat("swarm-", seed);
+
+  // ------------------------------------------------------------ timing
+  const int64_t faults_end_ms = 1'500 + 100 * knob.UniformRange(0, 25);
+  const int64_t lease_ttl_ms = 50 * knob.UniformRange(3, 24);  // 150 ms .. 1.2 s
+  const int64_t sweep_interval_ms = 50 * knob.UniformRange(1, 5);
+  const int64_t task_timeout_sec = knob.UniformRange(1, 2);
+  const int64_t put_discard_timeout_sec = 1;
+  const int64_t rpc_timeout_ms = 50 * knob.UniformRange(2, 6);
+  const int64_t copy_delay_max_ms = 2 * lease_ttl_ms;
+
+  // ---------------------------------------------------------- topology
+  const int64_t domains = topo.UniformRange(1, 3);
+  std::vector<HostDraw> hosts;
+  Json topology_domains = Json::array();
+  const std::vector<int64_t> nic_gbps = {1, 10, 100};
+  const std::vector<int64_t> segment_mib = {2, 3, 4, 6};
+  for (int64_t d = 0; d < domains; ++d) {
+    const std::string domain = absl::StrCat("d", d);
+    Json hosts_json = Json::array();
+    const int64_t per_domain = topo.UniformRange(1, 3);
+    for (int64_t h = 0; h < per_domain; ++h) {
+      const std::string host = absl::StrCat(domain, "h", h);
+      hosts.push_back(HostDraw{host, domain});
+      const int64_t gbps = Pick(topo, nic_gbps);
+      Json host_json = Json::object();
+      host_json["name"] = host;
+      host_json["nic_send_gbps"] = gbps;
+      host_json["nic_receive_gbps"] = gbps;
+      host_json["segments"] =
+          Json::array({Json{{"name", "mem"}, {"capacity_bytes", Pick(topo, segment_mib) * kMiB}}});
+      host_json["clients"] = Json::array({Json{{"name", "c"}}});
+      hosts_json.push_back(std::move(host_json));
+    }
+    topology_domains.push_back(Json{{"name", domain}, {"hosts", std::move(hosts_json)}});
+  }
+  Json topology = Json::object();
+  topology["domains"] = std::move(topology_domains);
+  topology["default_trunk"] =
+      Json{{"bandwidth_gbps", Pick(topo, nic_gbps)}, {"latency_us", 10 * topo.UniformRange(1, 10)}};
+  topology["network"] = Json{{"control_jitter_percent", topo.UniformRange(0, 20)}};
+  auto client_of = [&hosts](size_t i) { return absl::StrCat(hosts[i].name, "/c"); };
+
+  // ------------------------------------------------------------- knobs
+  Json knobs = Json::object();
+  knobs["dynamic_replication_mode"] = Coin(knob, 4, 5) ? "enforce" : "observe";
+  const int64_t window_s = knob.UniformRange(1, 2);
+  knobs["dynamic_replication_heat_window_seconds"] = window_s;
+  knobs["dynamic_replication_heat_window_sub_buckets"] =
+      Pick(knob, std::vector<int64_t>{2, 4, 5, 10});
+  // A hit count of 2..6 reads in the window, written as reads per second.
+  knobs["dynamic_replication_admission_qps_threshold"] =
+      static_cast<double>(knob.UniformRange(2, 6)) / static_cast<double>(window_s);
+  knobs["dynamic_replication_max_memory_replicas"] = knob.UniformRange(1, 2);
+  knobs["dynamic_replication_heat_window_entries_max"] = knob.UniformRange(2, 16);
+  knobs["dynamic_replication_admission_cooldown_ms"] =
+      Coin(knob, 1, 4) ? 0 : 50 * knob.UniformRange(1, 12);
+  knobs["dynamic_replication_recreate_cooldown_ms"] =
+      Coin(knob, 1, 4) ? 0 : 50 * knob.UniformRange(1, 20);
+  knobs["dynamic_replication_target_utilization_cap"] = Permille(50 * knob.UniformRange(10, 20));
+  knobs["dynamic_replication_domain_aware"] = Coin(knob, 1, 2);
+  knobs["dynamic_replication_lease_ttl_ms"] = lease_ttl_ms;
+  knobs["dynamic_replication_trigger_queue_max"] = knob.UniformRange(1, 8);
+  knobs["dynamic_replication_pending_actions_max"] = knob.UniformRange(1, 8);
+  knobs["dynamic_replication_proposals_max"] = knob.UniformRange(1, 8);
+  knobs["dynamic_replication_cooldown_entries_max"] = knob.UniformRange(1, 16);
+  knobs["replica_selection_policy"] = Coin(knob, 1, 2) ? "first" : "spread";
+  knobs["eviction_high_watermark_ratio"] = Permille(50 * knob.UniformRange(10, 19));
+  knobs["eviction_ratio"] = Permille(50 * knob.UniformRange(1, 10));
+  knobs["sweep_interval_ms"] = sweep_interval_ms;
+  knobs["client_live_ttl_sec"] = knob.UniformRange(1, 2);
+  knobs["put_start_discard_timeout_sec"] = put_discard_timeout_sec;
+  knobs["put_start_release_timeout_sec"] = knob.UniformRange(1, 2);
+  knobs["default_kv_lease_ttl_ms"] = 10 * knob.UniformRange(2, 50);
+  knobs["pending_task_timeout_sec"] = task_timeout_sec;
+  knobs["processing_task_timeout_sec"] = task_timeout_sec;
+  knobs["metadata_shards"] = knob.UniformRange(1, 4);
+  const int64_t processing_per_client = knob.UniformRange(1, 8);
+  knobs["pending_tasks_per_client_max"] = knob.UniformRange(1, 8);
+  knobs["processing_tasks_per_client_max"] = processing_per_client;
+  knobs["fetch_tasks_batch_max"] = knob.UniformRange(1, processing_per_client);
+  knobs["tasks_max"] = knob.UniformRange(1, 16);
+  knobs["invariant_check_events"] = 1;
+  knobs["master_host"] = hosts[knob.Uniform(hosts.size())].name;
+  knobs["worker_heartbeat_interval_ms"] = 50 * knob.UniformRange(2, 6);
+  knobs["worker_fetch_interval_ms"] = 10 * knob.UniformRange(1, 10);
+  knobs["worker_copies_in_flight_max"] = knob.UniformRange(1, 4);
+  knobs["control_rpc_timeout_ms"] = rpc_timeout_ms;
+  knobs["read_retries_max"] = 200;
+  const bool numa = Coin(knob, 1, 2);
+  knobs["numa_model"] = numa;
+  if (numa) {
+    knobs["block"] = kMiB;
+    knobs["ram_head"] = 256 * kKiB;
+    knobs["memory"] = kMiB * knob.UniformRange(1, 4);
+  }
+
+  // --------------------------------------------------------- workloads
+  Json workloads = Json::array();
+  auto object_size = [](Rng& rng) { return 64 * kKiB * rng.UniformRange(1, 8); };
+  {
+    const int64_t objects = work.UniformRange(2, 8);
+    const int64_t settle_ms = 50;
+    const int64_t start_ms = 10 * work.UniformRange(0, 20);
+    Json z = Json::object();
+    z["type"] = "zipf";
+    z["name"] = "z";
+    z["start_s"] = Seconds(start_ms);
+    z["objects"] = objects;
+    z["rate_per_s"] = 50 * work.UniformRange(1, 8);
+    z["readers_per_domain"] = work.UniformRange(1, 2);
+    z["object_size_bytes"] = object_size(work);
+    z["skew"] = Permille(250 * work.UniformRange(0, 6));
+    z["batch_size"] = work.UniformRange(1, 2);
+    z["writer_domain"] = hosts[work.Uniform(hosts.size())].domain;
+    z["settle_ms"] = settle_ms;
+    z["duration_s"] = Seconds(faults_end_ms - start_ms - settle_ms);
+    workloads.push_back(std::move(z));
+  }
+  if (domains >= 2 && Coin(work, 1, 2)) {
+    const int64_t objects = work.UniformRange(1, 4);
+    const int64_t reads_per_object = work.UniformRange(4, 16);
+    const int64_t rate = 50 * work.UniformRange(2, 8);
+    const int64_t writer = work.UniformRange(0, domains - 1);
+    const int64_t reader = (writer + work.UniformRange(1, domains - 1)) % domains;
+    // Every read lands before the faults end.
+    const int64_t span_ms = objects * reads_per_object * 1000 / rate + 200;
+    const int64_t start_ms =
+        10 * work.UniformRange(0, std::max<int64_t>(0, (faults_end_ms - span_ms) / 10));
+    Json r = Json::object();
+    r["type"] = "cross_domain_reuse";
+    r["name"] = "reuse";
+    r["start_s"] = Seconds(start_ms);
+    r["writer_domain"] = absl::StrCat("d", writer);
+    r["reader_domain"] = absl::StrCat("d", reader);
+    r["objects"] = objects;
+    r["reads_per_object"] = reads_per_object;
+    r["rate_per_s"] = rate;
+    r["object_size_bytes"] = object_size(work);
+    if (start_ms + span_ms <= faults_end_ms) workloads.push_back(std::move(r));
+  }
+
+  // The script: a few keys of its own, then timed episodes.
+  {
+    Json ops = Json::array();
+    const int64_t keys = script.UniformRange(1, 4);
+    int64_t clock_ms = 0;
+    auto key_name = [](int64_t k) { return absl::StrCat("s-", k); };
+    auto put = [&](int64_t at_ms, int64_t k) {
+      ops.push_back(Json{{"op", "put"},
+                         {"client", client_of(script.Uniform(hosts.size()))},
+                         {"key", key_name(k)},
+                         {"size_bytes", object_size(script)},
+                         {"at_ms", at_ms}});
+    };
+    for (int64_t k = 0; k < keys; ++k) {
+      clock_ms += script.UniformRange(1, 20);
+      put(clock_ms, k);
+    }
+    std::vector<std::string> delayed_hosts;
+    const int64_t episodes = script.UniformRange(3, 14);
+    for (int64_t e = 0; e < episodes; ++e) {
+      clock_ms += script.UniformRange(20, 300);
+      if (clock_ms >= faults_end_ms - 150) break;
+      const int64_t k = script.UniformRange(0, keys - 1);
+      switch (script.Uniform(6)) {
+        case 0:
+        case 1: {
+          // A burst of reads of one key from several domains at one instant,
+          // then, sometimes, a re-put of the key while its copy may run.
+          const int64_t reads = script.UniformRange(3, 12);
+          for (int64_t i = 0; i < reads; ++i) {
+            ops.push_back(Json{{"op", "get"},
+                               {"client", client_of(script.Uniform(hosts.size()))},
+                               {"key", key_name(k)},
+                               {"at_ms", clock_ms}});
+          }
+          if (Coin(script, 1, 2)) {
+            clock_ms += script.UniformRange(1, 40);
+            put(clock_ms, k);
+          }
+          break;
+        }
+        case 2:
+          ops.push_back(Json{{"op", "remove"},
+                             {"client", client_of(script.Uniform(hosts.size()))},
+                             {"key", key_name(k)},
+                             {"at_ms", clock_ms}});
+          if (Coin(script, 1, 2)) {
+            clock_ms += script.UniformRange(1, 100);
+            put(clock_ms, k);
+          }
+          break;
+        case 3: {
+          Json f =
+              Json{{"op", "fail_copy"}, {"count", script.UniformRange(1, 2)}, {"at_ms", clock_ms}};
+          if (Coin(script, 1, 2)) f["key"] = key_name(k);
+          ops.push_back(std::move(f));
+          break;
+        }
+        case 4: {
+          // Copies sourced on the host outlive their lease when the delay
+          // exceeds the TTL.
+          const std::string& host = hosts[script.Uniform(hosts.size())].name;
+          ops.push_back(Json{{"op", "delay_copies"},
+                             {"host", host},
+                             {"by_ms", script.UniformRange(1, copy_delay_max_ms)},
+                             {"at_ms", clock_ms}});
+          if (std::find(delayed_hosts.begin(), delayed_hosts.end(), host) == delayed_hosts.end()) {
+            delayed_hosts.push_back(host);
+          }
+          break;
+        }
+        default:
+          // A copy start from a host that may not be the lease's source.
+          ops.push_back(Json{{"op", "copy_start"},
+                             {"host", hosts[script.Uniform(hosts.size())].name},
+                             {"key", key_name(k)},
+                             {"at_ms", clock_ms}});
+          break;
+      }
+    }
+    std::sort(delayed_hosts.begin(), delayed_hosts.end());
+    for (const std::string& host : delayed_hosts) {
+      ops.push_back(Json{{"op", "delay_copies"},
+                         {"host", host},
+                         {"by_ms", 0},
+                         {"at_ms", std::max(clock_ms, faults_end_ms - 1)}});
+    }
+    workloads.push_back(Json{{"type", "scripted"}, {"name", "script"}, {"ops", std::move(ops)}});
+  }
+
+  // ------------------------------------------------------------ faults
+  Json faults = Json::object();
+  {
+    Json crashes = Json::array();
+    std::vector<size_t> order(hosts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[fault.Uniform(i)]);
+    const int64_t crash_count =
+        std::min<int64_t>(fault.UniformRange(0, 2), static_cast<int64_t>(hosts.size()));
+    for (int64_t c = 0; c < crash_count; ++c) {
+      const int64_t at_ms = fault.UniformRange(100, faults_end_ms - 200);
+      // Some crashes outlast client_live_ttl_sec: the master then reaps the
+      // worker and unmounts its segments while its copies are in flight.
+      const int64_t restart_ms = std::min(faults_end_ms, at_ms + fault.UniformRange(20, 2500));
+      crashes.push_back(Json{{"host", hosts[order[static_cast<size_t>(c)]].name},
+                             {"at_s", Seconds(at_ms)},
+                             {"restart_at_s", Seconds(restart_ms)}});
+    }
+    faults["worker_crashes"] = std::move(crashes);
+
+    Json unmounts = Json::array();
+    if (Coin(fault, 1, 3)) {
+      const int64_t at_ms = fault.UniformRange(100, faults_end_ms - 200);
+      const int64_t remount_ms = std::min(faults_end_ms, at_ms + fault.UniformRange(20, 800));
+      unmounts.push_back(
+          Json{{"segment", absl::StrCat(hosts[fault.Uniform(hosts.size())].name, "/mem")},
+               {"at_s", Seconds(at_ms)},
+               {"remount_at_s", Seconds(remount_ms)}});
+    }
+    faults["segment_unmounts"] = std::move(unmounts);
+
+    faults["copy_failure_probability"] =
+        Coin(fault, 1, 2) ? 0.0 : Permille(fault.UniformRange(10, 300));
+    if (Coin(fault, 1, 2)) {
+      faults["control_messages"] = Json{{"drop_probability", Permille(fault.UniformRange(0, 50))},
+                                        {"delay_probability", Permille(fault.UniformRange(0, 200))},
+                                        {"delay_ms", fault.UniformRange(1, 50)},
+                                        {"to_s", Seconds(faults_end_ms)}};
+    }
+    Json trunk_faults = Json::array();
+    if (domains >= 2) {
+      for (int64_t a = 0; a < domains; ++a) {
+        for (int64_t b = a + 1; b < domains; ++b) {
+          if (!Coin(fault, 1, 3)) continue;
+          const int64_t from_ms = fault.UniformRange(50, faults_end_ms - 100);
+          const int64_t to_ms = std::min(faults_end_ms, from_ms + fault.UniformRange(20, 1000));
+          Json t = Json{{"between", Json::array({absl::StrCat("d", a), absl::StrCat("d", b)})}};
+          if (Coin(fault, 1, 2)) {
+            t["kind"] = "partition";
+          } else {
+            t["kind"] = "degrade";
+            t["bandwidth_factor"] = Permille(fault.UniformRange(1, 1000));
+            t["extra_latency_ms"] = fault.UniformRange(0, 100);
+          }
+          t["from_s"] = Seconds(from_ms);
+          t["to_s"] = Seconds(to_ms);
+          trunk_faults.push_back(std::move(t));
+        }
+      }
+    }
+    faults["trunk_faults"] = std::move(trunk_faults);
+  }
+
+  // ---------------------------------------------------------- liveness
+  // After the faults end: every lease ends within its TTL (twice, for one
+  // granted just before the end), tasks and stuck puts within their
+  // timeouts, plus the reaping period, a delayed copy and an RPC timeout.
+  const int64_t timeouts_ms =
+      std::max({2 * lease_ttl_ms, task_timeout_sec * 1000, put_discard_timeout_sec * 1000});
+  out.faults_end_ms = faults_end_ms;
+  out.liveness_ms = timeouts_ms + 2 * sweep_interval_ms + copy_delay_max_ms + rpc_timeout_ms + 500;
+
+  Json scenario = Json::object();
+  scenario["format_version"] = 1;
+  scenario["name"] = out.name;
+  scenario["description"] =
+      absl::StrCat("heatsink-sim swarm seed ", seed, ": faults end at ", faults_end_ms,
+                   " ms, liveness phase of ", out.liveness_ms, " ms");
+  scenario["seed"] = seed;
+  scenario["duration_s"] = Seconds(faults_end_ms + out.liveness_ms);
+  scenario["time_step_ms"] = 1000;
+  scenario["outputs"] = Json{{"per_request_csv", false}, {"html_report", false}};
+  scenario["topology"] = std::move(topology);
+  scenario["knobs"] = std::move(knobs);
+  scenario["workloads"] = std::move(workloads);
+  scenario["faults"] = std::move(faults);
+  out.json = scenario.dump(2) + "\n";
+  return out;
+}
+
+}  // namespace heatsink::sim
