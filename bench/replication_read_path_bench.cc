@@ -82,7 +82,7 @@ struct World {
       MountSegmentRequest req{SegmentId(s), absl::StrFormat("seg%d", s),
                               host,         "",
                               capacity,     absl::StrFormat("tcp://10.0.0.%d:12345", s),
-                              true};
+                              true,         ""};
       (void)rm->master().MountSegment(ClientId(s), req);
     }
     for (size_t i = 0; i < kObjects; ++i) {

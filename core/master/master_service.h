@@ -87,7 +87,9 @@ class MasterService {
 
   // --- Observers (extension points; see master_observers.h) ----------------
   // Set before serving or at any time; nullptr removes. Not owned; must
-  // outlive the service or be removed first.
+  // outlive the service or be removed first. Installing a different read
+  // observer zeroes every object's observer word (O(objects), all object
+  // locks held).
   void SetReadObserver(ReadObserver* observer);
   void SetReplicaRemovalObserver(ReplicaRemovalObserver* observer);
 

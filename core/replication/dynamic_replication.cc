@@ -154,8 +154,38 @@ Domain DynamicReplication::PendingDomain(absl::string_view target_domain) const 
 // Read path
 // ---------------------------------------------------------------------------
 
+namespace {
+// ReadObservation::observer_note values: 0 = not recorded yet.
+constexpr uint64_t kHeatNoteDone = 1;     // recorded (or skipped), no trigger
+constexpr uint64_t kHeatNoteCrossed = 2;  // recorded and crossed: queue a trigger
+}  // namespace
+
+void DynamicReplication::BeforeKeyRead(uint64_t object_word) const {
+  if (enabled_) window_.Prefetch(object_word);
+}
+
+void DynamicReplication::OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) {
+  if (!enabled_) return;
+  read.observer_note = RecordHeat(read, &object_word);
+}
+
 void DynamicReplication::OnKeyRead(const ReadObservation& read) {
   if (!enabled_) return;
+  const uint64_t note = read.observer_note != 0 ? read.observer_note : RecordHeat(read, nullptr);
+  if (note != kHeatNoteCrossed) return;
+  const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
+  const HeatKeyView key{read.tenant, read.key, domain};
+  absl::StatusOr<TriggerEnqueue> queued = triggers_.Enqueue(read.t_ns, key);
+  if (!queued.ok()) {
+    metrics_.trigger_queue_overflows.Add();
+    return;
+  }
+  if (!queued->queued) return;
+  metrics_.triggers_enqueued.Add();
+  if (queued->queue_was_empty) WakeAdmissionWorker();
+}
+
+uint64_t DynamicReplication::RecordHeat(const ReadObservation& read, HeatHandle* handle) {
   const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
   // DESIGN 2: an object at its cap records no heat. The replica list is at
   // hand, so this costs one pass over a handful of descriptors.
@@ -167,21 +197,13 @@ void DynamicReplication::OnKeyRead(const ReadObservation& read) {
   } else {
     at_limit = static_cast<int64_t>(read.readable_replicas.size());
   }
-  if (at_limit >= knobs_.dynamic_replication_max_memory_replicas) return;
+  if (at_limit >= knobs_.dynamic_replication_max_memory_replicas) return kHeatNoteDone;
   const HeatKeyView key{read.tenant, read.key, domain};
   // hot_read_observations is not counted here: the window already counts
   // its records per shard under the shard lock, and SyncMetrics() carries
   // that count over, so the read path touches no shared counter.
-  const HeatRecord record = window_.Record(read.t_ns, key);
-  if (!record.crossed) return;
-  absl::StatusOr<TriggerEnqueue> queued = triggers_.Enqueue(read.t_ns, key);
-  if (!queued.ok()) {
-    metrics_.trigger_queue_overflows.Add();
-    return;
-  }
-  if (!queued->queued) return;
-  metrics_.triggers_enqueued.Add();
-  if (queued->queue_was_empty) WakeAdmissionWorker();
+  const HeatRecord record = window_.Record(read.t_ns, key, handle);
+  return record.crossed ? kHeatNoteCrossed : kHeatNoteDone;
 }
 
 void DynamicReplication::WakeAdmissionWorker() {

@@ -3,7 +3,8 @@
 // Dynamic hot replication (RFC stage 1 and stage 2) on top of a MasterService:
 // centralised admission, distributed execution.
 //
-// Read path (ReadObserver::OnKeyRead, foreground). Mode off: nothing. Else one
+// Read path (ReadObserver::OnKeyReadLocked and OnKeyRead, foreground). Mode
+// off: nothing. Else one
 // heat observation per key read in the bounded HeatWindow, keyed by tenant +
 // key (+ requester domain when domain-aware); a read of an object already at
 // its replica cap (in the requester's domain when domain-aware) records no
@@ -81,7 +82,9 @@
 // master restart (DESIGN 11).
 //
 // Thread safety: every public method is thread-safe. The read path takes only
-// the heat window's shard lock and the trigger queue's lock. Decisions and
+// the heat window's shard lock (inside the master's object lock, in
+// OnKeyReadLocked; the window is a leaf: it never calls out) and the trigger
+// queue's lock (in OnKeyRead, after the master's lock). Decisions and
 // the copy lifecycle serialise on one control lock (never taken by the read
 // path or by the removal observer); the master is never called with the
 // state lock held, because its observers take that lock.
@@ -184,6 +187,13 @@ class DynamicReplication final : public ReadObserver,
   const ReplicationKnobs& knobs() const { return knobs_; }
 
   // --- Observers (called by the master) ------------------------------------
+  // The heat observation, under the object's lock: the object's word holds
+  // the key's HeatHandle, so a read of a tracked key goes straight to its
+  // heat-window slot. OnKeyRead then queues the trigger if the read crossed;
+  // a read that reaches OnKeyRead without OnKeyReadLocked (an observer in
+  // between that forwards only OnKeyRead) is recorded there, by key.
+  void BeforeKeyRead(uint64_t object_word) const override;
+  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override;
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
 
@@ -302,6 +312,10 @@ class DynamicReplication final : public ReadObserver,
   void Emit(const DecisionRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
 
   void WakeAdmissionWorker();
+  // Counts one read in the heat window (with `handle` when not null) and
+  // returns a ReadObservation::observer_note: kHeatNoteDone or
+  // kHeatNoteCrossed.
+  uint64_t RecordHeat(const ReadObservation& read, HeatHandle* handle);
   void OnLeaseTimer(LeaseId lease_id);
   TimerId ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -20,37 +20,63 @@ constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();
 // touching the slot.
 constexpr uint32_t kSlotBits = 24;
 constexpr uint32_t kSlotMask = (uint32_t{1} << kSlotBits) - 1;
-// u16 tenant length, u16 domain length, ahead of the key bytes in a block.
-constexpr size_t kBlockHeaderBytes = 4;
 constexpr uint16_t kCounterMax = std::numeric_limits<uint16_t>::max();
 constexpr size_t kFieldBytesMax = std::numeric_limits<uint16_t>::max();
+constexpr size_t kKeyBytesMax = std::numeric_limits<uint32_t>::max();
+
+// HeatHandle bits: [generation:32][shard:8][slot + 1:24].
+constexpr int kHandleShardShift = kSlotBits;
+constexpr int kHandleGenerationShift = 32;
+constexpr int32_t kShardsMax = 256;
 
 uint32_t TagOf(uint64_t hash) { return static_cast<uint32_t>(hash >> 56); }
 
 size_t IndexSizeFor(uint32_t capacity) {
-  // Load <= 0.75 at the entry limit, and always at least one empty cell.
-  size_t size = 8;
-  while (size * 3 < static_cast<size_t>(capacity) * 4 + 4) size *= 2;
-  return size;
+  // Load <= 0.75 at the entry limit, and always at least one empty cell. Not
+  // a power of two (a cell is found by multiply-shift, not by a mask), so
+  // the index costs 4 / 0.75 bytes per key at every entry limit.
+  return static_cast<size_t>(capacity) * 4 / 3 + 2;
+}
+
+// The home cell of a key: the high bits of hash32 scaled to the index size
+// (Lemire's multiply-shift reduction).
+size_t HomeCell(uint32_t hash32, size_t size) {
+  return static_cast<size_t>((static_cast<uint64_t>(hash32) * size) >> 32);
+}
+
+size_t NextCell(size_t pos, size_t size) { return pos + 1 == size ? 0 : pos + 1; }
+
+// Cells from `from` forward to `to`, cyclically.
+size_t CyclicDistance(size_t from, size_t to, size_t size) {
+  return to >= from ? to - from : to + size - from;
 }
 
 }  // namespace
 
 struct HeatWindow::Slot {
-  // [u16 tenant length][u16 domain length][tenant][key][domain], little
-  // endian; null while the slot is free.
-  std::unique_ptr<char[]> block;
+  // The fields a read of a tracked key touches come first.
   // Live: index of the newest sub-bucket (time / bucket_ns). Free: the next
   // free slot, or kNoSlot.
   int64_t head_bucket = 0;
-  uint32_t hash32 = 0;     // low bits of StableHeatKeyHash: home index cell
-  uint32_t block_len = 0;  // header + key bytes
+  // A number from the shard's generation clock, drawn when a key takes the
+  // slot and again when the slot is freed: a HeatHandle names the slot and
+  // this number, so it matches only while the slot holds the key it was
+  // issued for.
+  uint32_t generation = 0;
+  uint32_t key_len = 0;
+  uint16_t tenant_len = 0;
+  uint16_t domain_len = 0;
   // The ring of sub-bucket counters (the first sub_buckets are used), kept in
   // the slot so that a read touches one place. Live: the newest bucket
   // (head_bucket % sub_buckets) is never 0, because a bucket becomes the
   // newest only through the read it counts; so a live entry is idle exactly
   // when its newest bucket has left the window.
   uint16_t ring[kHeatWindowSubBucketsMax] = {};
+  uint32_t hash32 = 0;  // low bits of StableHeatKeyHash: home index cell
+  // [tenant][key][domain]; null while the slot is free.
+  std::unique_ptr<char[]> block;
+
+  uint32_t block_len() const { return tenant_len + key_len + domain_len; }
 };
 static_assert(sizeof(std::unique_ptr<char[]>) == 8);
 
@@ -58,10 +84,17 @@ struct alignas(64) HeatWindow::Shard {
   mutable Mutex mu;
   uint32_t capacity = 0;  // slots at most
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
+  // slots.data(): fixed after construction, because the capacity is
+  // reserved then and never exceeded. Read without the lock, for prefetching
+  // only.
+  const Slot* slot_base = nullptr;
   std::vector<uint32_t> index ABSL_GUARDED_BY(mu);   // open addressing, linear probing
   uint32_t live ABSL_GUARDED_BY(mu) = 0;
   uint32_t free_head ABSL_GUARDED_BY(mu) = kNoSlot;
   uint32_t hand ABSL_GUARDED_BY(mu) = 0;
+  // Keys inserted so far (wraps): the generation of the next insert. Not
+  // reset by Clear(), so a handle from before a Clear() never matches.
+  uint32_t generation_clock ABSL_GUARDED_BY(mu) = 0;
   int64_t key_bytes ABSL_GUARDED_BY(mu) = 0;
   HeatWindowStats stats ABSL_GUARDED_BY(mu);
 };
@@ -118,12 +151,13 @@ int32_t Roll(uint16_t* ring, int64_t head, int64_t to, int32_t n) {
   return pos;
 }
 
-bool BlockMatches(const char* block, HeatKeyView key) {
-  const auto* h = reinterpret_cast<const unsigned char*>(block);
-  const size_t tenant_len = static_cast<size_t>(h[0]) | static_cast<size_t>(h[1]) << 8;
-  const size_t domain_len = static_cast<size_t>(h[2]) | static_cast<size_t>(h[3]) << 8;
-  if (tenant_len != key.tenant.size() || domain_len != key.domain.size()) return false;
-  const char* p = block + kBlockHeaderBytes;
+template <typename SlotT>
+bool SlotMatches(const SlotT& e, HeatKeyView key) {
+  if (e.tenant_len != key.tenant.size() || e.key_len != key.key.size() ||
+      e.domain_len != key.domain.size()) {
+    return false;
+  }
+  const char* p = e.block.get();
   // Empty parts are skipped: their data() may be null, which memcmp must not see.
   const auto matches = [&p](absl::string_view part) {
     const bool same = part.empty() || std::memcmp(p, part.data(), part.size()) == 0;
@@ -133,14 +167,11 @@ bool BlockMatches(const char* block, HeatKeyView key) {
   return matches(key.tenant) && matches(key.key) && matches(key.domain);
 }
 
-HeatKey DecodeBlock(const char* block, uint32_t block_len) {
-  const auto* h = reinterpret_cast<const unsigned char*>(block);
-  const size_t tenant_len = static_cast<size_t>(h[0]) | static_cast<size_t>(h[1]) << 8;
-  const size_t domain_len = static_cast<size_t>(h[2]) | static_cast<size_t>(h[3]) << 8;
-  const char* p = block + kBlockHeaderBytes;
-  const size_t key_len = block_len - kBlockHeaderBytes - tenant_len - domain_len;
-  return HeatKey(std::string(p, tenant_len), std::string(p + tenant_len, key_len),
-                 std::string(p + tenant_len + key_len, domain_len));
+template <typename SlotT>
+HeatKey DecodeSlot(const SlotT& e) {
+  const char* p = e.block.get();
+  return HeatKey(std::string(p, e.tenant_len), std::string(p + e.tenant_len, e.key_len),
+                 std::string(p + e.tenant_len + e.key_len, e.domain_len));
 }
 
 }  // namespace
@@ -165,7 +196,8 @@ HeatWindow::HeatWindow(const Options& options)
   HS_CHECK(options.hit_count >= 1 && options.hit_count <= kAdmissionHitCountMax);
   HS_CHECK(options.cleanup_slots_per_record >= 0);
   HS_CHECK(options.replacement_probe_slots >= 1);
-  static_assert(sizeof(Slot) == 24 + 2 * kHeatWindowSubBucketsMax, "slot layout (memory bound)");
+  HS_CHECK_MSG(shard_count_ <= kShardsMax, "a HeatHandle has 8 bits of shard");
+  static_assert(sizeof(Slot) == 32 + 2 * kHeatWindowSubBucketsMax, "slot layout (memory bound)");
   shards_ = std::make_unique<Shard[]>(static_cast<size_t>(shard_count_));
   const int64_t base = options.entries_max / shard_count_;
   const int64_t extra = options.entries_max % shard_count_;
@@ -174,17 +206,19 @@ HeatWindow::HeatWindow(const Options& options)
     MutexLock lock(&s.mu);
     s.capacity = static_cast<uint32_t>(base + (i < extra ? 1 : 0));
     s.slots.reserve(s.capacity);
+    s.slot_base = s.slots.data();
     s.index.assign(IndexSizeFor(s.capacity), 0);
   }
 }
 
 HeatWindow::~HeatWindow() = default;
 
-HeatWindow::Shard& HeatWindow::ShardFor(uint64_t hash) const {
+int32_t HeatWindow::ShardIndexFor(uint64_t hash) const {
   // Bits 32..63 choose the shard; bits 0..31 the index cell inside it. A
   // 32-bit remainder (bits 32..63 fit in 32 bits): the same shard, a cheaper
   // division on the read path.
-  return shards_[static_cast<uint32_t>(hash >> 32) % static_cast<uint32_t>(shard_count_)];
+  return static_cast<int32_t>(static_cast<uint32_t>(hash >> 32) %
+                              static_cast<uint32_t>(shard_count_));
 }
 
 namespace {
@@ -196,22 +230,20 @@ struct Probe {
 };
 
 template <typename ShardT>
-Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key, size_t key_block_len) {
-  const size_t mask = s.index.size() - 1;
+Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) {
+  const size_t size = s.index.size();
   const uint32_t tag = TagOf(hash);
   const uint32_t hash32 = static_cast<uint32_t>(hash);
-  size_t pos = hash32 & mask;
+  size_t pos = HomeCell(hash32, size);
   for (;;) {
     const uint32_t cell = s.index[pos];
     if (cell == 0) return Probe{pos, kNoSlot};
     if ((cell >> kSlotBits) == tag) {
       const uint32_t slot = (cell & kSlotMask) - 1;
       const auto& e = s.slots[slot];
-      if (e.hash32 == hash32 && e.block_len == key_block_len && BlockMatches(e.block.get(), key)) {
-        return Probe{pos, slot};
-      }
+      if (e.hash32 == hash32 && SlotMatches(e, key)) return Probe{pos, slot};
     }
-    pos = (pos + 1) & mask;
+    pos = NextCell(pos, size);
   }
 }
 
@@ -219,17 +251,17 @@ Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key, size_t key_block_
 // of the cluster back (no tombstones, so lookups never slow down with churn).
 template <typename ShardT>
 void EraseFromIndex(ShardT& s, uint32_t slot) {
-  const size_t mask = s.index.size() - 1;
-  size_t hole = s.slots[slot].hash32 & mask;
-  while ((s.index[hole] & kSlotMask) != slot + 1) hole = (hole + 1) & mask;
+  const size_t size = s.index.size();
+  size_t hole = HomeCell(s.slots[slot].hash32, size);
+  while ((s.index[hole] & kSlotMask) != slot + 1) hole = NextCell(hole, size);
   size_t j = hole;
   for (;;) {
-    j = (j + 1) & mask;
+    j = NextCell(j, size);
     const uint32_t cell = s.index[j];
     if (cell == 0) break;
-    const size_t home = s.slots[(cell & kSlotMask) - 1].hash32 & mask;
+    const size_t home = HomeCell(s.slots[(cell & kSlotMask) - 1].hash32, size);
     // A cell whose home lies cyclically in (hole, j] must stay.
-    if (((j - home) & mask) >= ((j - hole) & mask)) {
+    if (CyclicDistance(home, j, size) >= CyclicDistance(hole, j, size)) {
       s.index[hole] = cell;
       hole = j;
     }
@@ -237,134 +269,187 @@ void EraseFromIndex(ShardT& s, uint32_t slot) {
   s.index[hole] = 0;
 }
 
+HeatHandle MakeHandle(int32_t shard, uint32_t slot, uint32_t generation) {
+  return static_cast<uint64_t>(generation) << kHandleGenerationShift |
+         static_cast<uint64_t>(shard) << kHandleShardShift | (slot + 1);
+}
+
 }  // namespace
 
-HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
+HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) { return Record(now, key, nullptr); }
+
+HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   HS_CHECK(now >= 0);
-  HeatRecord out;
-  const size_t key_block_len =
-      kBlockHeaderBytes + key.tenant.size() + key.key.size() + key.domain.size();
-  const uint64_t hash = StableHeatKeyHash(key);
-  Shard& s = ShardFor(hash);
   const int32_t n = options_.sub_buckets;
-  const int64_t hit_count = options_.hit_count;
   const int64_t cur = now / bucket_ns_;
 
+  // The handle's slot, if it still holds this key: no hashing, no index.
+  if (handle != nullptr && *handle != kNoHeatHandle) {
+    const uint32_t slot = static_cast<uint32_t>(*handle & kSlotMask) - 1;
+    const uint32_t shard = static_cast<uint32_t>(*handle >> kHandleShardShift) & 0xff;
+    const uint32_t generation = static_cast<uint32_t>(*handle >> kHandleGenerationShift);
+    if (shard < static_cast<uint32_t>(shard_count_)) {
+      Shard& s = shards_[shard];
+      MutexLock lock(&s.mu);
+      if (slot < s.slots.size()) {
+        Slot& e = s.slots[slot];
+        // Same tenant and key (the handle's contract) and equal lengths:
+        // an empty domain matches without reading the key bytes; another
+        // domain is compared.
+        if (e.generation == generation && e.tenant_len == key.tenant.size() && e.key_len == key.key.size() &&
+            e.domain_len == key.domain.size() &&
+            (key.domain.empty() ||
+             std::memcmp(e.block.get() + e.tenant_len + e.key_len, key.domain.data(),
+                         key.domain.size()) == 0)) {
+          ++s.stats.handle_hits;
+          return RecordLocked(s, slot, cur);
+        }
+      }
+    }
+  }
+
+  HeatRecord out;
+  const uint64_t hash = StableHeatKeyHash(key);
+  const int32_t shard_index = ShardIndexFor(hash);
+  Shard& s = shards_[static_cast<size_t>(shard_index)];
+  const int64_t hit_count = options_.hit_count;
+
   MutexLock lock(&s.mu);
-  ++s.stats.records;
   if (key.tenant.size() > kFieldBytesMax || key.domain.size() > kFieldBytesMax ||
-      key_block_len > std::numeric_limits<uint32_t>::max()) {
+      key.key.size() > kKeyBytesMax ||
+      key.tenant.size() + key.key.size() + key.domain.size() > kKeyBytesMax) {
+    ++s.stats.records;
     ++s.stats.untracked;
     out.tracked = false;
+    if (handle != nullptr) *handle = kNoHeatHandle;
     return out;
   }
+  const size_t key_block_len = key.tenant.size() + key.key.size() + key.domain.size();
 
-  int64_t before = 0;
-  int64_t after = 0;
-  uint32_t touched = kNoSlot;
-  const Probe found = FindKey(s, hash, key, key_block_len);
+  const Probe found = FindKey(s, hash, key);
   if (found.slot != kNoSlot) {
-    Slot& e = s.slots[found.slot];
-    const int64_t at = std::max(cur, e.head_bucket);
-    const int32_t pos = Roll(e.ring, e.head_bucket, at, n);
-    e.head_bucket = at;
-    // After the roll every bucket of the ring lies inside the window.
-    before = SumRing(e.ring, n);
-    uint16_t& c = e.ring[pos];
-    after = before;
-    if (c < kCounterMax) {
-      ++c;
-      ++after;
+    if (handle != nullptr) {
+      *handle = MakeHandle(shard_index, found.slot, s.slots[found.slot].generation);
     }
-    touched = found.slot;
-  } else {
-    // Take a free slot, grow into the reserved capacity, or replace.
-    uint32_t slot = kNoSlot;
-    bool replaced = false;
-    if (s.free_head != kNoSlot) {
-      slot = s.free_head;
-      s.free_head = static_cast<uint32_t>(s.slots[slot].head_bucket);
-    } else if (s.slots.size() < s.capacity) {
-      slot = static_cast<uint32_t>(s.slots.size());
-      s.slots.emplace_back();
-    } else {
-      // Full: every slot is live. Probe at the hand for the coldest entry.
-      uint32_t best = kNoSlot;
-      int64_t best_count = 0;
-      int64_t best_head = 0;
-      const uint32_t size = static_cast<uint32_t>(s.slots.size());
-      for (int32_t i = 0; i < options_.replacement_probe_slots; ++i) {
-        const uint32_t idx = s.hand;
-        s.hand = idx + 1 == size ? 0 : idx + 1;
-        ++s.stats.slot_visits;
-        const Slot& e = s.slots[idx];
-        const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
-        if (c == 0) {
-          best = idx;
-          best_count = 0;
-          break;
-        }
-        if (c >= hit_count) continue;  // hot now: never replaced
-        if (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head)) {
-          best = idx;
-          best_count = c;
-          best_head = e.head_bucket;
-        }
-      }
-      if (best == kNoSlot) {
-        ++s.stats.untracked;
-        out.tracked = false;
-        return out;
-      }
-      if (best_count == 0) {
-        ++s.stats.idle_reclaims;
-      } else {
-        ++s.stats.replacements;
-      }
-      EraseFromIndex(s, best);
-      s.key_bytes -= s.slots[best].block_len - kBlockHeaderBytes;
-      --s.live;
-      slot = best;
-      replaced = true;
-    }
-    Slot& e = s.slots[slot];
-    // A replaced entry's block is reused when the new key has the same
-    // length (keys of one workload usually do); otherwise it is reallocated.
-    if (e.block == nullptr || e.block_len != key_block_len) {
-      e.block = std::make_unique<char[]>(key_block_len);
-    }
-    char* b = e.block.get();
-    b[0] = static_cast<char>(key.tenant.size() & 0xff);
-    b[1] = static_cast<char>(key.tenant.size() >> 8);
-    b[2] = static_cast<char>(key.domain.size() & 0xff);
-    b[3] = static_cast<char>(key.domain.size() >> 8);
-    char* p = b + kBlockHeaderBytes;
-    // An empty view may have a null data(), which memcpy must not see even
-    // for zero bytes (the stage-1 domain is such a view).
-    const auto append = [&p](absl::string_view part) {
-      if (!part.empty()) std::memcpy(p, part.data(), part.size());
-      p += part.size();
-    };
-    append(key.tenant);
-    append(key.key);
-    append(key.domain);
-    e.block_len = static_cast<uint32_t>(key_block_len);
-    e.hash32 = static_cast<uint32_t>(hash);
-    e.head_bucket = cur;
-    std::fill(e.ring, e.ring + n, 0);
-    e.ring[cur % n] = 1;
-    // The replacement may have shifted index cells: find the empty cell again.
-    const size_t cell = replaced ? FindKey(s, hash, key, key_block_len).pos : found.pos;
-    s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);
-    ++s.live;
-    s.key_bytes += static_cast<int64_t>(key_block_len - kBlockHeaderBytes);
-    ++s.stats.inserts;
-    before = 0;
-    after = 1;
-    touched = slot;
+    return RecordLocked(s, found.slot, cur);
   }
+  ++s.stats.records;
+  // Take a free slot, grow into the reserved capacity, or replace.
+  uint32_t slot = kNoSlot;
+  bool replaced = false;
+  if (s.free_head != kNoSlot) {
+    slot = s.free_head;
+    s.free_head = static_cast<uint32_t>(s.slots[slot].head_bucket);
+  } else if (s.slots.size() < s.capacity) {
+    slot = static_cast<uint32_t>(s.slots.size());
+    s.slots.emplace_back();  // within the reserved capacity: slot_base stays
+  } else {
+    // Full: every slot is live. Probe at the hand for the coldest entry.
+    uint32_t best = kNoSlot;
+    int64_t best_count = 0;
+    int64_t best_head = 0;
+    const uint32_t size = static_cast<uint32_t>(s.slots.size());
+    for (int32_t i = 0; i < options_.replacement_probe_slots; ++i) {
+      const uint32_t idx = s.hand;
+      s.hand = idx + 1 == size ? 0 : idx + 1;
+      ++s.stats.slot_visits;
+      const Slot& e = s.slots[idx];
+      const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
+      if (c == 0) {
+        best = idx;
+        best_count = 0;
+        break;
+      }
+      if (c >= hit_count) continue;  // hot now: never replaced
+      if (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head)) {
+        best = idx;
+        best_count = c;
+        best_head = e.head_bucket;
+      }
+    }
+    if (best == kNoSlot) {
+      ++s.stats.untracked;
+      out.tracked = false;
+      if (handle != nullptr) *handle = kNoHeatHandle;
+      return out;
+    }
+    if (best_count == 0) {
+      ++s.stats.idle_reclaims;
+    } else {
+      ++s.stats.replacements;
+    }
+    EraseFromIndex(s, best);
+    s.key_bytes -= s.slots[best].block_len();
+    --s.live;
+    slot = best;
+    replaced = true;
+  }
+  Slot& e = s.slots[slot];
+  // A replaced entry's block is reused when the new key has the same
+  // length (keys of one workload usually do); otherwise it is reallocated.
+  if (e.block == nullptr || e.block_len() != key_block_len) {
+    e.block = std::make_unique<char[]>(key_block_len);
+  }
+  char* p = e.block.get();
+  // An empty view may have a null data(), which memcpy must not see even
+  // for zero bytes (the stage-1 domain is such a view).
+  const auto append = [&p](absl::string_view part) {
+    if (!part.empty()) std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  };
+  append(key.tenant);
+  append(key.key);
+  append(key.domain);
+  e.tenant_len = static_cast<uint16_t>(key.tenant.size());
+  e.key_len = static_cast<uint32_t>(key.key.size());
+  e.domain_len = static_cast<uint16_t>(key.domain.size());
+  e.hash32 = static_cast<uint32_t>(hash);
+  e.generation = s.generation_clock++;
+  e.head_bucket = cur;
+  std::fill(e.ring, e.ring + n, 0);
+  e.ring[cur % n] = 1;
+  // The replacement may have shifted index cells: find the empty cell again.
+  const size_t cell = replaced ? FindKey(s, hash, key).pos : found.pos;
+  s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);
+  ++s.live;
+  s.key_bytes += static_cast<int64_t>(key_block_len);
+  ++s.stats.inserts;
+  if (handle != nullptr) *handle = MakeHandle(shard_index, slot, e.generation);
+  Cleanup(s, slot, cur);
+  out.count_in_window = 1;
+  out.crossed = hit_count <= 1;
+  if (out.crossed) ++s.stats.crossings;
+  return out;
+}
 
+HeatRecord HeatWindow::RecordLocked(Shard& s, uint32_t slot, int64_t cur) {
+  const int32_t n = options_.sub_buckets;
+  const int64_t hit_count = options_.hit_count;
+  ++s.stats.records;
+  Slot& e = s.slots[slot];
+  const int64_t at = std::max(cur, e.head_bucket);
+  const int32_t pos = Roll(e.ring, e.head_bucket, at, n);
+  e.head_bucket = at;
+  // After the roll every bucket of the ring lies inside the window.
+  const int64_t before = SumRing(e.ring, n);
+  uint16_t& c = e.ring[pos];
+  int64_t after = before;
+  if (c < kCounterMax) {
+    ++c;
+    ++after;
+  }
+  // No cleanup here: it makes room for new keys, so inserts run it (a read
+  // of a tracked key then touches its own slot only).
+  HeatRecord out;
+  out.count_in_window = after;
+  out.crossed = before < hit_count && after >= hit_count;
+  if (out.crossed) ++s.stats.crossings;
+  return out;
+}
+
+void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
   // Incremental cleanup: a fixed number of slots per call, never a scan.
+  const int32_t n = options_.sub_buckets;
   const uint32_t size = static_cast<uint32_t>(s.slots.size());
   for (int32_t i = 0; i < options_.cleanup_slots_per_record && size > 0; ++i) {
     // The hand wraps at the size of its time, which only grows until Clear
@@ -376,28 +461,36 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     if (e.block == nullptr || idx == touched) continue;
     if (!IdleAt(e.head_bucket, cur, n)) continue;
     EraseFromIndex(s, idx);
-    s.key_bytes -= e.block_len - kBlockHeaderBytes;
+    s.key_bytes -= e.block_len();
     e.block.reset();
+    e.generation = s.generation_clock++;  // handles to the old key stop matching
     e.head_bucket = s.free_head;
     s.free_head = idx;
     --s.live;
     ++s.stats.idle_reclaims;
   }
+}
 
-  out.count_in_window = after;
-  out.crossed = before < hit_count && after >= hit_count;
-  if (out.crossed) ++s.stats.crossings;
-  return out;
+void HeatWindow::Prefetch(HeatHandle handle) const {
+  if (handle == kNoHeatHandle) return;
+  const uint32_t slot = static_cast<uint32_t>(handle & kSlotMask) - 1;
+  const uint32_t shard = static_cast<uint32_t>(handle >> kHandleShardShift) & 0xff;
+  if (shard >= static_cast<uint32_t>(shard_count_)) return;
+  const Shard& s = shards_[shard];
+  if (slot >= s.capacity) return;
+  // The shard's lock word and the slot's two cache lines, for writing.
+  __builtin_prefetch(&s, 1);
+  const char* p = reinterpret_cast<const char*>(s.slot_base + slot);
+  __builtin_prefetch(p, 1);
+  __builtin_prefetch(p + sizeof(Slot) - 1, 1);
 }
 
 int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
   HS_CHECK(now >= 0);
-  const size_t key_block_len =
-      kBlockHeaderBytes + key.tenant.size() + key.key.size() + key.domain.size();
   const uint64_t hash = StableHeatKeyHash(key);
-  const Shard& s = ShardFor(hash);
+  const Shard& s = shards_[static_cast<size_t>(ShardIndexFor(hash))];
   MutexLock lock(&s.mu);
-  const Probe found = FindKey(s, hash, key, key_block_len);
+  const Probe found = FindKey(s, hash, key);
   if (found.slot == kNoSlot) return 0;
   const Slot& e = s.slots[found.slot];
   return CountAt(e.ring, e.head_bucket, now / bucket_ns_, options_.sub_buckets);
@@ -422,7 +515,7 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
       if (e.block == nullptr) continue;
       const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
       if (c < threshold) continue;
-      out.push_back(HotKey{DecodeBlock(e.block.get(), e.block_len), c});
+      out.push_back(HotKey{DecodeSlot(e), c});
     }
     // Keep at most `limit` between shards so the result stays bounded.
     if (out.size() > limit) {
@@ -454,6 +547,7 @@ HeatWindowStats HeatWindow::stats() const {
     const Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     total.records += s.stats.records;
+    total.handle_hits += s.stats.handle_hits;
     total.inserts += s.stats.inserts;
     total.replacements += s.stats.replacements;
     total.idle_reclaims += s.stats.idle_reclaims;
@@ -475,7 +569,7 @@ HeatWindowMemory HeatWindow::Memory() const {
     m.tracked_keys += s.live;
     m.fixed_bytes += static_cast<int64_t>(
         s.slots.capacity() * sizeof(Slot) +
-        s.index.capacity() * sizeof(uint32_t) + s.live * kBlockHeaderBytes);
+        s.index.capacity() * sizeof(uint32_t));
     m.key_bytes += s.key_bytes;
   }
   return m;
@@ -492,12 +586,12 @@ absl::Status HeatWindow::CheckInvariants() const {
     if (s.slots.size() > s.capacity) return fail("more slots than capacity");
     uint32_t live = 0;
     int64_t key_bytes = 0;
-    const size_t mask = s.index.size() - 1;
+    const size_t index_size = s.index.size();
     for (uint32_t idx = 0; idx < s.slots.size(); ++idx) {
       const Slot& e = s.slots[idx];
       if (e.block == nullptr) continue;
       ++live;
-      key_bytes += e.block_len - kBlockHeaderBytes;
+      key_bytes += e.block_len();
       if (e.ring[e.head_bucket % n] == 0) {
         return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
       }
@@ -506,10 +600,12 @@ absl::Status HeatWindow::CheckInvariants() const {
         return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
       }
       // Reachable from its home cell without crossing an empty cell.
-      size_t pos = e.hash32 & mask;
-      while (s.index[pos] != 0 && (s.index[pos] & kSlotMask) != idx + 1) pos = (pos + 1) & mask;
+      size_t pos = HomeCell(e.hash32, index_size);
+      while (s.index[pos] != 0 && (s.index[pos] & kSlotMask) != idx + 1) {
+        pos = NextCell(pos, index_size);
+      }
       if (s.index[pos] == 0) return fail(absl::StrCat("slot ", idx, " unreachable in index"));
-      const HeatKey k = DecodeBlock(e.block.get(), e.block_len);
+      const HeatKey k = DecodeSlot(e);
       if (static_cast<uint32_t>(StableHeatKeyHash(k.view())) != e.hash32) {
         return fail(absl::StrCat("slot ", idx, " hash does not match its key"));
       }

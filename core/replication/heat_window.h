@@ -18,9 +18,13 @@
 //
 // Bound. At most `entries_max` keys are tracked, split evenly over the
 // shards; the memory for them is reserved at construction (untouched pages
-// are not resident). Cleanup is incremental: every Record() advances a clock
-// hand over `cleanup_slots_per_record` slots of its shard and frees entries
-// whose window is empty ("idle"). No call ever scans a whole shard.
+// are not resident). Cleanup is incremental: every Record() that inserts a
+// key advances a clock hand over `cleanup_slots_per_record` slots of its
+// shard and frees entries whose window is empty ("idle"). Cleanup exists to
+// make room for new keys, so a read of a key already tracked does none and
+// touches its own slot only; an idle entry lingers until an insert's
+// cleanup or replacement probe reaches it (it is never counted, and it
+// takes a slot the table reserved anyway). No call ever scans a whole shard.
 //
 // A full shard still admits a new key. The new key takes the slot of the
 // coldest entry among the next `replacement_probe_slots` slots at the hand
@@ -47,14 +51,25 @@
 // second read it outranks every one-read key and no flood of one-read keys
 // can displace it. heat_window_test.cc proves both.
 //
-// Memory. Per tracked key: a 48-byte slot (24 bytes of key reference, hash
-// and newest-bucket index, and the counter ring, room for
-// kHeatWindowSubBucketsMax 16-bit counters, so that a read touches the slot
-// and nothing else besides the index cell and the key), a 4-byte index cell
-// at load <= 0.75, and one heap block holding a 4-byte length header and the
-// key bytes. Memory() reports it; the fixed part is below 64 bytes per key
-// (the test and the benchmark print it). The allocator's own per-block overhead is not
-// visible to core and not included.
+// Memory. Per tracked key: a 56-byte slot (key reference, hash, generation,
+// field lengths, newest-bucket index and the counter ring, room for
+// kHeatWindowSubBucketsMax 16-bit counters, so that a read by handle touches
+// the slot and nothing else, and a lookup the index cell and the key besides),
+// a 4-byte index cell
+// at load 0.75 (the index is sized to the entry limit, not to a power of
+// two), and one heap block holding exactly the key bytes. Memory() reports
+// it; the fixed part is below 64 bytes per key at every entry limit (the
+// test and the benchmark print it). The allocator's own per-block overhead
+// is not visible to core and not included.
+//
+// Handles. Record() can also take a HeatHandle: a 64-bit note of where the
+// key's entry lives (shard, slot, and the slot's generation, which changes
+// whenever the slot is given to another key). The master keeps one per
+// object next to its metadata, so a read of a tracked key goes straight to
+// its slot: no hashing, no index probe, no key comparison. A handle that no
+// longer matches (its entry was replaced or cleaned up) costs one failed
+// check and the ordinary lookup, which refreshes it. Results are identical
+// with and without handles.
 //
 // Determinism. The shard of a key comes from StableHeatKeyHash; the victim
 // choice from slot order and the clock hand, never from hash-map iteration.
@@ -97,6 +112,11 @@ struct HeatRecord {
   bool tracked = true;
 };
 
+// Where a key's entry was found by an earlier Record() of the same window;
+// kNoHeatHandle when none. Opaque to everyone but HeatWindow.
+using HeatHandle = uint64_t;
+inline constexpr HeatHandle kNoHeatHandle = 0;
+
 struct HotKey {
   HeatKey key;
   int64_t count_in_window = 0;
@@ -104,6 +124,7 @@ struct HotKey {
 
 struct HeatWindowStats {
   int64_t records = 0;        // Record() calls
+  int64_t handle_hits = 0;    // of those, reads that reached their entry by handle
   int64_t inserts = 0;        // keys that started being tracked
   int64_t replacements = 0;   // of those, keys that displaced a non-idle entry
   int64_t idle_reclaims = 0;  // idle entries freed by cleanup or the probe
@@ -152,6 +173,20 @@ class HeatWindow {
   // newest bucket.
   HeatRecord Record(TimeNs now, HeatKeyView key);
 
+  // The same, with a handle (see "Handles" above). When `*handle` still names
+  // this key's entry, the read goes straight to it; otherwise the key is
+  // looked up as above. Either way `*handle` is left naming the key's entry
+  // (kNoHeatHandle when the key is not tracked). The same counts, crossings
+  // and replacements as Record(now, key).
+  // REQUIRES: `*handle` is kNoHeatHandle or was set by this window for a key
+  // with the same tenant and key (the domain may differ; it is compared).
+  HeatRecord Record(TimeNs now, HeatKeyView key, HeatHandle* handle);
+
+  // Asks the processor to start loading what Record(now, key, &handle) will
+  // touch, so the load overlaps the caller's own work. Only a hint: reads no
+  // entry, takes no lock, any handle value is safe.
+  void Prefetch(HeatHandle handle) const;
+
   // Reads of `key` in the window at `now`; 0 when not tracked. The admission
   // worker's re-check: a trigger whose key has cooled below the hit count is
   // logged below_threshold (DESIGN decision 8).
@@ -179,7 +214,12 @@ class HeatWindow {
   struct Slot;
   struct Shard;
 
-  Shard& ShardFor(uint64_t hash) const;
+  int32_t ShardIndexFor(uint64_t hash) const;
+  // One read of the live entry in `slot` (no cleanup). REQUIRES: s.mu held.
+  HeatRecord RecordLocked(Shard& s, uint32_t slot, int64_t cur);
+  // Advances the shard's hand over cleanup_slots_per_record slots, freeing
+  // idle entries other than `touched`. REQUIRES: s.mu held.
+  void Cleanup(Shard& s, uint32_t touched, int64_t cur);
 
   const Options options_;
   const DurationNs bucket_ns_;

@@ -62,6 +62,8 @@ struct ObjectMeta {
   // the PutEnd time at first, so unread objects order by age for eviction.
   TimeNs lease_expiry_ns = 0;
   TaskId replication_task;  // at most one per key
+  // The read observer's word for this object (ReadObserver::OnKeyReadLocked).
+  uint64_t read_observer_word = 0;
   absl::InlinedVector<ReplicaRecord, 2> replicas;
 
   int CompleteCount() const;

@@ -640,6 +640,27 @@ TEST_F(DynamicReplicationStage1, WindowEntryLimitAdmitsAHotKeyWhileTheTableIsFul
   EXPECT_LE(h.dr().heat_window().stats().tracked_keys, 16);
 }
 
+// The master keeps the key's heat-window handle in the object's metadata:
+// after the first read, reads of a tracked key reach their entry without a
+// lookup, and each is still one observation of the key.
+TEST_F(DynamicReplicationStage1, ReadsOfATrackedKeyGoStraightToTheirHeatEntry) {
+  ReplicationKnobs knobs = ReplicationTestKnobs();
+  knobs.dynamic_replication_admission_qps_threshold = 100.0;  // nothing crosses
+  ReplicationHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, kMiB, "h1"));
+  HS_ASSERT_OK(h.Put("k", 1000, {SegmentId(1)}));
+  HS_ASSERT_OK(h.Put("j", 1000, {SegmentId(1)}));
+  h.ReadTimes("k", 5);
+  h.ReadTimes("j", 2);
+  const HeatWindowStats s = h.dr().heat_window().stats();
+  EXPECT_EQ(s.records, 7);
+  EXPECT_EQ(s.handle_hits, 4 + 1);
+  EXPECT_EQ(s.inserts, 2);
+  const TimeNs now = h.now();
+  EXPECT_EQ(h.dr().heat_window().CountInWindow(now, HeatKeyView{kDefaultTenant, "k", ""}), 5);
+  EXPECT_EQ(h.dr().heat_window().CountInWindow(now, HeatKeyView{kDefaultTenant, "j", ""}), 2);
+}
+
 TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
   ReplicationKnobs knobs = ReplicationTestKnobs();
   knobs.dynamic_replication_mode = DynamicReplicationMode::kOff;
