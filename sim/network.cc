@@ -14,6 +14,16 @@ constexpr uint64_t kWorkPerByte = 1'000'000'000;  // work units per byte (ns per
 // Completion times are clamped here so time arithmetic never overflows; a
 // flow this slow is re-timed long before by any rate change.
 constexpr TimeNs kFarFutureNs = int64_t{1} << 62;
+// Activation and completion events name their flow by one word, (id <<
+// kFlowSlotBits) | slot, so the callback fits an EventFn's inline storage and
+// scheduling one never allocates.
+constexpr int kFlowSlotBits = 24;
+constexpr uint64_t kFlowSlotMask = (uint64_t{1} << kFlowSlotBits) - 1;
+constexpr FlowId kFlowIdMax = (FlowId{1} << (64 - kFlowSlotBits)) - 1;
+
+uint64_t FlowToken(uint32_t slot, FlowId id) { return (id << kFlowSlotBits) | slot; }
+uint32_t TokenSlot(uint64_t token) { return static_cast<uint32_t>(token & kFlowSlotMask); }
+FlowId TokenId(uint64_t token) { return token >> kFlowSlotBits; }
 
 }  // namespace
 
@@ -144,9 +154,8 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
         absl::StrCat("flow hosts out of range: ", spec.src_host, " -> ", spec.dst_host));
   }
   if (spec.bytes < 0 || spec.bytes > knobs_.flow_bytes_max) {
-    return absl::InvalidArgumentError(absl::StrCat("flow of ", spec.bytes,
-                                                   " bytes outside [0, flow_bytes_max=",
-                                                   knobs_.flow_bytes_max, "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flow of ", spec.bytes, " bytes outside [0, flow_bytes_max=", knobs_.flow_bytes_max, "]"));
   }
   if (spec.src_nic < -1 || spec.src_nic >= nic_count(spec.src_host) || spec.dst_nic < -1 ||
       spec.dst_nic >= nic_count(spec.dst_host)) {
@@ -156,6 +165,11 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
     return absl::ResourceExhaustedError(
         absl::StrCat("flows_max (", knobs_.flows_max, ") flows already alive"));
   }
+  if (free_flow_slots_.empty() && flows_.size() > kFlowSlotMask) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", kFlowSlotMask, " flows alive at once"));
+  }
+  HS_CHECK_MSG(next_flow_id_ <= kFlowIdMax, "flow id space exhausted");
   const int src_domain = hosts_[spec.src_host].domain;
   const int dst_domain = hosts_[spec.dst_host].domain;
   if (RouteBlocked(src_domain, dst_domain)) {
@@ -182,7 +196,9 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   flow.bytes = spec.bytes;
   flow.done = std::move(done);
   const DurationNs setup_ns = knobs_.transfer_overhead_ns + RouteLatencyNs(src_domain, dst_domain);
-  flow.event = engine_->ScheduleAfter(setup_ns, [this, slot, id] { Activate(slot, id); });
+  const uint64_t token = FlowToken(slot, id);
+  flow.event = engine_->ScheduleAfter(
+      setup_ns, [this, token] { Activate(TokenSlot(token), TokenId(token)); });
   flow_slot_.emplace(id, slot);
   ++flows_alive_;
   ++counters_.flows_started;
@@ -258,8 +274,8 @@ void Network::Detach(uint32_t slot, std::vector<uint32_t>& touched) {
 void Network::Settle(Flow& flow) {
   const TimeNs now = engine_->NowNs();
   if (now == flow.settled_ns) return;
-  const Work progress = static_cast<Work>(flow.rate_bytes_per_sec) *
-                        static_cast<Work>(now - flow.settled_ns);
+  const Work progress =
+      static_cast<Work>(flow.rate_bytes_per_sec) * static_cast<Work>(now - flow.settled_ns);
   flow.remaining_work = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
   flow.settled_ns = now;
   CountProgress(flow);
@@ -374,7 +390,7 @@ std::optional<FlowInfo> Network::GetFlow(FlowId id) const {
   if (flow.moving) {
     info.rate_bytes_per_sec = flow.rate_bytes_per_sec;
     info.remaining_bytes =
-        static_cast<int64_t>((flow.remaining_work + kWorkPerByte - 1) / kWorkPerByte);
+        static_cast<int64_t>((RemainingWorkNow(flow) + kWorkPerByte - 1) / kWorkPerByte);
     info.completion_ns = flow.completion_ns;
   } else {
     info.remaining_bytes = flow.bytes;
@@ -399,8 +415,8 @@ absl::Status Network::PartitionTrunk(absl::string_view domain_a, absl::string_vi
   std::vector<uint32_t> touched;
   for (const auto& [id, slot] : victims) {
     Fail(slot,
-         absl::UnavailableError(absl::StrCat("trunk between '", domain_a, "' and '", domain_b,
-                                             "' partitioned")),
+         absl::UnavailableError(
+             absl::StrCat("trunk between '", domain_a, "' and '", domain_b, "' partitioned")),
          touched);
   }
   if (!touched.empty()) Reshare(touched);
@@ -450,16 +466,16 @@ absl::StatusOr<DurationNs> Network::ControlLatencyNs(int src_host, int dst_host)
       const int src_domain = hosts_[src_host].domain;
       const int dst_domain = hosts_[dst_host].domain;
       if (RouteBlocked(src_domain, dst_domain)) {
-        return absl::UnavailableError(
-            absl::StrCat("control message from '", hosts_[src_host].name, "' to '",
-                         hosts_[dst_host].name, "' crosses a partitioned trunk"));
+        return absl::UnavailableError(absl::StrCat("control message from '", hosts_[src_host].name,
+                                                   "' to '", hosts_[dst_host].name,
+                                                   "' crosses a partitioned trunk"));
       }
       base = knobs_.control_cross_domain_latency_ns + RouteLatencyNs(src_domain, dst_domain);
       break;
     }
   }
-  const DurationNs jitter_max = static_cast<DurationNs>(
-      static_cast<__int128>(base) * knobs_.control_jitter_percent / 100);
+  const DurationNs jitter_max =
+      static_cast<DurationNs>(static_cast<__int128>(base) * knobs_.control_jitter_percent / 100);
   const DurationNs jitter =
       jitter_max > 0 ? static_cast<DurationNs>(rng_->Uniform(static_cast<uint64_t>(jitter_max) + 1))
                      : 0;
@@ -474,14 +490,20 @@ absl::Status Network::SendControl(int src_host, int dst_host, EventFn deliver) {
   return absl::OkStatus();
 }
 
+Network::Work Network::RemainingWorkNow(const Flow& flow) const {
+  const TimeNs now = engine_->NowNs();
+  if (now == flow.settled_ns) return flow.remaining_work;
+  const Work progress =
+      static_cast<Work>(flow.rate_bytes_per_sec) * static_cast<Work>(now - flow.settled_ns);
+  return flow.remaining_work > progress ? flow.remaining_work - progress : 0;
+}
+
 NetworkCounters Network::Counters() const {
   NetworkCounters out = counters_;
   const TimeNs now = engine_->NowNs();
   for (const Flow& flow : flows_) {
     if (flow.id == 0 || !flow.moving || now == flow.settled_ns) continue;
-    const Work progress = static_cast<Work>(flow.rate_bytes_per_sec) *
-                          static_cast<Work>(now - flow.settled_ns);
-    const Work remaining = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
+    const Work remaining = RemainingWorkNow(flow);
     const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
     const uint64_t delta =
         static_cast<uint64_t>((total - remaining) / kWorkPerByte) - flow.bytes_counted;
@@ -532,17 +554,23 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
       for (const ResourceRef& ref : flow.resources) visit_resource(ref.resource);
     }
   }
-  for (uint32_t slot : component_flows_) Settle(flows_[slot]);
   Solve();
+  // A flow whose rate did not change keeps its completion time exactly
+  // (progress is linear in time and the clamps agree), so only the flows whose
+  // rate changed are settled at the old rate and re-timed. Settling the others
+  // later gives the same integers: max(0, w - r*a - r*b) == max(0, w - r*(a+b)).
   for (uint32_t slot : component_flows_) {
     Flow& flow = flows_[slot];
+    if (flow.next_rate_bytes_per_sec == flow.rate_bytes_per_sec) continue;
+    Settle(flow);
     flow.rate_bytes_per_sec = flow.next_rate_bytes_per_sec;
     const TimeNs completion = CompletionTime(flow);
     if (completion == flow.completion_ns) continue;
     engine_->Cancel(flow.event);
-    const FlowId id = flow.id;
     flow.completion_ns = completion;
-    flow.event = engine_->ScheduleAt(completion, [this, slot, id] { Complete(slot, id); });
+    const uint64_t token = FlowToken(slot, flow.id);
+    flow.event = engine_->ScheduleAt(completion,
+                                     [this, token] { Complete(TokenSlot(token), TokenId(token)); });
   }
   last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
   flows_recomputed_total_ += component_flows_.size();

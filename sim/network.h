@@ -74,10 +74,10 @@ struct FlowSpec {
 
 struct FlowInfo {
   FlowId id = 0;
-  bool moving = false;                // false while in setup
-  int64_t rate_bytes_per_sec = 0;     // 0 while in setup
-  int64_t remaining_bytes = 0;        // rounded up, as of the last update
-  TimeNs completion_ns = -1;          // -1 while in setup
+  bool moving = false;             // false while in setup
+  int64_t rate_bytes_per_sec = 0;  // 0 while in setup
+  int64_t remaining_bytes = 0;     // rounded up, as of now
+  TimeNs completion_ns = -1;       // -1 while in setup
 };
 
 struct NicLoad {
@@ -89,7 +89,7 @@ struct NicLoad {
 // progress of moving flows (whole bytes only).
 struct NetworkCounters {
   std::array<uint64_t, kDistanceCount> bytes_by_distance{};  // index: Distance
-  std::vector<uint64_t> host_bytes_sent;                      // by host index
+  std::vector<uint64_t> host_bytes_sent;                     // by host index
   std::vector<uint64_t> host_bytes_received;
   uint64_t flows_started = 0;
   uint64_t flows_completed = 0;
@@ -134,8 +134,7 @@ class Network {
   // Partition fails every live flow whose route crosses the trunk with
   // UNAVAILABLE and refuses new flows and control messages over it until
   // HealTrunk.
-  [[nodiscard]] absl::Status PartitionTrunk(absl::string_view domain_a,
-                                            absl::string_view domain_b);
+  [[nodiscard]] absl::Status PartitionTrunk(absl::string_view domain_a, absl::string_view domain_b);
   [[nodiscard]] absl::Status HealTrunk(absl::string_view domain_a, absl::string_view domain_b);
   // Runs the trunk at `bandwidth_percent` (1..100) of its effective capacity
   // and adds `extra_latency_ns` to flows set up and messages sent from now on.
@@ -234,7 +233,10 @@ class Network {
   // Detaches a live flow, posts its `done` with `status` and frees the slot.
   void Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& touched);
   void FreeSlot(uint32_t slot);
+  // Brings remaining_work to now at the flow's current rate. Flows whose
+  // rate is unchanged by an update are settled lazily (see Reshare).
   void Settle(Flow& flow);
+  Work RemainingWorkNow(const Flow& flow) const;
   void CountProgress(Flow& flow);
   // Re-solves the component reachable from `seeds` (every moving flow when
   // selective_update is off) and reschedules completions that moved.

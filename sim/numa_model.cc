@@ -160,15 +160,14 @@ DurationNs NumaHostModel::ChunkCost(int region, uint64_t bytes) const {
 
 NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes) {
   NumaReadCost cost;
-  uint32_t chunk = 0;
-  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+  TierKey key{name, 0};
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
     const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
-    const TierKey key{name, chunk};
     absl::StatusOr<ReadToken> token = manager_->OpenRead(key);
     if (!token.ok()) continue;  // never indexed: backing memory
     if (token->placement() != ReadPlacement::kEvicted) {
-      const std::optional<KeyInfo> info = manager_->Lookup(key);
-      const int region = info.has_value() && info->region >= 0 ? info->region : 0;
+      // The region the chunk's head is pinned in while the token is open.
+      const int region = token->region() >= 0 ? token->region() : 0;
       cost.memory_ns += ChunkCost(region, bytes);
       ++cost.head_reads;
       if (token->placement() == ReadPlacement::kLocal) ++cost.local_reads;

@@ -1,7 +1,8 @@
 // MasterService: read-only views, statistics and CheckInvariants.
+#include <algorithm>
 #include <map>
-#include <set>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
 #include "core/master/master_service.h"
@@ -122,52 +123,59 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
     for (size_t i = 0; i < shards_.size(); ++i) {
       for (const auto& [name, meta] : shards_.at(i).objects) {
         ++objects;
-        const std::string where = absl::StrCat("object ", name.tenant, "/", name.key);
-        if (meta.replicas.empty()) return Violation(where + " has no replica");
+        // Messages are built only for a violation: this loop visits every object.
+        const auto where = [&name = name] {
+          return absl::StrCat("object ", name.tenant, "/", name.key);
+        };
+        if (meta.replicas.empty()) return Violation(where() + " has no replica");
         if (meta.version == 0 || meta.version >= version_bound) {
-          return Violation(absl::StrCat(where, " has version ", meta.version, " out of range"));
+          return Violation(absl::StrCat(where(), " has version ", meta.version, " out of range"));
         }
         if (static_cast<int64_t>(meta.replicas.size()) > knobs_.replicas_per_object_max) {
-          return Violation(where + " has more than replicas_per_object_max replicas");
+          return Violation(where() + " has more than replicas_per_object_max replicas");
         }
-        std::set<SegmentId> seen;
+        absl::InlinedVector<SegmentId, 4> seen;
         for (const ReplicaRecord& r : meta.replicas) {
-          const std::string rw = absl::StrCat(where, " replica ", r.id.value);
+          const auto rw = [&where, &r] { return absl::StrCat(where(), " replica ", r.id.value); };
           if (r.version != meta.version) {
-            return Violation(absl::StrCat(rw, " ", ReplicaStatusName(r.status), " has stale version ",
-                                          r.version, " (object ", meta.version, ")"));
+            return Violation(absl::StrCat(rw(), " ", ReplicaStatusName(r.status),
+                                          " has stale version ", r.version, " (object ",
+                                          meta.version, ")"));
           }
-          if (r.size != meta.size) return Violation(rw + " size differs from the object's");
-          if (!seen.insert(r.segment_id()).second) {
-            return Violation(absl::StrCat(where, " has two replicas on segment ", r.segment_id().value));
+          if (r.size != meta.size) return Violation(rw() + " size differs from the object's");
+          if (std::find(seen.begin(), seen.end(), r.segment_id()) != seen.end()) {
+            return Violation(
+                absl::StrCat(where(), " has two replicas on segment ", r.segment_id().value));
           }
+          seen.push_back(r.segment_id());
           auto e = expected.find(r.segment_id());
           if (e == expected.end() || instances[r.segment_id()] != r.segment.get()) {
-            return Violation(absl::StrCat(rw, " is on unknown or unmounted segment ",
-                                          r.segment_id().value));
+            return Violation(
+                absl::StrCat(rw(), " is on unknown or unmounted segment ", r.segment_id().value));
           }
           (r.holds_reserved() ? e->second.reserved : e->second.used) += r.size;
           e->second.replicas += 1;
           if (meta.put_in_progress &&
               (r.origin != ReplicaOrigin::kPut || r.status != ReplicaStatus::kProcessing)) {
-            return Violation(rw + " is not a PROCESSING put replica during the put");
+            return Violation(rw() + " is not a PROCESSING put replica during the put");
           }
           if (!meta.put_in_progress && r.origin == ReplicaOrigin::kPut &&
               r.status != ReplicaStatus::kComplete) {
-            return Violation(rw + " is a PROCESSING put replica after PutEnd");
+            return Violation(rw() + " is a PROCESSING put replica after PutEnd");
           }
           if (r.holds_reserved()) {
             auto t = tasks.find(meta.replication_task);
             if (t == tasks.end() || t->second.phase != CopyPhase::kStarted ||
                 t->second.target_replica != r.id) {
-              return Violation(rw + " is a PROCESSING copy target without a started task");
+              return Violation(rw() + " is a PROCESSING copy target without a started task");
             }
           }
         }
         if (meta.replication_task.valid()) {
           auto t = tasks.find(meta.replication_task);
           if (t == tasks.end()) {
-            return Violation(absl::StrCat(where, " holds missing task ", meta.replication_task.value));
+            return Violation(
+                absl::StrCat(where(), " holds missing task ", meta.replication_task.value));
           }
         }
       }

@@ -82,6 +82,8 @@ class ReadToken {
   const TierKey& key() const { return key_; }
   Residence residence() const { return residence_; }
   ReadPlacement placement() const { return placement_; }
+  // The head-pool region the read is pinned in (-1 when evicted).
+  int region() const { return region_; }
   uint64_t size_bytes() const { return size_bytes_; }
 
  private:
