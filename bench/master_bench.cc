@@ -54,7 +54,7 @@ struct Fixture {
       (void)master->RegisterClient(RegisterClientRequest{ClientId(s), "host", ""});
       MountSegmentRequest m{SegmentId(s), absl::StrFormat("seg%d", s),
                             absl::StrFormat("host%d", s), "", capacity,
-                            absl::StrFormat("tcp://10.0.0.%d:12345", s), true};
+                            absl::StrFormat("tcp://10.0.0.%d:12345", s), true, ""};
       (void)master->MountSegment(ClientId(s), m);
     }
     requests.reserve(kObjects);

@@ -85,7 +85,7 @@ void Worker(MasterService* master, ManualClock* clock, int thread, std::atomic<i
       // Unmount and remount one segment (its owner is client == segment id).
       const uint64_t s = 1 + rng.Uniform(kSegments);
       (void)master->UnmountSegment(ClientId(s), SegmentId(s));
-      MountSegmentRequest m{SegmentId(s), "s", "h" + std::to_string(s), "", 16 * 1024, "e", true};
+      MountSegmentRequest m{SegmentId(s), "s", "h" + std::to_string(s), "", 16 * 1024, "e", true, ""};
       (void)master->MountSegment(ClientId(s), m);
     }
     if (thread == 0 && op % 64 == 0) clock->AdvanceBy(MsToNs(1));
@@ -97,7 +97,7 @@ TEST(MasterStress, ConcurrentPutGetRemoveKeepsAccountingExact) {
   MasterService master(env.env(), StressKnobs());
   for (uint64_t s = 1; s <= kSegments; ++s) {
     ASSERT_TRUE(master.RegisterClient(RegisterClientRequest{ClientId(s), "h", ""}).ok());
-    MountSegmentRequest m{SegmentId(s), "s", "h" + std::to_string(s), "", 16 * 1024, "e", true};
+    MountSegmentRequest m{SegmentId(s), "s", "h" + std::to_string(s), "", 16 * 1024, "e", true, ""};
     ASSERT_TRUE(master.MountSegment(ClientId(s), m).ok());
   }
   std::atomic<int64_t> ok_ops{0};

@@ -52,7 +52,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
     const std::string host = "h" + std::to_string(s);
     ASSERT_TRUE(master.RegisterClient(RegisterClientRequest{ClientId(s), host, domain}).ok());
     MountSegmentRequest m{SegmentId(s), "seg" + std::to_string(s), host, domain,
-                          1 << 20,      "tcp://" + host,           true};
+                          1 << 20,      "tcp://" + host,           true, ""};
     ASSERT_TRUE(master.MountSegment(ClientId(s), m).ok());
   }
   auto put = [&](uint64_t i) {
