@@ -1,4 +1,4 @@
-# Compiler flags for HEATSINK_BUILD_FUZZERS (included from the root
+# Compiler flags for HEATSINK_BUILD_FUZZERS (the `asan` preset; included from the root
 # CMakeLists.txt before any target, so core/ and sim/ are instrumented too).
 #
 # Every object gets libFuzzer's coverage instrumentation (fuzzer-no-link) plus
@@ -8,7 +8,7 @@
 if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR
     "HEATSINK_BUILD_FUZZERS needs clang (libFuzzer); got ${CMAKE_CXX_COMPILER_ID}. "
-    "Use the `fuzz` preset or -DCMAKE_CXX_COMPILER=clang++.")
+    "Use the `asan` preset or -DCMAKE_CXX_COMPILER=clang++.")
 endif()
 set(HEATSINK_FUZZ_SANITIZERS "address,undefined")
 add_compile_options(
