@@ -380,6 +380,7 @@ class Simulation {
   absl::Status RestartWorker(const HostId& host);
   absl::Status MountOrUnmount(const std::string& segment, bool mount);
   absl::Status ScriptedCopyStart(const SimOp& op);
+  absl::Status ScriptedPropose(const SimOp& op);
 
   // Measurement.
   IntervalSample& IntervalAt(TimeNs t);
@@ -804,6 +805,8 @@ absl::Status Simulation::Execute(SimOp& op) {
       return absl::OkStatus();
     case SimOpKind::kCopyStart:
       return ScriptedCopyStart(op);
+    case SimOpKind::kPropose:
+      return ScriptedPropose(op);
     case SimOpKind::kDrain:
     case SimOpKind::kUndrain: {
       // An operator command to the master (not a worker RPC): replicas on a
@@ -1160,6 +1163,46 @@ absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
         CountMetric(r.ok() ? "sim_scripted_copy_starts_accepted_total"
                            : "sim_scripted_copy_starts_rejected_total");
       });
+  return absl::OkStatus();
+}
+
+// A burst of proposals through the master's internal control plane (a direct
+// call, like drain: proposals are not a worker RPC). Every call carries the
+// same content; the version and size the proposer "saw" default to the
+// object's current ones, read without touching its heat or lease.
+absl::Status Simulation::ScriptedPropose(const SimOp& op) {
+  HS_CHECK(op.proposal != nullptr);
+  const ScriptedProposal& spec = *op.proposal;
+  ReplicaActionProposal proposal;
+  proposal.name = ObjectName{op.tenant, op.keys.front()};
+  proposal.requester_domain = spec.requester_domain;
+  proposal.target_domain = spec.target_domain;
+  proposal.observed_version = static_cast<Version>(spec.observed_version);
+  proposal.expected_size_bytes = static_cast<uint64_t>(spec.expected_size_bytes);
+  if (proposal.observed_version == 0 || proposal.expected_size_bytes == 0) {
+    absl::StatusOr<ObjectView> view = replicated_->master().GetObjectView(proposal.name);
+    if (view.ok()) {
+      if (proposal.observed_version == 0) proposal.observed_version = view->version;
+      if (proposal.expected_size_bytes == 0) proposal.expected_size_bytes = view->size_bytes;
+    }
+  }
+  const TimeNs now = env_.NowNs();
+  proposal.expiration_ns = now + spec.expires_in_ns;
+  for (int64_t i = 0; i < spec.count; ++i) {
+    proposal.proposal_id = ProposalId(
+        static_cast<uint64_t>(spec.same_id ? spec.first_proposal_id : spec.first_proposal_id + i));
+    absl::StatusOr<ReplicaActionLease> result = replicated_->SubmitReplicaActionProposal(proposal);
+    CountMetric(result.ok() ? "sim_proposals_accepted_total" : "sim_proposals_rejected_total");
+    if (options_.observer != nullptr) {
+      ProposalObservation seen;
+      seen.t_ns = now;
+      seen.burst_index = i;
+      seen.burst_size = spec.count;
+      seen.proposal = proposal;
+      seen.result = std::move(result);
+      options_.observer->OnProposal(seen);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -46,6 +46,7 @@
 #include "core/base/knobs.h"
 #include "core/env/time.h"
 #include "core/master/master_types.h"
+#include "core/replication/replica_action.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
 #include "sim/workloads.h"
@@ -127,8 +128,19 @@ struct CopyEndObservation {
   absl::Status status;
 };
 
+// One SubmitReplicaActionProposal call of a scripted `propose` burst and the
+// master's answer.
+struct ProposalObservation {
+  TimeNs t_ns = 0;
+  int64_t burst_index = 0;  // 0 .. count - 1 within its op
+  int64_t burst_size = 1;
+  ReplicaActionProposal proposal;
+  absl::StatusOr<ReplicaActionLease> result;
+};
+
 // Watches one run from inside (sim/swarm_checker.h is the main user): the
-// operations executed, the admission decisions, every dynamic CopyEnd, and
+// operations executed, the admission decisions, every dynamic CopyEnd, every
+// scripted proposal and its answer, and
 // the world after each event and at the end. A non-OK status from
 // AfterEvent or AtEnd stops the run with that status. Calls arrive in
 // simulation order, on the run's thread.
@@ -138,6 +150,7 @@ class RunObserver {
   virtual void OnOp(TimeNs /*now_ns*/, const SimOp& /*op*/) {}
   virtual void OnDecision(const DecisionRecord& /*record*/) {}
   virtual void OnCopyEnd(const CopyEndObservation& /*copy_end*/) {}
+  virtual void OnProposal(const ProposalObservation& /*proposal*/) {}
   // Trunk faults, worker starts and other world changes not carried by an op.
   virtual void OnNote(TimeNs /*now_ns*/, absl::string_view /*what*/) {}
   [[nodiscard]] virtual absl::Status AfterEvent(const RunWorld& /*world*/) {

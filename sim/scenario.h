@@ -222,10 +222,28 @@ struct ColdStartWorkload {
 
 enum class ScriptOpKind {
   kMount, kUnmount, kPut, kGet, kBatchGet, kRemove, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob, kDrain, kUndrain,
+  kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob, kDrain, kUndrain, kPropose,
 };
 // The JSON "op" word: "mount", "batch_get", "advance_time", ...
 absl::string_view ScriptOpKindName(ScriptOpKind kind);
+
+// `propose`: a burst of SubmitReplicaActionProposal calls for one key, all at
+// the op's instant, the way several proposers (or one retrying) would send
+// them. Every call carries the same content; only the proposal id differs,
+// unless `same_id`, when every call repeats the first id (an idempotent
+// resubmission).
+struct ScriptedProposal {
+  int64_t first_proposal_id = 0;  // ids first, first + 1, ... (>= 1)
+  int64_t count = 1;              // calls in the burst
+  bool same_id = false;
+  Domain requester_domain;  // hints; empty = none
+  Domain target_domain;
+  int64_t observed_version = 0;     // 0: the object's version when the op runs
+  int64_t expected_size_bytes = 0;  // 0: the object's size when the op runs
+  DurationNs expires_in_ns = 0;     // expiration = the op's time + this
+
+  friend bool operator==(const ScriptedProposal&, const ScriptedProposal&) = default;
+};
 
 // One scripted operation; which fields are meaningful depends on `kind`
 // (docs/scenario-format.md, "scripted").
@@ -242,6 +260,7 @@ struct ScriptOp {
   DurationNs delay_ns = 0;         // advance_time: by; delay_copies: extra time before CopyEnd
   std::string knob_name;           // set_knob
   std::string knob_value;          // set_knob, text form
+  std::optional<ScriptedProposal> proposal;  // propose
   std::string where;               // "<file>:<line>:<column>: <path>"
 };
 
@@ -362,6 +381,7 @@ struct ScenarioLimits {
   size_t workloads_max = 256;
   size_t script_ops_max = 1'000'000;   // per scripted workload
   size_t batch_keys_max = 65'536;      // keys in one batch_get
+  int64_t proposal_burst_max = 10'000;  // calls in one propose op
   size_t faults_max = 100'000;         // per fault list
   size_t checks_max = 4'096;
   size_t weights_max = 256;

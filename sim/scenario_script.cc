@@ -33,6 +33,7 @@ absl::string_view ScriptOpKindName(ScriptOpKind kind) {
     case ScriptOpKind::kSetKnob: return "set_knob";
     case ScriptOpKind::kDrain: return "drain";
     case ScriptOpKind::kUndrain: return "undrain";
+    case ScriptOpKind::kPropose: return "propose";
   }
   return "unknown";
 }
@@ -46,6 +47,7 @@ constexpr ScriptOpKind kAllOps[] = {
     ScriptOpKind::kKillWorker,  ScriptOpKind::kRestartWorker, ScriptOpKind::kFailCopy,
     ScriptOpKind::kDelayCopies, ScriptOpKind::kCopyStart,     ScriptOpKind::kAdvanceTime,
     ScriptOpKind::kSetKnob,     ScriptOpKind::kDrain,         ScriptOpKind::kUndrain,
+    ScriptOpKind::kPropose,
 };
 
 absl::Status ReadRef(ObjectReader& r, absl::string_view key,
@@ -110,6 +112,27 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
       return ReadOneKey(r, Need::kRequired, &op->keys);
     case ScriptOpKind::kAdvanceTime:
       return r.Duration("by_ms", &op->delay_ns, kNsPerMs, 1, kInt64Max, Need::kRequired);
+    case ScriptOpKind::kPropose: {
+      HS_RETURN_IF_ERROR(ReadOneKey(r, Need::kRequired, &op->keys));
+      ScriptedProposal p;
+      HS_RETURN_IF_ERROR(
+          r.Int("proposal_id", &p.first_proposal_id, 1, int64_t{1} << 62, Need::kRequired));
+      HS_RETURN_IF_ERROR(r.Int("count", &p.count, 1, ctx.options->limits.proposal_burst_max));
+      HS_RETURN_IF_ERROR(r.Bool("same_id", &p.same_id));
+      for (auto [key, out] : {std::pair{"requester_domain", &p.requester_domain},
+                              std::pair{"target_domain", &p.target_domain}}) {
+        HS_ASSIGN_OR_RETURN(std::optional<JsonField> f, r.Field(key, Need::kOptional));
+        if (!f.has_value()) continue;
+        HS_ASSIGN_OR_RETURN(*out, ReadDomainRef(ctx, *f));
+      }
+      HS_RETURN_IF_ERROR(r.Int("version", &p.observed_version, 1, kInt64Max));
+      HS_RETURN_IF_ERROR(r.Bytes("size_bytes", &p.expected_size_bytes, 1, int64_t{1} << 40));
+      p.expires_in_ns = SecToNs(60);
+      HS_RETURN_IF_ERROR(
+          r.Duration("expires_in_ms", &p.expires_in_ns, kNsPerMs, kNsPerMs, SecToNs(86'400)));
+      op->proposal = std::move(p);
+      return absl::OkStatus();
+    }
     case ScriptOpKind::kSetKnob: {
       HS_ASSIGN_OR_RETURN(std::optional<JsonField> nf, r.Field("name", Need::kRequired));
       HS_ASSIGN_OR_RETURN(op->knob_name, ReadString(*nf));
@@ -130,6 +153,7 @@ bool UsesTenant(ScriptOpKind kind) {
     case ScriptOpKind::kRemove:
     case ScriptOpKind::kFailCopy:
     case ScriptOpKind::kCopyStart:
+    case ScriptOpKind::kPropose:
       return true;
     default:
       return false;
@@ -155,7 +179,8 @@ absl::Status ParseScript(const ParseContext& ctx, ObjectReader& r, const Workloa
                         ReadEnum(*kind_field, {"mount", "unmount", "put", "get", "batch_get",
                                                "remove", "kill_worker", "restart_worker",
                                                "fail_copy", "delay_copies", "copy_start",
-                                               "advance_time", "set_knob", "drain", "undrain"}));
+                                               "advance_time", "set_knob", "drain", "undrain",
+                                               "propose"}));
     for (ScriptOpKind k : kAllOps) {
       if (ScriptOpKindName(k) == word) op.kind = k;
     }

@@ -49,6 +49,7 @@ SwarmSeedResult RunSwarmScenario(const Scenario& scenario, const SwarmCheckerOpt
   absl::StatusOr<RunResult> run = RunScenario(scenario, options);
   result.recent_events = observer.RecentEvents();
   result.leases_accepted = observer.leases_accepted();
+  result.proposals_accepted = observer.proposals_accepted();
   result.copy_ends_accepted = observer.copy_ends_accepted();
   if (run.ok()) {
     result.passed = true;
@@ -123,9 +124,10 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> ParseSeedRange(const std::string& 
 }
 
 std::string FormatSwarmSummary(const SwarmSummary& s) {
-  std::string out =
-      absl::StrCat("swarm: ", s.seeds_run, " seeds run, ", s.passed, " passed, ", s.failed,
-                   " failed, ", s.events, " events, ", s.wall_ms, " ms wall");
+  std::string out = absl::StrCat("swarm: ", s.seeds_run, " seeds run, ", s.passed, " passed, ",
+                                 s.failed, " failed, ", s.events, " events, ", s.wall_ms,
+                                 " ms wall; ", s.leases_accepted, " leases, ", s.copy_ends_accepted,
+                                 " copies, ", s.proposals_accepted, " proposals granted");
   if (s.budget_exhausted) absl::StrAppend(&out, " (time budget reached; later seeds not run)");
   return out;
 }
@@ -186,6 +188,9 @@ SwarmSummary RunSwarm(const SwarmOptions& options, std::ostream& out, std::ostre
     }
     ++summary.seeds_run;
     summary.events += r.events;
+    summary.leases_accepted += r.leases_accepted;
+    summary.copy_ends_accepted += r.copy_ends_accepted;
+    summary.proposals_accepted += r.proposals_accepted;
     std::string path;
     if (!options.out_dir.empty() && (!r.passed || options.keep_scenarios)) {
       path = JoinPath(options.out_dir, absl::StrCat(r.scenario_name, ".json"));

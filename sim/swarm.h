@@ -48,6 +48,7 @@ struct SwarmSeedResult {
   int64_t events = 0;                      // events simulated
   int64_t leases_accepted = 0;             // dynamic copy leases granted
   int64_t copy_ends_accepted = 0;          // dynamic copies completed
+  int64_t proposals_accepted = 0;          // scripted proposal calls answered OK
   std::string scenario_json;               // the scenario's text (generated seeds)
 };
 
@@ -85,6 +86,9 @@ struct SwarmSummary {
   int64_t passed = 0;
   int64_t failed = 0;
   int64_t events = 0;
+  int64_t leases_accepted = 0;  // over all seeds run
+  int64_t copy_ends_accepted = 0;
+  int64_t proposals_accepted = 0;
   int64_t wall_ms = 0;
   bool budget_exhausted = false;  // the time budget stopped the range early
 };
@@ -93,8 +97,8 @@ struct SwarmSummary {
 // progress lines to `err`.
 SwarmSummary RunSwarm(const SwarmOptions& options, std::ostream& out, std::ostream& err);
 
-// "swarm: N seeds run, P passed, F failed, E events, W ms wall" (+ a note
-// when the budget stopped the range).
+// "swarm: N seeds run, P passed, F failed, E events, W ms wall; L leases,
+// C copies, G proposals granted" (+ a note when the budget stopped the range).
 std::string FormatSwarmSummary(const SwarmSummary& summary);
 
 }  // namespace heatsink::sim

@@ -37,6 +37,14 @@ std::string DescribeOp(const SimOp& op) {
   if (op.kind == SimOpKind::kFailCopy) absl::StrAppend(&out, " count=", op.count);
   if (op.kind == SimOpKind::kDelayCopies)
     absl::StrAppend(&out, " by=", op.delay_ns / kNsPerMs, "ms");
+  if (op.proposal != nullptr) {
+    const ScriptedProposal& p = *op.proposal;
+    absl::StrAppend(&out, " id=", p.first_proposal_id, " count=", p.count,
+                    p.same_id ? " same_id" : "");
+    if (!p.requester_domain.empty()) absl::StrAppend(&out, " requester=", p.requester_domain);
+    if (!p.target_domain.empty()) absl::StrAppend(&out, " target=", p.target_domain);
+    if (p.observed_version != 0) absl::StrAppend(&out, " version=", p.observed_version);
+  }
   return out;
 }
 
@@ -107,6 +115,56 @@ void SwarmChecker::OnCopyEnd(const CopyEndObservation& e) {
     bad_copy_end_ =
         absl::StrCat("CopyEnd of lease ", e.fence.lease_id.value, " for ", FormatName(e.name),
                      " at ", FormatTime(e.t_ns), " succeeded although ", why);
+  }
+}
+
+void SwarmChecker::OnProposal(const ProposalObservation& e) {
+  const ReplicaActionProposal& p = e.proposal;
+  std::string answer;
+  if (e.result.ok()) {
+    answer = absl::StrCat(e.result->would_propose ? "would propose" : "lease ",
+                          e.result->would_propose ? "" : absl::StrCat(e.result->lease_id.value),
+                          " target segment ", e.result->target_segment.value);
+  } else {
+    answer = std::string(e.result.status().message());
+  }
+  Remember(e.t_ns, absl::StrCat("proposal ", e.burst_index + 1, "/", e.burst_size,
+                                " id=", p.proposal_id.value, " key=", FormatName(p.name),
+                                " version=", p.observed_version, ": ", answer));
+  if (e.burst_index == 0) burst_leases_.clear();
+  if (e.result.ok()) ++proposals_accepted_;
+  if (bad_proposal_.has_value()) return;
+  auto same = burst_leases_.find(p.proposal_id);
+  if (same != burst_leases_.end()) {
+    // Only enforce-mode grants are remembered by the master (observe
+    // creates nothing, so a resubmission is decided afresh).
+    const ReplicaActionLease& first = same->second;
+    if (!e.result.ok()) {
+      bad_proposal_.emplace(
+          "proposal_idempotent",
+          absl::StrCat("proposal ", p.proposal_id.value, " for ", FormatName(p.name),
+                       " was granted lease ", first.lease_id.value, " and its resubmission at ",
+                       FormatTime(e.t_ns), " was rejected: ", e.result.status().message()));
+    } else if (!(*e.result == first)) {
+      bad_proposal_.emplace(
+          "proposal_idempotent",
+          absl::StrCat("proposal ", p.proposal_id.value, " for ", FormatName(p.name),
+                       " was granted lease ", first.lease_id.value,
+                       " and its resubmission got lease ", e.result->lease_id.value));
+    }
+    return;
+  }
+  if (!e.result.ok()) return;
+  if (!e.result->would_propose) burst_leases_.emplace(p.proposal_id, *e.result);
+  for (const auto& [id, lease] : burst_leases_) {
+    if (id == p.proposal_id) continue;
+    bad_proposal_.emplace(
+        "proposal_burst_one_lease",
+        absl::StrCat("proposals ", id.value, " and ", p.proposal_id.value, " for ",
+                     FormatName(p.name), " with the same content were both granted at ",
+                     FormatTime(e.t_ns), " (leases ", lease.lease_id.value, " and ",
+                     e.result->lease_id.value, ")"));
+    return;
   }
 }
 
@@ -214,6 +272,9 @@ absl::Status SwarmChecker::AfterEvent(const RunWorld& world) {
   if (violation_.has_value()) {
     return absl::InternalError(
         absl::StrCat("swarm invariant ", violation_->invariant, ": ", violation_->message));
+  }
+  if (bad_proposal_.has_value()) {
+    return Violate(world, bad_proposal_->first, bad_proposal_->second);
   }
   if (bad_copy_end_.has_value()) {
     return Violate(world, "copy_end_with_live_lease", *bad_copy_end_);

@@ -25,6 +25,12 @@
 //                                dynamic_replication_max_memory_replicas
 //                                readable MEMORY replicas (in each domain
 //                                holding a dynamic replica, in stage 2)
+//   proposal_idempotent          within a scripted proposal burst, an
+//                                accepted (enforce) proposal resubmitted with
+//                                the same id and content gets the same lease
+//   proposal_burst_one_lease     a burst of proposals with identical content
+//                                but distinct ids is granted at most one
+//                                lease (the rest are pending / cooldown)
 //   tiering_scores               each host's tiering core: scores finite,
 //                                exactly one score owner per key
 //                                (TierManager::CheckInvariants)
@@ -44,6 +50,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -74,6 +81,7 @@ class SwarmChecker final : public RunObserver {
   void OnOp(TimeNs now_ns, const SimOp& op) override;
   void OnDecision(const DecisionRecord& record) override;
   void OnCopyEnd(const CopyEndObservation& copy_end) override;
+  void OnProposal(const ProposalObservation& proposal) override;
   void OnNote(TimeNs now_ns, absl::string_view what) override;
   absl::Status AfterEvent(const RunWorld& world) override;
   absl::Status AtEnd(const RunWorld& world) override;
@@ -85,6 +93,7 @@ class SwarmChecker final : public RunObserver {
     return std::vector<std::string>(recent_.begin(), recent_.end());
   }
   int64_t copy_ends_accepted() const { return copy_ends_accepted_; }
+  int64_t proposals_accepted() const { return proposals_accepted_; }
   // Events run and simulated time at the last check.
   uint64_t events_seen() const { return events_seen_; }
   TimeNs last_event_ns() const { return last_event_ns_; }
@@ -102,6 +111,11 @@ class SwarmChecker final : public RunObserver {
   std::optional<SwarmViolation> violation_;
   // A copy end that broke copy_end_with_live_lease, reported after the event.
   std::optional<std::string> bad_copy_end_;
+  // A proposal answer that broke a proposal_* invariant: (name, message).
+  std::optional<std::pair<std::string, std::string>> bad_proposal_;
+  // The current burst: leases granted, by proposal id.
+  std::map<ProposalId, ReplicaActionLease> burst_leases_;
+  int64_t proposals_accepted_ = 0;
   std::map<LeaseId, TimeNs> lease_accepted_ns_;
   // Keys whose object was seen missing while an action was pending, since when.
   std::map<ObjectName, TimeNs> missing_since_ns_;

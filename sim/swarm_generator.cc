@@ -103,16 +103,22 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   knobs["dynamic_replication_heat_window_sub_buckets"] =
       Pick(knob, std::vector<int64_t>{2, 4, 5, 10});
   // A hit count of 2..6 reads in the window, written as reads per second.
+  const int64_t hit_count = knob.UniformRange(2, 6);
   knobs["dynamic_replication_admission_qps_threshold"] =
-      static_cast<double>(knob.UniformRange(2, 6)) / static_cast<double>(window_s);
+      static_cast<double>(hit_count) / static_cast<double>(window_s);
   knobs["dynamic_replication_max_memory_replicas"] = knob.UniformRange(1, 2);
-  knobs["dynamic_replication_heat_window_entries_max"] = knob.UniformRange(2, 16);
+  // Half the seeds have a window so small that the Zipf storm's hot keys,
+  // never replaced while hot, leave the script's keys untracked; the other
+  // half track them, so their reads cross and proposals for them can pass.
+  knobs["dynamic_replication_heat_window_entries_max"] =
+      Coin(knob, 1, 2) ? knob.UniformRange(2, 16) : knob.UniformRange(64, 256);
   knobs["dynamic_replication_admission_cooldown_ms"] =
       Coin(knob, 1, 4) ? 0 : 50 * knob.UniformRange(1, 12);
   knobs["dynamic_replication_recreate_cooldown_ms"] =
       Coin(knob, 1, 4) ? 0 : 50 * knob.UniformRange(1, 20);
   knobs["dynamic_replication_target_utilization_cap"] = Permille(50 * knob.UniformRange(10, 20));
-  knobs["dynamic_replication_domain_aware"] = Coin(knob, 1, 2);
+  const bool domain_aware = Coin(knob, 1, 2);
+  knobs["dynamic_replication_domain_aware"] = domain_aware;
   knobs["dynamic_replication_lease_ttl_ms"] = lease_ttl_ms;
   knobs["dynamic_replication_trigger_queue_max"] = knob.UniformRange(1, 8);
   knobs["dynamic_replication_pending_actions_max"] = knob.UniformRange(1, 8);
@@ -200,9 +206,13 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
     const int64_t keys = script.UniformRange(1, 4);
     int64_t clock_ms = 0;
     auto key_name = [](int64_t k) { return absl::StrCat("s-", k); };
+    // The domain of each key's last writer (a put lands on its own host).
+    std::vector<std::string> writer_domain(static_cast<size_t>(keys));
     auto put = [&](int64_t at_ms, int64_t k) {
+      const size_t writer = script.Uniform(hosts.size());
+      writer_domain[static_cast<size_t>(k)] = hosts[writer].domain;
       ops.push_back(Json{{"op", "put"},
-                         {"client", client_of(script.Uniform(hosts.size()))},
+                         {"client", client_of(writer)},
                          {"key", key_name(k)},
                          {"size_bytes", object_size(script)},
                          {"at_ms", at_ms}});
@@ -212,6 +222,7 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
       put(clock_ms, k);
     }
     std::vector<std::string> delayed_hosts;
+    int64_t next_proposal_id = 1;
     const int64_t episodes = script.UniformRange(3, 14);
     for (int64_t e = 0; e < episodes; ++e) {
       clock_ms += script.UniformRange(20, 300);
@@ -221,13 +232,77 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
         case 0:
         case 1: {
           // A burst of reads of one key from several domains at one instant,
-          // then, sometimes, a re-put of the key while its copy may run.
-          const int64_t reads = script.UniformRange(3, 12);
+          // or, before a burst of proposals, from one domain and enough to
+          // cross the hit count (a proposal needs the master's own window
+          // to be hot); then, sometimes, a re-put of the key while its copy
+          // may run.
+          const bool proposals = Coin(script, 1, 2);
+          // In stage 2, readers away from the writer's domain, where the
+          // key is below its per-domain cap and so records heat.
+          std::vector<size_t> away;
+          for (size_t h = 0; h < hosts.size(); ++h) {
+            if (hosts[h].domain != writer_domain[static_cast<size_t>(k)]) away.push_back(h);
+          }
+          const size_t first_reader = proposals && domain_aware && !away.empty()
+                                          ? away[script.Uniform(away.size())]
+                                          : script.Uniform(hosts.size());
+          std::vector<size_t> same_domain;
+          for (size_t h = 0; h < hosts.size(); ++h) {
+            if (hosts[h].domain == hosts[first_reader].domain) same_domain.push_back(h);
+          }
+          int64_t reads = script.UniformRange(3, 12);
+          if (proposals) reads = std::max(reads, hit_count);
           for (int64_t i = 0; i < reads; ++i) {
+            const size_t reader = i == 0      ? first_reader
+                                  : proposals ? same_domain[script.Uniform(same_domain.size())]
+                                              : script.Uniform(hosts.size());
             ops.push_back(Json{{"op", "get"},
-                               {"client", client_of(script.Uniform(hosts.size()))},
+                               {"client", client_of(reader)},
                                {"key", key_name(k)},
                                {"at_ms", clock_ms}});
+          }
+          if (proposals) {
+            // Several proposers at once (distinct ids) or one retrying (the
+            // same id), while the reads are still in the window: soon after
+            // them (the heat path has usually admitted the key, so mostly
+            // pending or cooldown) or once the admission cooldown may have
+            // passed (in stage 2 the proposers mostly ask for a copy into
+            // another domain than the readers'). Hints sometimes, also where
+            // they are not supported; sometimes a stale version or an
+            // expiration shorter than the lease TTL.
+            const int64_t room_ms = std::max<int64_t>(1, faults_end_ms - 100 - clock_ms);
+            clock_ms += std::min(room_ms, Coin(script, 1, 2) ? script.UniformRange(1, 30)
+                                                             : script.UniformRange(30, 700));
+            const int64_t count = script.UniformRange(2, 6);
+            const bool same_id = Coin(script, 1, 3);
+            Json p = Json{{"op", "propose"},
+                          {"key", key_name(k)},
+                          {"proposal_id", next_proposal_id},
+                          {"count", count},
+                          {"at_ms", clock_ms}};
+            next_proposal_id += same_id ? 1 : count;
+            if (same_id) p["same_id"] = true;
+            if (domain_aware ? Coin(script, 3, 4) : Coin(script, 1, 8)) {
+              p["requester_domain"] = hosts[first_reader].domain;
+              if (Coin(script, 3, 4)) {
+                // Mostly a domain holding no copy yet (neither the readers'
+                // nor the writer's), when there is one.
+                std::vector<std::string> fresh;
+                for (int64_t d = 0; d < domains; ++d) {
+                  const std::string name = absl::StrCat("d", d);
+                  if (name != hosts[first_reader].domain &&
+                      name != writer_domain[static_cast<size_t>(k)]) {
+                    fresh.push_back(name);
+                  }
+                }
+                p["target_domain"] = !fresh.empty() && Coin(script, 3, 4)
+                                         ? fresh[script.Uniform(fresh.size())]
+                                         : absl::StrCat("d", script.UniformRange(0, domains - 1));
+              }
+            }
+            if (Coin(script, 1, 6)) p["version"] = 1;
+            if (Coin(script, 1, 4)) p["expires_in_ms"] = script.UniformRange(1, lease_ttl_ms);
+            ops.push_back(std::move(p));
           }
           if (Coin(script, 1, 2)) {
             clock_ms += script.UniformRange(1, 40);

@@ -30,6 +30,7 @@ absl::string_view SimOpKindName(SimOpKind kind) {
     case SimOpKind::kSetKnob: return "set_knob";
     case SimOpKind::kDrain: return "drain";
     case SimOpKind::kUndrain: return "undrain";
+    case SimOpKind::kPropose: return "propose";
   }
   return "unknown";
 }
@@ -308,6 +309,7 @@ SimOpKind ToSimOpKind(ScriptOpKind kind) {
     case ScriptOpKind::kSetKnob: return SimOpKind::kSetKnob;
     case ScriptOpKind::kDrain: return SimOpKind::kDrain;
     case ScriptOpKind::kUndrain: return SimOpKind::kUndrain;
+    case ScriptOpKind::kPropose: return SimOpKind::kPropose;
     case ScriptOpKind::kAdvanceTime: break;  // not an operation
   }
   HS_CHECK_MSG(false, "advance_time has no SimOp");
@@ -340,6 +342,9 @@ std::unique_ptr<OpStream> MakeScriptedStream(const Scenario& s, int32_t index) {
     op.delay_ns = so.delay_ns;
     op.knob_name = so.knob_name;
     op.knob_value = so.knob_value;
+    if (so.proposal.has_value()) {
+      op.proposal = std::make_shared<const ScriptedProposal>(*so.proposal);
+    }
     op.where = so.where;
     ops.push_back(std::move(op));
   }

@@ -69,7 +69,7 @@ namespace heatsink::sim {
 enum class SimOpKind {
   kPut, kGet, kBatchGet, kRemove,
   kMount, kUnmount, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain,
+  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain, kPropose,
 };
 // "put", "get", "batch_get", ... (the scripted op words).
 absl::string_view SimOpKindName(SimOpKind kind);
@@ -100,6 +100,7 @@ struct SimOp {
   DurationNs delay_ns = 0;         // delay_copies
   std::string knob_name;           // set_knob
   std::string knob_value;
+  std::shared_ptr<const ScriptedProposal> proposal;  // propose
   std::string where;               // scripted ops: JSON location for messages
 };
 

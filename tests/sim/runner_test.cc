@@ -3,8 +3,10 @@
 // same run twice in one process gives identical results; knob errors name the
 // knob and where it was set; the read path's modelled latency (control round
 // trip, transfer, NUMA) adds up; scripted faults (fail_copy, kill_worker)
-// reach the core; scenario checks are evaluated against summary.json; and
-// each example scenario in scenarios/ shows the effect it exists for. The
+// reach the core; scripted proposal bursts get idempotent leases and their
+// rejection reasons, and propose op errors name the field; scenario checks
+// are evaluated against summary.json; and each example scenario in
+// scenarios/ shows the effect it exists for. The
 // example runs shorten some scenarios (duration or rates, stated in each test)
 // so the suite stays quick in a debug build; the files themselves are run in
 // full by the CLI and the benchmarks.
@@ -13,10 +15,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/replication/replica_action.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/report.h"
@@ -220,6 +224,85 @@ TEST(Runner, NonSourceCopyStartIsRejectedAndTheSourceCopyCompletes) {
   EXPECT_EQ(Metric(run, "sim_scripted_copy_starts_accepted_total"), 0);
   EXPECT_EQ(run.copies_completed, 1);
   EXPECT_EQ(Metric(run, "dynamic_replication_replicas"), 1);
+}
+
+class ProposalRecorder final : public RunObserver {
+ public:
+  void OnProposal(const ProposalObservation& p) override { seen.push_back(p); }
+  std::vector<ProposalObservation> seen;
+};
+
+std::optional<RejectReason> ReasonOf(const ProposalObservation& p) {
+  return RejectReasonOf(p.result.status());
+}
+
+// scenarios/admission/proposal-burst.json, call by call: a retried proposal
+// gets the same lease both times; a burst with distinct ids behind it is
+// rejected with pending; a reused id with other content, a stale version and
+// a domain hint while stage 2 is off are rejected with their own reasons.
+TEST(Runner, ProposalBurstsAreIdempotentAndPendingIsRejected) {
+  ProposalRecorder recorder;
+  RunOptions options;
+  options.label = "test";
+  options.observer = &recorder;
+  absl::StatusOr<RunResult> run =
+      RunScenario(Load("scenarios/admission/proposal-burst.json"), options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::vector<ProposalObservation>& seen = recorder.seen;
+  ASSERT_EQ(seen.size(), 8u);
+  ASSERT_TRUE(seen[0].result.ok()) << seen[0].result.status();
+  ASSERT_TRUE(seen[1].result.ok()) << seen[1].result.status();
+  EXPECT_FALSE(seen[0].result->would_propose);
+  EXPECT_TRUE(seen[0].result->lease_id.valid());
+  EXPECT_EQ(seen[0].proposal.proposal_id, ProposalId(1));
+  EXPECT_EQ(seen[1].proposal.proposal_id, ProposalId(1));
+  EXPECT_EQ(*seen[0].result, *seen[1].result);
+  EXPECT_EQ(seen[0].proposal.observed_version, 2u);  // the object's, by default
+  EXPECT_EQ(seen[0].proposal.expected_size_bytes, 1u << 20);
+  EXPECT_EQ(seen[0].burst_size, 2);
+  for (size_t i = 2; i < 5; ++i) {
+    EXPECT_EQ(seen[i].proposal.proposal_id, ProposalId(10 + (i - 2)));
+    EXPECT_EQ(seen[i].t_ns, seen[0].t_ns);
+    EXPECT_EQ(ReasonOf(seen[i]), RejectReason::kPending) << seen[i].result.status();
+  }
+  EXPECT_EQ(ReasonOf(seen[5]), RejectReason::kConflict) << seen[5].result.status();
+  EXPECT_EQ(ReasonOf(seen[6]), RejectReason::kVersionMismatch) << seen[6].result.status();
+  EXPECT_EQ(ReasonOf(seen[7]), RejectReason::kDomainHintUnsupported) << seen[7].result.status();
+  EXPECT_EQ(Metric(*run, "sim_proposals_accepted_total"), 2);
+  EXPECT_EQ(Metric(*run, "sim_proposals_rejected_total"), 6);
+  // The retry logs no second decision: heat admission + proposal 1.
+  EXPECT_EQ(run->decisions_by_outcome.at("accepted"), 2);
+  EXPECT_EQ(run->copies_completed, 2);
+}
+
+TEST(Runner, ProposeOpErrorsNameTheField) {
+  const std::string base(kTwoHosts);
+  const size_t at = base.find("{\"op\": \"get\", \"client\": \"h0/c\"");
+  ASSERT_NE(at, std::string::npos);
+  struct Case {
+    std::string op;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {R"({"op": "propose", "key": "k"},)", "proposal_id"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 0},)", "proposal_id"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "count": 0},)", "count"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "count": 10001},)", "count"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "target_domain": "nowhere"},)",
+       "target_domain"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "version": 0},)", "version"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "expires_in_ms": 0},)", "expires_in_ms"},
+      {R"({"op": "propose", "key": "k", "proposal_id": 1, "lease": 3},)", "lease"},
+  };
+  for (const Case& c : cases) {
+    std::string text = base;
+    text.replace(at, 0, c.op);
+    absl::StatusOr<Scenario> s = ParseScenario(text, "test.json", "", SimulatorLoadOptions());
+    ASSERT_FALSE(s.ok()) << c.op;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << c.op;
+    EXPECT_THAT(s.status().message(), HasSubstr("test.json:")) << c.op;
+    EXPECT_THAT(s.status().message(), HasSubstr(c.expect)) << c.op << ": " << s.status();
+  }
 }
 
 TEST(Runner, ScriptedCopyFailureReachesTheCore) {
