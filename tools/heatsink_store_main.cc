@@ -2,7 +2,10 @@
 // configured size with the master, serves their bytes on a TCP data endpoint
 // (reads, puts and incoming copies), heartbeats, and runs the core store
 // worker's FetchTasks loop, executing REPLICA_COPY tasks over the TCP data
-// mover. The domain comes from --domain, else HEATSINK_STORE_DOMAIN, else
+// mover, or, with --data-mover ucx, as UCX RMA puts into the target store's
+// registered segment (RDMA verbs where a device exists, TCP otherwise, as
+// UCX_TLS / UCX_NET_DEVICES select; every store it copies to must run UCX
+// too). The domain comes from --domain, else HEATSINK_STORE_DOMAIN, else
 // MOONCAKE_STORE_DOMAIN. Beside the TCP endpoint it serves the same segments
 // over the gRPC store service (heatsink.v1.Store; clients with
 // `data_path = grpc`) unless --no-data-service. SIGINT/SIGTERM stop it cleanly: its segments are
@@ -67,9 +70,12 @@ int main(int argc, char** argv) {
   bool no_data_service = false;
   runtime::RpcOptions data_rpc;
   runtime::StoreServiceOptions data_service;
+  std::string data_mover = "tcp";
+  uint64_t ucx_put_chunk_mib = 8;
 
   CLI::App app{
-      "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks).\n"
+      "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
+      "or UCX).\n"
       "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
       "--list-knobs prints them all."};
   app.add_option("--master", master_address, "master gRPC address host:port")
@@ -91,6 +97,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
       ->capture_default_str();
+  app.add_option("--data-mover", data_mover,
+                 "how this store copies replicas to other stores: tcp (framed TCP) or ucx (UCX "
+                 "RMA puts into the target's registered segment; RDMA verbs where a device "
+                 "exists, else what UCX_TLS allows, e.g. UCX_TLS=tcp,self UCX_NET_DEVICES=lo on "
+                 "loopback). Every store a ucx store copies to must run ucx too.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "ucx"}));
+  app.add_option("--ucx-put-chunk-mib", ucx_put_chunk_mib,
+                 "ucx: size of each RMA put of a copy (all in flight at once, one flush)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 12));
   app.add_option("--set", settings, "data-plane knob override name=value; repeatable");
   app.add_option("--endpoint-file", endpoint_file,
                  "write the data endpoint, client id and gRPC store service endpoint (one per "
@@ -144,6 +161,9 @@ int main(int argc, char** argv) {
   options.segments = segments;
   options.segment_bytes = segment_mib << 20;
   options.tcp = tcp;
+  options.data_mover =
+      data_mover == "ucx" ? runtime::StoreDataMover::kUcx : runtime::StoreDataMover::kTcp;
+  options.ucx_put_chunk_bytes = ucx_put_chunk_mib << 20;
   options.worker.heartbeat_interval_ms = heartbeat_interval_ms;
   options.worker.fetch_interval_ms = fetch_interval_ms;
   if (status.ok()) status = options.Validate();
@@ -184,13 +204,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string data_service_endpoint = (*node)->data_service_endpoint();
-  std::printf("heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s%s%s, "
-              "master %s\n",
-              static_cast<unsigned long long>(client_id), host.c_str(),
-              domain.empty() ? "default" : domain.c_str(), segments,
-              static_cast<unsigned long long>(segment_mib), (*node)->data_endpoint().c_str(),
-              data_service_endpoint.empty() ? "" : " and gRPC ", data_service_endpoint.c_str(),
-              master_address.c_str());
+  std::printf(
+      "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s%s%s, "
+      "copies over %s, master %s\n",
+      static_cast<unsigned long long>(client_id), host.c_str(),
+      domain.empty() ? "default" : domain.c_str(), segments,
+      static_cast<unsigned long long>(segment_mib), (*node)->data_endpoint().c_str(),
+      data_service_endpoint.empty() ? "" : " and gRPC ", data_service_endpoint.c_str(),
+      data_mover.c_str(), master_address.c_str());
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(

@@ -19,7 +19,19 @@ absl::Status StoreNodeOptions::Validate() const {
   }
   if (segment_bytes == 0) return absl::InvalidArgumentError("segment_bytes must be positive");
   HS_RETURN_IF_ERROR(tcp.Validate());
+  if (data_mover == StoreDataMover::kUcx) {
+    UcxMoverOptions ucx_mover{ucx, tcp, ucx_put_chunk_bytes};
+    HS_RETURN_IF_ERROR(ucx_mover.Validate());
+  }
   return absl::OkStatus();
+}
+
+absl::string_view StoreDataMoverName(StoreDataMover mover) {
+  switch (mover) {
+    case StoreDataMover::kTcp: return "tcp";
+    case StoreDataMover::kUcx: return "ucx";
+  }
+  return "unknown";
 }
 
 SegmentId StoreSegmentId(ClientId client, int index) {
@@ -40,11 +52,24 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     HS_RETURN_IF_ERROR(node->memory_.Create(id, options.segment_bytes));
     node->segment_ids_.push_back(id);
   }
-  HS_ASSIGN_OR_RETURN(node->server_, TcpDataServer::Start(&node->memory_, options.tcp));
+  if (options.data_mover == StoreDataMover::kUcx) {
+    // The UCX worker first: the data endpoint grants peers remote writes
+    // through it.
+    HS_ASSIGN_OR_RETURN(node->ucx_mover_,
+                        UcxDataMover::Create(&node->memory_, resolver,
+                                             UcxMoverOptions{options.ucx, options.tcp,
+                                                             options.ucx_put_chunk_bytes}));
+    node->mover_ = node->ucx_mover_.get();
+  }
+  HS_ASSIGN_OR_RETURN(node->server_,
+                      TcpDataServer::Start(&node->memory_, options.tcp, node->ucx_mover_.get()));
   if (data_service) {
     HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
   }
-  node->mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, options.tcp);
+  if (node->mover_ == nullptr) {
+    node->tcp_mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, options.tcp);
+    node->mover_ = node->tcp_mover_.get();
+  }
 
   StoreWorkerOptions worker = options.worker;
   worker.client_id = options.client_id;
@@ -64,7 +89,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
   }
   HS_RETURN_IF_ERROR(worker.Validate());
   node->ReleaseStaleSegments(master);
-  node->worker_ = std::make_unique<StoreWorker>(env, master, node->mover_.get(), std::move(worker));
+  node->worker_ = std::make_unique<StoreWorker>(env, master, node->mover_, std::move(worker));
   node->worker_->Start();
   return node;
 }
@@ -120,7 +145,8 @@ StoreNode::~StoreNode() { Stop(); }
 
 void StoreNode::Stop() {
   if (worker_ != nullptr) worker_->Stop();
-  if (mover_ != nullptr) mover_->Shutdown();
+  if (tcp_mover_ != nullptr) tcp_mover_->Shutdown();
+  if (ucx_mover_ != nullptr) ucx_mover_->Shutdown();
   if (server_ != nullptr) server_->Shutdown();
   if (data_service_ != nullptr) data_service_->Shutdown();
 }

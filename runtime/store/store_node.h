@@ -3,8 +3,11 @@
 // One store process's parts, wired together: segment memory (plain aligned
 // memory here; NUMA-bound memory later sits behind SegmentAllocator), the TCP
 // data endpoint serving those segments (remote writes of copies and puts,
-// reads), the TCP data mover that pushes this store's replicas to other
-// stores, and the core StoreWorker that registers, mounts, heartbeats and runs
+// reads), the data mover that pushes this store's replicas to other stores
+// (TCP, or UCX RMA puts into the target's registered segment; with UCX the
+// endpoint also grants peers remote writes into this store's segments, so
+// every store a UCX store copies to must run UCX too), and the core
+// StoreWorker that registers, mounts, heartbeats and runs
 // REPLICA_COPY tasks (CopyStart -> transfer -> CopyEnd, or the Dynamic* calls
 // for leased tasks). Optionally a second data service over the same segment
 // memory (the gRPC store service of runtime/rpc/store_server.h), started
@@ -39,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/env/env.h"
 #include "core/worker/master_client.h"
 #include "core/worker/store_worker.h"
@@ -47,10 +51,16 @@
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/tcp_data_server.h"
 #include "runtime/transport/tcp_knobs.h"
+#include "runtime/transport/ucx_data_mover.h"
+#include "runtime/transport/ucx_worker.h"
 
 namespace heatsink::runtime {
 
 inline constexpr int kStoreSegmentsMax = 255;
+
+enum class StoreDataMover { kTcp, kUcx };
+// "tcp" / "ucx".
+absl::string_view StoreDataMoverName(StoreDataMover mover);
 
 struct StoreNodeOptions {
   ClientId client_id;  // required, below 2^56
@@ -58,8 +68,14 @@ struct StoreNodeOptions {
   Domain domain;  // empty = default
   int segments = 1;
   uint64_t segment_bytes = 64ull << 20;
-  // Data endpoint and mover settings (listen host/port included).
+  // Data endpoint and mover settings (listen host/port included; with UCX
+  // they set the bootstrap connections and copy threads).
   TcpTransportKnobs tcp;
+  StoreDataMover data_mover = StoreDataMover::kTcp;
+  // UCX only: configuration on top of the UCX_* environment, and the size of
+  // each RMA put of a copy.
+  UcxOptions ucx;
+  uint64_t ucx_put_chunk_bytes = uint64_t{8} << 20;
   // StoreWorker timing and limits (client_id, host, domain and segments are
   // filled from the fields above).
   StoreWorkerOptions worker;
@@ -107,6 +123,7 @@ class StoreNode {
   SegmentMemory& memory() { return memory_; }
   StoreWorker& worker() { return *worker_; }
   const TcpDataServer& data_server() const { return *server_; }
+  StoreDataMover data_mover() const { return options_.data_mover; }
   // Empty without a second data service.
   std::string data_service_endpoint() const {
     return data_service_ == nullptr ? std::string() : data_service_->endpoint();
@@ -122,9 +139,12 @@ class StoreNode {
   AlignedSegmentAllocator allocator_;
   SegmentMemory memory_;
   std::vector<SegmentId> segment_ids_;
+  // Declared before server_, which holds it as its RmaGrantProvider.
+  std::unique_ptr<UcxDataMover> ucx_mover_;
   std::unique_ptr<TcpDataServer> server_;
   std::unique_ptr<SegmentDataService> data_service_;
-  std::unique_ptr<TcpDataMover> mover_;
+  std::unique_ptr<TcpDataMover> tcp_mover_;
+  DataMover* mover_ = nullptr;  // one of the two
   std::unique_ptr<StoreWorker> worker_;
 };
 

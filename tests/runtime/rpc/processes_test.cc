@@ -163,8 +163,8 @@ class ProcessesTest : public ::testing::Test {
 
   std::unique_ptr<Process> StartStore(uint64_t id, const std::string& host,
                                       const std::string& domain_flag,
-                                      const std::vector<std::string>& env,
-                                      const std::string& tag) {
+                                      const std::vector<std::string>& env, const std::string& tag,
+                                      const std::vector<std::string>& extra_args = {}) {
     const fs::path endpoint_file = dir_ / (tag + ".endpoint");
     fs::remove(endpoint_file);
     std::vector<std::string> argv = {
@@ -176,6 +176,7 @@ class ProcessesTest : public ::testing::Test {
       argv.push_back("--domain");
       argv.push_back(domain_flag);
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto process = std::make_unique<Process>(argv, env, dir_ / (tag + ".log"));
     EXPECT_TRUE(WaitFor([&] { return fs::exists(endpoint_file); })) << tag << " did not start";
     return process;
@@ -308,6 +309,74 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   store_c->Signal(SIGTERM);
   EXPECT_EQ(store_a->Wait(), 0);
   EXPECT_EQ(store_c->Wait(), 0);
+  master.Signal(SIGTERM);
+  EXPECT_EQ(master.Wait(), 0);
+}
+
+// Two stores started with --data-mover ucx (UCX_TLS=tcp,self and
+// UCX_NET_DEVICES=lo come from the test presets): hot reads from domain b
+// admit a copy, which store a writes into store b's registered segment with
+// UCX RMA puts; the reader then reads b's replica with the right bytes.
+TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
+  const fs::path address_file = dir_ / "master.address";
+  Process master(
+      {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen", "127.0.0.1:0",
+       "--metrics-listen", "127.0.0.1:0", "--address-file", address_file.string(), "--set",
+       "dynamic_replication_mode=enforce", "--set", "dynamic_replication_domain_aware=true",
+       "--set", "dynamic_replication_heat_window_seconds=1", "--set",
+       "dynamic_replication_admission_qps_threshold=4", "--set", "sweep_interval_ms=100"},
+      {}, dir_ / "master.log");
+  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
+  master_address_ = ReadLines(address_file)[0];
+  const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
+  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx);
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    return segments.ok() && segments->size() == 2;
+  }));
+  absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+  ASSERT_TRUE(segments.ok());
+  SegmentId segment_a, segment_b;
+  for (const SegmentView& v : *segments) {
+    (v.location.owner == ClientId(1) ? segment_a : segment_b) = v.location.id;
+  }
+  HeatsinkClientOptions writer_options;
+  writer_options.client_id = ClientId(100);
+  writer_options.domain = "a";
+  writer_options.preferred_segments = {segment_a};
+  HeatsinkClient writer(rpc->get(), writer_options);
+  const std::string bytes = Pattern(11, (3 << 20) + 17);
+  ASSERT_TRUE(writer.Put("hot", bytes).ok());
+  HeatsinkClientOptions reader_options;
+  reader_options.client_id = ClientId(200);
+  reader_options.host = "host-b";
+  reader_options.domain = "b";
+  reader_options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  HeatsinkClient reader(rpc->get(), reader_options);
+  bool local = false;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<GetResult> got = reader.Get("hot");
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) return true;
+    EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+    local = got->segment == segment_b;
+    return local;
+  }));
+  EXPECT_TRUE(local) << "no read was served from domain b";
+  bool says_ucx = false;
+  for (const std::string& line : ReadLines(dir_ / "store_a.log")) {
+    if (line.find("copies over ucx") != std::string::npos) says_ucx = true;
+  }
+  EXPECT_TRUE(says_ucx);
+  rpc->reset();
+  store_a->Signal(SIGTERM);
+  store_b->Signal(SIGTERM);
+  EXPECT_EQ(store_a->Wait(), 0);
+  EXPECT_EQ(store_b->Wait(), 0);
   master.Signal(SIGTERM);
   EXPECT_EQ(master.Wait(), 0);
 }
@@ -515,6 +584,13 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
                  "100000000"},
                 {}, dir_ / "chunk.log");
   EXPECT_EQ(chunk.Wait(), 2);
+  Process mover({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--data-mover", "rdma"}, {},
+                dir_ / "mover.log");
+  EXPECT_NE(mover.Wait(), 0);
+  std::ifstream mover_log(dir_ / "mover.log");
+  std::string mover_text((std::istreambuf_iterator<char>(mover_log)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(mover_text.find("--data-mover"), std::string::npos) << mover_text;
 }
 
 }  // namespace
