@@ -312,7 +312,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       heatsink::DynamicReplicationMode::kObserve, heatsink::DynamicReplicationMode::kOff};
   knobs.dynamic_replication_mode = kModes[setup & 3];
   knobs.dynamic_replication_domain_aware = (setup & 4) != 0;
-  knobs.dynamic_replication_warmup_enabled = (setup & 8) != 0;
+  // Warmup needs domain-aware placement (ReplicationKnobs::Validate).
+  knobs.dynamic_replication_warmup_enabled = (setup & 12) == 12;
   if ((setup & 16) != 0) knobs.dynamic_replication_admission_cooldown_ms = 0;
   heatsink::MasterKnobs master_knobs = heatsink::MasterKnobs::TestMin();
   master_knobs.allocation_strategy = (setup & 32) != 0

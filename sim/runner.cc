@@ -807,6 +807,20 @@ absl::Status Simulation::Execute(SimOp& op) {
       return ScriptedCopyStart(op);
     case SimOpKind::kPropose:
       return ScriptedPropose(op);
+    case SimOpKind::kWarmup: {
+      // An operator's warmup request for a domain (internal control plane,
+      // like propose). Refusals (warmup disabled, mode off) are counted.
+      absl::StatusOr<WarmupRequestResult> r = replicated_->RequestWarmup(op.requester_domain);
+      CountMetric(r.ok() ? "sim_warmups_requested_total" : "sim_warmups_refused_total");
+      if (options_.observer != nullptr) {
+        options_.observer->OnNote(env_.NowNs(),
+                                  r.ok() ? absl::StrCat("warmup of ", op.requester_domain, ": ",
+                                                        r->candidates, " candidates")
+                                         : absl::StrCat("warmup of ", op.requester_domain,
+                                                        " refused: ", r.status().message()));
+      }
+      return absl::OkStatus();
+    }
     case SimOpKind::kDrain:
     case SimOpKind::kUndrain: {
       // An operator command to the master (not a worker RPC): replicas on a

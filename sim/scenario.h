@@ -223,6 +223,7 @@ struct ColdStartWorkload {
 enum class ScriptOpKind {
   kMount, kUnmount, kPut, kGet, kBatchGet, kRemove, kKillWorker, kRestartWorker,
   kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob, kDrain, kUndrain, kPropose,
+  kWarmup,
 };
 // The JSON "op" word: "mount", "batch_get", "advance_time", ...
 absl::string_view ScriptOpKindName(ScriptOpKind kind);
@@ -261,6 +262,7 @@ struct ScriptOp {
   std::string knob_name;           // set_knob
   std::string knob_value;          // set_knob, text form
   std::optional<ScriptedProposal> proposal;  // propose
+  Domain domain;                             // warmup
   std::string where;               // "<file>:<line>:<column>: <path>"
 };
 

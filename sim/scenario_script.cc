@@ -34,6 +34,7 @@ absl::string_view ScriptOpKindName(ScriptOpKind kind) {
     case ScriptOpKind::kDrain: return "drain";
     case ScriptOpKind::kUndrain: return "undrain";
     case ScriptOpKind::kPropose: return "propose";
+    case ScriptOpKind::kWarmup: return "warmup";
   }
   return "unknown";
 }
@@ -47,7 +48,7 @@ constexpr ScriptOpKind kAllOps[] = {
     ScriptOpKind::kKillWorker,  ScriptOpKind::kRestartWorker, ScriptOpKind::kFailCopy,
     ScriptOpKind::kDelayCopies, ScriptOpKind::kCopyStart,     ScriptOpKind::kAdvanceTime,
     ScriptOpKind::kSetKnob,     ScriptOpKind::kDrain,         ScriptOpKind::kUndrain,
-    ScriptOpKind::kPropose,
+    ScriptOpKind::kPropose,     ScriptOpKind::kWarmup,
 };
 
 absl::Status ReadRef(ObjectReader& r, absl::string_view key,
@@ -133,6 +134,8 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
       op->proposal = std::move(p);
       return absl::OkStatus();
     }
+    case ScriptOpKind::kWarmup:
+      return ReadRef(r, "domain", ReadDomainRef, ctx, &op->domain);
     case ScriptOpKind::kSetKnob: {
       HS_ASSIGN_OR_RETURN(std::optional<JsonField> nf, r.Field("name", Need::kRequired));
       HS_ASSIGN_OR_RETURN(op->knob_name, ReadString(*nf));
@@ -180,7 +183,7 @@ absl::Status ParseScript(const ParseContext& ctx, ObjectReader& r, const Workloa
                                                "remove", "kill_worker", "restart_worker",
                                                "fail_copy", "delay_copies", "copy_start",
                                                "advance_time", "set_knob", "drain", "undrain",
-                                               "propose"}));
+                                               "propose", "warmup"}));
     for (ScriptOpKind k : kAllOps) {
       if (ScriptOpKindName(k) == word) op.kind = k;
     }

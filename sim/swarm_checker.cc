@@ -37,6 +37,7 @@ std::string DescribeOp(const SimOp& op) {
   if (op.kind == SimOpKind::kFailCopy) absl::StrAppend(&out, " count=", op.count);
   if (op.kind == SimOpKind::kDelayCopies)
     absl::StrAppend(&out, " by=", op.delay_ns / kNsPerMs, "ms");
+  if (op.kind == SimOpKind::kWarmup) absl::StrAppend(&out, " domain=", op.requester_domain);
   if (op.proposal != nullptr) {
     const ScriptedProposal& p = *op.proposal;
     absl::StrAppend(&out, " id=", p.first_proposal_id, " count=", p.count,
@@ -176,7 +177,19 @@ absl::Status SwarmChecker::CheckLeases(const RunWorld& world) {
   const ReplicatedMaster& rm = *world.master;
   const DurationNs ttl_ns = MsToNs(rm.replication_knobs().dynamic_replication_lease_ttl_ms);
   const DurationNs reaping_ns = rm.master_knobs().sweep_interval_ns();
-  for (const PendingActionView& p : rm.replication().PendingActions()) {
+  const std::vector<PendingActionView> pending = rm.replication().PendingActions();
+  int64_t warmups = 0;
+  for (const PendingActionView& p : pending) warmups += p.lease.warmup ? 1 : 0;
+  const int64_t warmups_max =
+      rm.replication_knobs().dynamic_replication_warmup_copies_in_flight_max;
+  if (warmups > warmups_max) {
+    return Violate(world, "warmup_copies_in_flight",
+                   absl::StrCat(warmups,
+                                " warmup copies are pending, more than "
+                                "dynamic_replication_warmup_copies_in_flight_max (",
+                                warmups_max, ")"));
+  }
+  for (const PendingActionView& p : pending) {
     const LeaseId lease = p.lease.lease_id;
     const std::string where = absl::StrCat("lease ", lease.value, " for ", FormatName(p.lease.name),
                                            " (", PendingPhaseName(p.phase), ")");

@@ -31,6 +31,8 @@
 //   proposal_burst_one_lease     a burst of proposals with identical content
 //                                but distinct ids is granted at most one
 //                                lease (the rest are pending / cooldown)
+//   warmup_copies_in_flight      pending warmup copies never exceed
+//                                dynamic_replication_warmup_copies_in_flight_max
 //   tiering_scores               each host's tiering core: scores finite,
 //                                exactly one score owner per key
 //                                (TierManager::CheckInvariants)

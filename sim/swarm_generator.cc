@@ -124,6 +124,25 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   knobs["dynamic_replication_pending_actions_max"] = knob.UniformRange(1, 8);
   knobs["dynamic_replication_proposals_max"] = knob.UniformRange(1, 8);
   knobs["dynamic_replication_cooldown_entries_max"] = knob.UniformRange(1, 16);
+  // Cross-domain warmup in half the stage-2 seeds (it needs domain-aware
+  // placement; the script requests warmups of random domains in every seed,
+  // and without the knob they are refused).
+  const bool warmup = domain_aware && Coin(knob, 1, 2);
+  knobs["dynamic_replication_warmup_enabled"] = warmup;
+  // Warmup is paced work that goes on after the faults end; the liveness
+  // phase waits for the warmup jobs left then (one per domain, each of at
+  // most warmup_objects_max copies, each copy at worst one budget window,
+  // its lease TTL and a poll apart).
+  int64_t warmup_drain_ms = 0;
+  if (warmup) {
+    const int64_t objects_max = knob.UniformRange(1, 4);
+    const int64_t poll_ms = 50 * knob.UniformRange(1, 10);
+    knobs["dynamic_replication_warmup_copies_in_flight_max"] = knob.UniformRange(1, 3);
+    knobs["dynamic_replication_warmup_bytes_per_second_max"] = 64 * kKiB * knob.UniformRange(1, 64);
+    knobs["dynamic_replication_warmup_objects_max"] = objects_max;
+    knobs["dynamic_replication_warmup_domain_poll_ms"] = poll_ms;
+    warmup_drain_ms = domains * objects_max * (1000 + lease_ttl_ms + poll_ms);
+  }
   knobs["replica_selection_policy"] = Coin(knob, 1, 2) ? "first" : "spread";
   knobs["eviction_high_watermark_ratio"] = Permille(50 * knob.UniformRange(10, 19));
   knobs["eviction_ratio"] = Permille(50 * knob.UniformRange(1, 10));
@@ -304,6 +323,14 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
             if (Coin(script, 1, 4)) p["expires_in_ms"] = script.UniformRange(1, lease_ttl_ms);
             ops.push_back(std::move(p));
           }
+          if (Coin(script, 1, 4)) {
+            // An operator asks for a warmup of some domain while the key is
+            // hot (and its copies may be in flight).
+            clock_ms += script.UniformRange(0, 20);
+            ops.push_back(Json{{"op", "warmup"},
+                               {"domain", absl::StrCat("d", script.UniformRange(0, domains - 1))},
+                               {"at_ms", clock_ms}});
+          }
           if (Coin(script, 1, 2)) {
             clock_ms += script.UniformRange(1, 40);
             put(clock_ms, k);
@@ -429,7 +456,8 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   const int64_t timeouts_ms =
       std::max({2 * lease_ttl_ms, task_timeout_sec * 1000, put_discard_timeout_sec * 1000});
   out.faults_end_ms = faults_end_ms;
-  out.liveness_ms = timeouts_ms + 2 * sweep_interval_ms + copy_delay_max_ms + rpc_timeout_ms + 500;
+  out.liveness_ms = timeouts_ms + 2 * sweep_interval_ms + copy_delay_max_ms + rpc_timeout_ms +
+                    warmup_drain_ms + 500;
 
   Json scenario = Json::object();
   scenario["format_version"] = 1;

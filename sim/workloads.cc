@@ -31,6 +31,7 @@ absl::string_view SimOpKindName(SimOpKind kind) {
     case SimOpKind::kDrain: return "drain";
     case SimOpKind::kUndrain: return "undrain";
     case SimOpKind::kPropose: return "propose";
+    case SimOpKind::kWarmup: return "warmup";
   }
   return "unknown";
 }
@@ -310,6 +311,7 @@ SimOpKind ToSimOpKind(ScriptOpKind kind) {
     case ScriptOpKind::kDrain: return SimOpKind::kDrain;
     case ScriptOpKind::kUndrain: return SimOpKind::kUndrain;
     case ScriptOpKind::kPropose: return SimOpKind::kPropose;
+    case ScriptOpKind::kWarmup: return SimOpKind::kWarmup;
     case ScriptOpKind::kAdvanceTime: break;  // not an operation
   }
   HS_CHECK_MSG(false, "advance_time has no SimOp");
@@ -336,6 +338,7 @@ std::unique_ptr<OpStream> MakeScriptedStream(const Scenario& s, int32_t index) {
       HS_CHECK(h != nullptr);  // resolved by the loader
       op.requester_domain = h->domain;
     }
+    if (so.kind == ScriptOpKind::kWarmup) op.requester_domain = so.domain;
     op.segment = so.segment;
     op.host = so.host;
     op.count = so.count;

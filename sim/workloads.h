@@ -69,7 +69,7 @@ namespace heatsink::sim {
 enum class SimOpKind {
   kPut, kGet, kBatchGet, kRemove,
   kMount, kUnmount, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain, kPropose,
+  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain, kPropose, kWarmup,
 };
 // "put", "get", "batch_get", ... (the scripted op words).
 absl::string_view SimOpKindName(SimOpKind kind);
@@ -88,7 +88,7 @@ struct SimOp {
   std::vector<std::string> keys;   // get/put/remove/copy_start: one; batch_get: the batch
   int64_t size_bytes = 0;          // put
   std::string client;              // object ops: "<host>/<client>" issuing them
-  Domain requester_domain;         // object ops: the client's domain
+  Domain requester_domain;         // object ops: the client's domain; warmup: the domain
   int64_t reader = -1;             // synthetic reads: reader index within the workload
   std::string instance;            // trace: "<host>/<instance>"
   int64_t request = -1;            // trace: index of the request in the trace

@@ -158,6 +158,15 @@ absl::Status ReplicationKnobs::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "knob dynamic_replication_target_utilization_cap must be in (0, 1], got ", cap));
   }
+  // Warmup places copies per domain and skips domains that already hold a
+  // replica; the replica limit it respects is the per-domain one. Without
+  // domain-aware placement there is no such limit, so the pair is refused
+  // (the RFC rolls warmup out after domain-aware placement).
+  if (dynamic_replication_warmup_enabled && !dynamic_replication_domain_aware) {
+    return absl::InvalidArgumentError(
+        "knob dynamic_replication_warmup_enabled needs dynamic_replication_domain_aware: warmup "
+        "copies into domains and is bounded by the per-domain replica limit");
+  }
   return absl::OkStatus();
 }
 
@@ -228,7 +237,8 @@ KnobRegistry<ReplicationKnobs> MakeRegistry() {
       [](const K& k) {
         return std::string(ReplicaSelectionPolicyName(k.replica_selection_policy));
       });
-  r.Field("dynamic_replication_warmup_enabled", "cross-domain warmup of hot objects",
+  r.Field("dynamic_replication_warmup_enabled",
+          "cross-domain warmup of hot objects (needs dynamic_replication_domain_aware)",
           [](K& k) -> bool& { return k.dynamic_replication_warmup_enabled; })
       .Field("dynamic_replication_warmup_copies_in_flight_max", "warmup copies in flight at most",
              [](K& k) -> int64_t& { return k.dynamic_replication_warmup_copies_in_flight_max; })

@@ -293,6 +293,8 @@ TEST(Runner, ProposeOpErrorsNameTheField) {
       {R"({"op": "propose", "key": "k", "proposal_id": 1, "version": 0},)", "version"},
       {R"({"op": "propose", "key": "k", "proposal_id": 1, "expires_in_ms": 0},)", "expires_in_ms"},
       {R"({"op": "propose", "key": "k", "proposal_id": 1, "lease": 3},)", "lease"},
+      {R"({"op": "warmup"},)", "domain"},
+      {R"({"op": "warmup", "domain": "nowhere"},)", "domain"},
   };
   for (const Case& c : cases) {
     std::string text = base;
@@ -303,6 +305,22 @@ TEST(Runner, ProposeOpErrorsNameTheField) {
     EXPECT_THAT(s.status().message(), HasSubstr("test.json:")) << c.op;
     EXPECT_THAT(s.status().message(), HasSubstr(c.expect)) << c.op << ": " << s.status();
   }
+}
+
+// scenarios/admission/warmup-request.json copies k into b on request; the
+// same op with warmup disabled is refused and counted, and the run goes on.
+TEST(Runner, WarmupOpRequestsAWarmupOrIsRefused) {
+  const RunResult run = MustRun(Load("scenarios/admission/warmup-request.json"));
+  EXPECT_EQ(Metric(run, "sim_warmups_requested_total"), 2);
+  EXPECT_EQ(run.copies_completed, 1);
+  EXPECT_EQ(run.decisions_by_outcome.at("accepted"), 1);
+
+  std::string text(kTwoHosts);
+  text.replace(text.find("{\"op\": \"get\", \"client\": \"h0/c\""), 0,
+               "{\"op\": \"warmup\", \"domain\": \"a\"},");
+  const RunResult refused = MustRun(Parse(text));
+  EXPECT_EQ(Metric(refused, "sim_warmups_refused_total"), 1);
+  EXPECT_EQ(Metric(refused, "sim_warmups_requested_total"), 0);
 }
 
 TEST(Runner, ScriptedCopyFailureReachesTheCore) {

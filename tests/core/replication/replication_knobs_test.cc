@@ -165,6 +165,20 @@ TEST(ReplicationKnobs, ValidateAcceptsBoundaryValues) {
   EXPECT_TRUE(k.Validate().ok()) << k.Validate();
 }
 
+// Found by the swarm: warmup in stage 1 copied past the global replica
+// limit. Warmup needs domain-aware placement.
+TEST(ReplicationKnobs, WarmupNeedsDomainAwarePlacement) {
+  auto k = Valid();
+  k.dynamic_replication_warmup_enabled = true;
+  k.dynamic_replication_domain_aware = false;
+  const absl::Status s = k.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("dynamic_replication_domain_aware"), std::string::npos)
+      << s;
+  k.dynamic_replication_domain_aware = true;
+  EXPECT_TRUE(k.Validate().ok()) << k.Validate();
+}
+
 TEST(ReplicationKnobs, RegistrySetsEnumKnobsByWord) {
   const auto& r = ReplicationKnobs::Registry();
   ReplicationKnobs k;
