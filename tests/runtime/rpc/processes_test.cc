@@ -182,24 +182,50 @@ class ProcessesTest : public ::testing::Test {
     return process;
   }
 
+  // Starts heatsink-master on loopback with what every test here shares
+  // (stage 2 on, 4 reads in a 1 s window cross the hit count, 100 ms sweeps),
+  // then `sets` (name=value, applied after, so they may override) and
+  // `extra_args`; waits for its gRPC and metrics addresses.
+  std::unique_ptr<Process> StartMaster(const std::vector<std::string>& sets,
+                                       const std::vector<std::string>& extra_args = {}) {
+    const fs::path address_file = dir_ / "master.address";
+    std::vector<std::string> argv = {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-listen",
+                                     "127.0.0.1:0",
+                                     "--address-file",
+                                     address_file.string()};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    std::vector<std::string> all_sets = {
+        "dynamic_replication_domain_aware=true", "dynamic_replication_heat_window_seconds=1",
+        "dynamic_replication_admission_qps_threshold=4", "sweep_interval_ms=100"};
+    all_sets.insert(all_sets.end(), sets.begin(), sets.end());
+    for (const std::string& set : all_sets) {
+      argv.push_back("--set");
+      argv.push_back(set);
+    }
+    auto master = std::make_unique<Process>(argv, std::vector<std::string>{}, dir_ / "master.log");
+    EXPECT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }))
+        << "the master did not start";
+    const std::vector<std::string> lines = ReadLines(address_file);
+    if (lines.size() == 2) {
+      master_address_ = lines[0];
+      metrics_address_ = lines[1];
+    }
+    return master;
+  }
+
   fs::path dir_;
   std::string master_address_;
+  std::string metrics_address_;
 };
 
 TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
-  const fs::path address_file = dir_ / "master.address";
-  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
-                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
-                  address_file.string(), "--decisions", (dir_ / "decisions.jsonl").string(),
-                  "--set", "dynamic_replication_mode=enforce", "--set",
-                  "dynamic_replication_domain_aware=true", "--set",
-                  "dynamic_replication_heat_window_seconds=1", "--set",
-                  "dynamic_replication_admission_qps_threshold=4", "--set",
-                  "client_live_ttl_sec=2", "--set", "sweep_interval_ms=100"},
-                 {}, dir_ / "master.log");
-  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
-  master_address_ = ReadLines(address_file)[0];
-  const std::string metrics_address = ReadLines(address_file)[1];
+  std::unique_ptr<Process> master =
+      StartMaster({"dynamic_replication_mode=enforce", "client_live_ttl_sec=2"},
+                  {"--decisions", (dir_ / "decisions.jsonl").string()});
+  ASSERT_FALSE(master_address_.empty());
 
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b =
@@ -256,7 +282,7 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   }));
   EXPECT_TRUE(local) << "no read was served from domain b after " << reads << " reads";
 
-  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  const std::string metrics = HttpGet(metrics_address_, "/metrics");
   EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_admissions_accepted_total"), 1)
       << metrics;
   EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_completed_total"), 1);
@@ -309,8 +335,8 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   store_c->Signal(SIGTERM);
   EXPECT_EQ(store_a->Wait(), 0);
   EXPECT_EQ(store_c->Wait(), 0);
-  master.Signal(SIGTERM);
-  EXPECT_EQ(master.Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 // Two stores started with --data-mover ucx (UCX_TLS=tcp,self and
@@ -318,16 +344,8 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
 // admit a copy, which store a writes into store b's registered segment with
 // UCX RMA puts; the reader then reads b's replica with the right bytes.
 TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
-  const fs::path address_file = dir_ / "master.address";
-  Process master(
-      {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen", "127.0.0.1:0",
-       "--metrics-listen", "127.0.0.1:0", "--address-file", address_file.string(), "--set",
-       "dynamic_replication_mode=enforce", "--set", "dynamic_replication_domain_aware=true",
-       "--set", "dynamic_replication_heat_window_seconds=1", "--set",
-       "dynamic_replication_admission_qps_threshold=4", "--set", "sweep_interval_ms=100"},
-      {}, dir_ / "master.log");
-  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
-  master_address_ = ReadLines(address_file)[0];
+  std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=enforce"});
+  ASSERT_FALSE(master_address_.empty());
   const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx);
@@ -377,8 +395,8 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
   store_b->Signal(SIGTERM);
   EXPECT_EQ(store_a->Wait(), 0);
   EXPECT_EQ(store_b->Wait(), 0);
-  master.Signal(SIGTERM);
-  EXPECT_EQ(master.Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 // The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
@@ -389,19 +407,10 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
 // (no heartbeat timeout involved: client_live_ttl_sec is far longer), and the
 // restarted source registers again.
 TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
-  const fs::path address_file = dir_ / "master.address";
-  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
-                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
-                  address_file.string(), "--set", "dynamic_replication_mode=enforce", "--set",
-                  "dynamic_replication_domain_aware=true", "--set",
-                  "dynamic_replication_heat_window_seconds=1", "--set",
-                  "dynamic_replication_admission_qps_threshold=4", "--set",
-                  "dynamic_replication_lease_ttl_ms=1500", "--set", "client_live_ttl_sec=60",
-                  "--set", "sweep_interval_ms=100"},
-                 {}, dir_ / "master.log");
-  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
-  master_address_ = ReadLines(address_file)[0];
-  const std::string metrics_address = ReadLines(address_file)[1];
+  std::unique_ptr<Process> master =
+      StartMaster({"dynamic_replication_mode=enforce", "dynamic_replication_lease_ttl_ms=1500",
+                   "client_live_ttl_sec=60"});
+  ASSERT_FALSE(master_address_.empty());
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
   // A third store beside the source in domain "a": the copy's target is in
@@ -454,7 +463,7 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
     std::optional<SegmentView> b = segment_in("b");
     return b.has_value() && b->reserved_bytes == 0;
   }, absl::Seconds(5)));
-  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  const std::string metrics = HttpGet(metrics_address_, "/metrics");
   EXPECT_EQ(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 0) << metrics;
   EXPECT_GE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_failed_total"), 1);
   EXPECT_EQ(MetricValue(metrics, "heatsink_master_reserved_bytes"), 0);
@@ -481,25 +490,15 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
   EXPECT_EQ(store_a->Wait(), 0);
   EXPECT_EQ(store_b->Wait(), 0);
   EXPECT_EQ(store_c->Wait(), 0);
-  master.Signal(SIGTERM);
-  EXPECT_EQ(master.Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 // Observe mode on the same three-store cluster: the hot key is counted as
 // would-propose, no copy runs and every read stays on the put's replica.
 TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
-  const fs::path address_file = dir_ / "master.address";
-  Process master({std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master", "--listen",
-                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--address-file",
-                  address_file.string(), "--set", "dynamic_replication_mode=observe", "--set",
-                  "dynamic_replication_domain_aware=true", "--set",
-                  "dynamic_replication_heat_window_seconds=1", "--set",
-                  "dynamic_replication_admission_qps_threshold=4", "--set",
-                  "sweep_interval_ms=100"},
-                 {}, dir_ / "master.log");
-  ASSERT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }));
-  master_address_ = ReadLines(address_file)[0];
-  const std::string metrics_address = ReadLines(address_file)[1];
+  std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=observe"});
+  ASSERT_FALSE(master_address_.empty());
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
   std::unique_ptr<Process> store_c = StartStore(3, "host-c", "b", {}, "store_c");
@@ -535,7 +534,7 @@ TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
       EXPECT_EQ(got->replica_count, 1u);
       EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
     }
-    return MetricValue(HttpGet(metrics_address, "/metrics"),
+    return MetricValue(HttpGet(metrics_address_, "/metrics"),
                        "heatsink_dynamic_replication_would_propose_total") >= 1;
   });
   EXPECT_TRUE(counted) << "no would-propose after " << reads << " reads";
@@ -546,13 +545,13 @@ TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
     EXPECT_EQ(got->segment, segment_a);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const std::string metrics = HttpGet(metrics_address, "/metrics");
+  const std::string metrics = HttpGet(metrics_address_, "/metrics");
   EXPECT_EQ(MetricValue(metrics, "heatsink_dynamic_replication_replicas"), 0) << metrics;
   EXPECT_LE(MetricValue(metrics, "heatsink_dynamic_replication_copy_tasks_completed_total"), 0);
   EXPECT_EQ(MetricValue(metrics, "heatsink_master_reserved_bytes"), 0);
 
   rpc->reset();
-  for (Process* p : {store_a.get(), store_b.get(), store_c.get(), &master}) {
+  for (Process* p : {store_a.get(), store_b.get(), store_c.get(), master.get()}) {
     p->Signal(SIGTERM);
     EXPECT_EQ(p->Wait(), 0);
   }
