@@ -78,16 +78,22 @@ TEST(SwarmGenerator, SameSeedSameJsonAndItLoads) {
   EXPECT_NE(GenerateSwarmScenario(1).json, GenerateSwarmScenario(2).json);
 }
 
-TEST(Swarm, SmallSeedRangePasses) {
+// Runs seeds first..last on two threads, quietly; reports go to `out`.
+SwarmSummary RunSeeds(uint64_t first, uint64_t last, const std::string& dir_name,
+                      std::ostringstream& out) {
   SwarmOptions options;
-  options.seed_first = 1;
-  options.seed_last = 8;
+  options.seed_first = first;
+  options.seed_last = last;
   options.jobs = 2;
-  options.out_dir = SwarmTempDir("pass").string();
+  options.out_dir = SwarmTempDir(dir_name).string();
   options.progress_every = 0;
-  std::ostringstream out;
   std::ostringstream err;
-  const SwarmSummary summary = RunSwarm(options, out, err);
+  return RunSwarm(options, out, err);
+}
+
+TEST(Swarm, SmallSeedRangePasses) {
+  std::ostringstream out;
+  const SwarmSummary summary = RunSeeds(1, 8, "pass", out);
   EXPECT_EQ(summary.seeds_run, 8);
   EXPECT_EQ(summary.failed, 0) << out.str();
   EXPECT_EQ(summary.passed, 8);
@@ -237,15 +243,8 @@ TEST(Swarm, SeedsSendProposalBurstsAndSomeAreGranted) {
     }
   }
   EXPECT_GT(bursts, 0);
-  SwarmOptions options;
-  options.seed_first = 38;
-  options.seed_last = 45;
-  options.jobs = 2;
-  options.out_dir = SwarmTempDir("proposals").string();
-  options.progress_every = 0;
   std::ostringstream out;
-  std::ostringstream err;
-  const SwarmSummary summary = RunSwarm(options, out, err);
+  const SwarmSummary summary = RunSeeds(38, 45, "proposals", out);
   EXPECT_EQ(summary.failed, 0) << out.str();
   EXPECT_GT(summary.proposals_accepted, 0) << out.str();
   EXPECT_THAT(out.str(), HasSubstr(" proposals granted"));
