@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -21,8 +23,8 @@ constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kSlotBits = 24;
 constexpr uint32_t kSlotMask = (uint32_t{1} << kSlotBits) - 1;
 constexpr uint16_t kCounterMax = std::numeric_limits<uint16_t>::max();
+// Tenant, key and domain each up to 65535 bytes (16-bit lengths in the slot).
 constexpr size_t kFieldBytesMax = std::numeric_limits<uint16_t>::max();
-constexpr size_t kKeyBytesMax = std::numeric_limits<uint32_t>::max();
 
 // HeatHandle bits: [generation:32][shard:8][slot + 1:24].
 constexpr int kHandleShardShift = kSlotBits;
@@ -54,49 +56,68 @@ size_t CyclicDistance(size_t from, size_t to, size_t size) {
 }  // namespace
 
 struct HeatWindow::Slot {
-  // The fields a read of a tracked key touches come first.
-  // Live: index of the newest sub-bucket (time / bucket_ns). Free: the next
-  // free slot, or kNoSlot.
-  int64_t head_bucket = 0;
-  // A number from the shard's generation clock, drawn when a key takes the
-  // slot and again when the slot is freed: a HeatHandle names the slot and
-  // this number, so it matches only while the slot holds the key it was
-  // issued for.
-  uint32_t generation = 0;
-  uint32_t key_len = 0;
+  // The fields a read by handle touches come first.
+  // (generation << 1) | locked. The generation is a number from the shard's
+  // generation clock, drawn when a key takes the slot and again when the slot
+  // is freed: a HeatHandle names the slot and this number, so it matches only
+  // while the slot holds the key it was issued for. The low bit is the slot's
+  // spin lock: a read by handle takes it with one compare-exchange that also
+  // checks the generation, and holds it for a few instructions. Every change
+  // to the ring, head_bucket or hits holds it; every change to the key
+  // (lengths, hash, block) holds it and the shard lock, so either lock alone
+  // is enough to read the key.
+  std::atomic<uint32_t> lock_gen{0};
+  // Reads that reached this entry by handle and are not yet folded into the
+  // shard's stats (folded by any locked visit, and before 65535). Written
+  // under the slot lock; read without it by stats().
+  std::atomic<uint16_t> hits{0};
   uint16_t tenant_len = 0;
+  // Live: the newest sub-bucket (time / bucket_ns). Free: the next free slot,
+  // or kNoSlot.
+  int64_t head_bucket = 0;
+  uint16_t key_len = 0;
   uint16_t domain_len = 0;
-  // The ring of sub-bucket counters (the first sub_buckets are used), kept in
-  // the slot so that a read touches one place. Live: the newest bucket
-  // (head_bucket % sub_buckets) is never 0, because a bucket becomes the
-  // newest only through the read it counts; so a live entry is idle exactly
-  // when its newest bucket has left the window.
-  uint16_t ring[kHeatWindowSubBucketsMax] = {};
   uint32_t hash32 = 0;  // low bits of StableHeatKeyHash: home index cell
+  // The sub-bucket counters, newest first: ring[0] counts bucket head_bucket,
+  // ring[k] bucket head_bucket - k (the first sub_buckets are used), kept in
+  // the slot so that a read touches one place. Moving to a newer bucket
+  // shifts the ring (at most once per sub-bucket per key), so no read
+  // divides. Live: ring[0] is never 0, because a bucket becomes the newest
+  // only through the read it counts; so a live entry is idle exactly when its
+  // newest bucket has left the window.
+  uint16_t ring[kHeatWindowSubBucketsMax] = {};
   // [tenant][key][domain]; null while the slot is free.
   std::unique_ptr<char[]> block;
 
-  uint32_t block_len() const { return tenant_len + key_len + domain_len; }
+  uint32_t block_len() const { return uint32_t{tenant_len} + key_len + domain_len; }
 };
 static_assert(sizeof(std::unique_ptr<char[]>) == 8);
 
 struct alignas(64) HeatWindow::Shard {
   mutable Mutex mu;
   uint32_t capacity = 0;  // slots at most
-  std::vector<Slot> slots ABSL_GUARDED_BY(mu);
-  // slots.data(): fixed after construction, because the capacity is
-  // reserved then and never exceeded. Read without the lock, for prefetching
-  // only.
-  const Slot* slot_base = nullptr;
+  // Storage for `capacity` slots, allocated at construction and never moved;
+  // the first slot_count are constructed (they are never destroyed before
+  // the window is, so a handle's slot stays a Slot). The pointer is fixed, so
+  // reads by handle and prefetches use it without the shard lock.
+  Slot* slot_base = nullptr;
+  uint32_t slot_count ABSL_GUARDED_BY(mu) = 0;
   std::vector<uint32_t> index ABSL_GUARDED_BY(mu);   // open addressing, linear probing
   uint32_t live ABSL_GUARDED_BY(mu) = 0;
   uint32_t free_head ABSL_GUARDED_BY(mu) = kNoSlot;
   uint32_t hand ABSL_GUARDED_BY(mu) = 0;
-  // Keys inserted so far (wraps): the generation of the next insert. Not
-  // reset by Clear(), so a handle from before a Clear() never matches.
+  // Keys inserted and slots freed so far (wraps at 31 bits): the next
+  // generation. Not reset by Clear(), so a handle from before a Clear()
+  // never matches.
   uint32_t generation_clock ABSL_GUARDED_BY(mu) = 0;
   int64_t key_bytes ABSL_GUARDED_BY(mu) = 0;
+  // Every count but crossings and the unfolded slot hits.
   HeatWindowStats stats ABSL_GUARDED_BY(mu);
+  // Crossings can happen on a read by handle, without the shard lock; they
+  // are rare (once per key per heat-up), so one shared counter is cheap.
+  std::atomic<int64_t> crossings{0};
+
+  Slot& slot(uint32_t i) const { return slot_base[i]; }
 };
 
 namespace {
@@ -104,9 +125,70 @@ namespace {
 // Everything below runs with the shard's lock held; the helpers take the
 // pieces they need so that the locking stays in the public methods.
 
-struct Geometry {
-  int32_t n;  // sub-buckets
-  int64_t hit_count;
+constexpr uint32_t kGenerationMask = 0x7fff'ffff;
+constexpr uint16_t kHitsFoldAt = std::numeric_limits<uint16_t>::max();
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Takes a slot's spin lock whatever its generation; returns the unlocked
+// word (generation << 1) to hand back to UnlockSlot. Holders never wait for
+// another lock while holding a slot lock, except the shard-lock holder, which
+// may hold two slot locks while probing; a read by handle holds one and
+// waits for nothing, so no cycle can form.
+template <typename SlotT>
+uint32_t LockSlot(SlotT& e) {
+  uint32_t v = e.lock_gen.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((v & 1) == 0 && e.lock_gen.compare_exchange_weak(v, v | 1, std::memory_order_acquire,
+                                                         std::memory_order_relaxed)) {
+      return v;
+    }
+    CpuRelax();
+    v = e.lock_gen.load(std::memory_order_relaxed);
+  }
+}
+
+// Takes the slot lock only while the slot still has `generation`.
+template <typename SlotT>
+bool LockSlotIfGeneration(SlotT& e, uint32_t generation) {
+  const uint32_t want = generation << 1;
+  for (;;) {
+    uint32_t v = want;
+    if (e.lock_gen.compare_exchange_weak(v, want | 1, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
+      return true;
+    }
+    if ((v >> 1) != generation) return false;
+    CpuRelax();
+  }
+}
+
+template <typename SlotT>
+void UnlockSlot(SlotT& e, uint32_t word) {
+  e.lock_gen.store(word, std::memory_order_release);
+}
+
+// Holds a slot's lock for a scope.
+template <typename SlotT>
+class SlotLock {
+ public:
+  explicit SlotLock(SlotT& e) : e_(e), word_(LockSlot(e)) {}
+  ~SlotLock() { UnlockSlot(e_, word_); }
+  SlotLock(const SlotLock&) = delete;
+  SlotLock& operator=(const SlotLock&) = delete;
+  uint32_t generation() const { return word_ >> 1; }
+  // Unlocks with a new generation instead (the slot changed hands).
+  void SetGeneration(uint32_t generation) { word_ = generation << 1; }
+
+ private:
+  SlotT& e_;
+  uint32_t word_;
 };
 
 int64_t SumRing(const uint16_t* ring, int32_t n) {
@@ -119,36 +201,47 @@ int64_t SumRing(const uint16_t* ring, int32_t n) {
 // window at bucket `cur` (its newest bucket is never 0, see Slot::ring).
 bool IdleAt(int64_t head, int64_t cur, int32_t n) { return cur - head >= n; }
 
-// Reads in the window at bucket `cur` of a ring whose newest bucket is `head`.
+// Reads in the window at bucket `cur` of a ring whose newest bucket is
+// `head`. REQUIRES: the slot lock.
 int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t n) {
   const int64_t age = std::max<int64_t>(0, cur - head);
   if (age >= n) return 0;
-  if (age == 0) return SumRing(ring, n);  // the common case: read this bucket
-  const int32_t head_pos = static_cast<int32_t>(head % n);
-  int64_t sum = 0;
-  for (int32_t k = 0; k < n - age; ++k) {
-    int32_t pos = head_pos - k;
-    if (pos < 0) pos += n;
-    sum += ring[pos];
-  }
-  return sum;
+  return SumRing(ring, n - static_cast<int32_t>(age));
 }
 
-// Moves the ring's newest bucket from `head` forward to `to`, zeroing the
-// buckets it passes, and returns the position of bucket `to` in the ring.
-// REQUIRES: to >= head. One division, none per step.
-int32_t Roll(uint16_t* ring, int64_t head, int64_t to, int32_t n) {
-  const int64_t steps = to - head;
+// Moves the ring's newest bucket forward by `steps` buckets: the counts
+// shift towards the old end, the ones that leave the window drop, and the
+// new buckets start at 0. REQUIRES: steps >= 1.
+void Roll(uint16_t* ring, int64_t steps, int32_t n) {
   if (steps >= n) {
     std::fill(ring, ring + n, 0);
-    return static_cast<int32_t>(to % n);
+    return;
   }
-  int32_t pos = static_cast<int32_t>(head % n);
-  for (int64_t k = 0; k < steps; ++k) {
-    if (++pos == n) pos = 0;
-    ring[pos] = 0;
+  const auto k = static_cast<int32_t>(steps);
+  std::memmove(ring + k, ring, static_cast<size_t>(n - k) * sizeof(uint16_t));
+  std::fill(ring, ring + k, 0);
+}
+
+// One read of a live entry at bucket `cur`. REQUIRES: the slot lock.
+template <typename SlotT>
+HeatRecord CountRead(SlotT& e, int64_t cur, int32_t n, int64_t hit_count) {
+  if (cur > e.head_bucket) {
+    Roll(e.ring, cur - e.head_bucket, n);
+    e.head_bucket = cur;
   }
-  return pos;
+  // A read older than the newest bucket (a concurrent reader that lost the
+  // race for the lock) counts in the newest bucket. After the roll every
+  // bucket of the ring lies inside the window.
+  const int64_t before = SumRing(e.ring, n);
+  int64_t after = before;
+  if (e.ring[0] < kCounterMax) {
+    ++e.ring[0];
+    ++after;
+  }
+  HeatRecord out;
+  out.count_in_window = after;
+  out.crossed = before < hit_count && after >= hit_count;
+  return out;
 }
 
 template <typename SlotT>
@@ -205,13 +298,22 @@ HeatWindow::HeatWindow(const Options& options)
     Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     s.capacity = static_cast<uint32_t>(base + (i < extra ? 1 : 0));
-    s.slots.reserve(s.capacity);
-    s.slot_base = s.slots.data();
+    // Uninitialised storage: pages no slot has been constructed in are not
+    // touched, so they are not resident.
+    s.slot_base = std::allocator<Slot>().allocate(s.capacity);
     s.index.assign(IndexSizeFor(s.capacity), 0);
   }
 }
 
-HeatWindow::~HeatWindow() = default;
+HeatWindow::~HeatWindow() {
+  for (int32_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[static_cast<size_t>(i)];
+    MutexLock lock(&s.mu);
+    std::destroy(s.slot_base, s.slot_base + s.slot_count);
+    std::allocator<Slot>().deallocate(s.slot_base, s.capacity);
+    s.slot_base = nullptr;
+  }
+}
 
 int32_t HeatWindow::ShardIndexFor(uint64_t hash) const {
   // Bits 32..63 choose the shard; bits 0..31 the index cell inside it. A
@@ -219,6 +321,17 @@ int32_t HeatWindow::ShardIndexFor(uint64_t hash) const {
   // division on the read path.
   return static_cast<int32_t>(static_cast<uint32_t>(hash >> 32) %
                               static_cast<uint32_t>(shard_count_));
+}
+
+int64_t HeatWindow::BucketAt(TimeNs now) const {
+  // Most reads fall in the same sub-bucket as the read before them: check
+  // the last one with a multiplication instead of dividing.
+  const int64_t last = last_bucket_.load(std::memory_order_relaxed);
+  const int64_t start = last * bucket_ns_;
+  if (now >= start && now - start < bucket_ns_) return last;
+  const int64_t cur = now / bucket_ns_;
+  last_bucket_.store(cur, std::memory_order_relaxed);
+  return cur;
 }
 
 namespace {
@@ -240,7 +353,7 @@ Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) {
     if (cell == 0) return Probe{pos, kNoSlot};
     if ((cell >> kSlotBits) == tag) {
       const uint32_t slot = (cell & kSlotMask) - 1;
-      const auto& e = s.slots[slot];
+      const auto& e = s.slot(slot);
       if (e.hash32 == hash32 && SlotMatches(e, key)) return Probe{pos, slot};
     }
     pos = NextCell(pos, size);
@@ -252,14 +365,14 @@ Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) {
 template <typename ShardT>
 void EraseFromIndex(ShardT& s, uint32_t slot) {
   const size_t size = s.index.size();
-  size_t hole = HomeCell(s.slots[slot].hash32, size);
+  size_t hole = HomeCell(s.slot(slot).hash32, size);
   while ((s.index[hole] & kSlotMask) != slot + 1) hole = NextCell(hole, size);
   size_t j = hole;
   for (;;) {
     j = NextCell(j, size);
     const uint32_t cell = s.index[j];
     if (cell == 0) break;
-    const size_t home = HomeCell(s.slots[(cell & kSlotMask) - 1].hash32, size);
+    const size_t home = HomeCell(s.slot((cell & kSlotMask) - 1).hash32, size);
     // A cell whose home lies cyclically in (hole, j] must stay.
     if (CyclicDistance(home, j, size) >= CyclicDistance(hole, j, size)) {
       s.index[hole] = cell;
@@ -267,6 +380,33 @@ void EraseFromIndex(ShardT& s, uint32_t slot) {
     }
   }
   s.index[hole] = 0;
+}
+
+// Moves a slot's unfolded handle hits into the shard's stats. REQUIRES: the
+// shard lock and the slot lock.
+template <typename ShardT, typename SlotT>
+void FoldHits(ShardT& s, SlotT& e) {
+  const uint16_t hits = e.hits.load(std::memory_order_relaxed);
+  if (hits == 0) return;
+  s.stats.records += hits;
+  s.stats.handle_hits += hits;
+  e.hits.store(0, std::memory_order_relaxed);
+}
+
+// Frees a live slot: out of the index, key dropped, a new generation (old
+// handles stop matching), onto the free list. REQUIRES: the shard lock and
+// `slot_lock` on the slot.
+template <typename ShardT, typename SlotT>
+void FreeSlot(ShardT& s, uint32_t idx, SlotLock<SlotT>& slot_lock) {
+  SlotT& e = s.slot(idx);
+  FoldHits(s, e);
+  EraseFromIndex(s, idx);
+  s.key_bytes -= e.block_len();
+  e.block.reset();
+  slot_lock.SetGeneration(s.generation_clock++ & kGenerationMask);
+  e.head_bucket = s.free_head;
+  s.free_head = idx;
+  --s.live;
 }
 
 HeatHandle MakeHandle(int32_t shard, uint32_t slot, uint32_t generation) {
@@ -281,29 +421,36 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) { return Record(now, 
 HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   HS_CHECK(now >= 0);
   const int32_t n = options_.sub_buckets;
-  const int64_t cur = now / bucket_ns_;
+  const int64_t hit_count = options_.hit_count;
+  const int64_t cur = BucketAt(now);
 
-  // The handle's slot, if it still holds this key: no hashing, no index.
+  // The handle's slot, if it still holds this key: no hashing, no index, no
+  // shard lock; the slot's own lock, taken only if its generation matches.
   if (handle != nullptr && *handle != kNoHeatHandle) {
     const uint32_t slot = static_cast<uint32_t>(*handle & kSlotMask) - 1;
     const uint32_t shard = static_cast<uint32_t>(*handle >> kHandleShardShift) & 0xff;
     const uint32_t generation = static_cast<uint32_t>(*handle >> kHandleGenerationShift);
-    if (shard < static_cast<uint32_t>(shard_count_)) {
+    if (shard < static_cast<uint32_t>(shard_count_) && generation <= kGenerationMask) {
       Shard& s = shards_[shard];
-      MutexLock lock(&s.mu);
-      if (slot < s.slots.size()) {
-        Slot& e = s.slots[slot];
+      HS_CHECK_MSG(slot < s.capacity, "a HeatHandle from another window");
+      Slot& e = s.slot(slot);
+      if (LockSlotIfGeneration(e, generation)) {
         // Same tenant and key (the handle's contract) and equal lengths:
         // an empty domain matches without reading the key bytes; another
-        // domain is compared.
-        if (e.generation == generation && e.tenant_len == key.tenant.size() && e.key_len == key.key.size() &&
-            e.domain_len == key.domain.size() &&
-            (key.domain.empty() ||
-             std::memcmp(e.block.get() + e.tenant_len + e.key_len, key.domain.data(),
-                         key.domain.size()) == 0)) {
-          ++s.stats.handle_hits;
-          return RecordLocked(s, slot, cur);
+        // domain is compared. A slot whose hit count is due for folding
+        // goes the locked way below, which folds it.
+        const uint16_t hits = e.hits.load(std::memory_order_relaxed);
+        if (hits < kHitsFoldAt && e.tenant_len == key.tenant.size() &&
+            e.key_len == key.key.size() && e.domain_len == key.domain.size() &&
+            (key.domain.empty() || std::memcmp(e.block.get() + e.tenant_len + e.key_len,
+                                               key.domain.data(), key.domain.size()) == 0)) {
+          e.hits.store(static_cast<uint16_t>(hits + 1), std::memory_order_relaxed);
+          const HeatRecord out = CountRead(e, cur, n, hit_count);
+          UnlockSlot(e, generation << 1);
+          if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
+          return out;
         }
+        UnlockSlot(e, generation << 1);
       }
     }
   }
@@ -312,13 +459,11 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   const uint64_t hash = StableHeatKeyHash(key);
   const int32_t shard_index = ShardIndexFor(hash);
   Shard& s = shards_[static_cast<size_t>(shard_index)];
-  const int64_t hit_count = options_.hit_count;
 
   MutexLock lock(&s.mu);
-  if (key.tenant.size() > kFieldBytesMax || key.domain.size() > kFieldBytesMax ||
-      key.key.size() > kKeyBytesMax ||
-      key.tenant.size() + key.key.size() + key.domain.size() > kKeyBytesMax) {
-    ++s.stats.records;
+  ++s.stats.records;
+  if (key.tenant.size() > kFieldBytesMax || key.key.size() > kFieldBytesMax ||
+      key.domain.size() > kFieldBytesMax) {
     ++s.stats.untracked;
     out.tracked = false;
     if (handle != nullptr) *handle = kNoHeatHandle;
@@ -328,44 +473,53 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
 
   const Probe found = FindKey(s, hash, key);
   if (found.slot != kNoSlot) {
-    if (handle != nullptr) {
-      *handle = MakeHandle(shard_index, found.slot, s.slots[found.slot].generation);
-    }
-    return RecordLocked(s, found.slot, cur);
+    Slot& e = s.slot(found.slot);
+    SlotLock slot_lock(e);
+    FoldHits(s, e);
+    if (handle != nullptr) *handle = MakeHandle(shard_index, found.slot, slot_lock.generation());
+    out = CountRead(e, cur, n, hit_count);
+    if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
+    return out;
   }
-  ++s.stats.records;
   // Take a free slot, grow into the reserved capacity, or replace.
   uint32_t slot = kNoSlot;
   bool replaced = false;
   if (s.free_head != kNoSlot) {
     slot = s.free_head;
-    s.free_head = static_cast<uint32_t>(s.slots[slot].head_bucket);
-  } else if (s.slots.size() < s.capacity) {
-    slot = static_cast<uint32_t>(s.slots.size());
-    s.slots.emplace_back();  // within the reserved capacity: slot_base stays
+    s.free_head = static_cast<uint32_t>(s.slot(slot).head_bucket);
+  } else if (s.slot_count < s.capacity) {
+    slot = s.slot_count;
+    new (&s.slot(slot)) Slot();
+    ++s.slot_count;
   } else {
-    // Full: every slot is live. Probe at the hand for the coldest entry.
+    // Full: every slot is live. Probe at the hand for the coldest entry,
+    // keeping the best candidate locked so that it cannot heat up unseen.
     uint32_t best = kNoSlot;
+    uint32_t best_word = 0;
     int64_t best_count = 0;
     int64_t best_head = 0;
-    const uint32_t size = static_cast<uint32_t>(s.slots.size());
+    const uint32_t size = s.slot_count;
     for (int32_t i = 0; i < options_.replacement_probe_slots; ++i) {
       const uint32_t idx = s.hand;
       s.hand = idx + 1 == size ? 0 : idx + 1;
       ++s.stats.slot_visits;
-      const Slot& e = s.slots[idx];
+      if (idx == best) continue;  // a probe longer than the shard
+      Slot& e = s.slot(idx);
+      const uint32_t word = LockSlot(e);
       const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
-      if (c == 0) {
-        best = idx;
-        best_count = 0;
-        break;
+      const bool better =
+          c < hit_count &&  // hot now: never replaced
+          (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head));
+      if (!better) {
+        UnlockSlot(e, word);
+        continue;
       }
-      if (c >= hit_count) continue;  // hot now: never replaced
-      if (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head)) {
-        best = idx;
-        best_count = c;
-        best_head = e.head_bucket;
-      }
+      if (best != kNoSlot) UnlockSlot(s.slot(best), best_word);
+      best = idx;
+      best_word = word;
+      best_count = c;
+      best_head = e.head_bucket;
+      if (c == 0) break;
     }
     if (best == kNoSlot) {
       ++s.stats.untracked;
@@ -378,13 +532,19 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
     } else {
       ++s.stats.replacements;
     }
+    Slot& victim = s.slot(best);
+    FoldHits(s, victim);
+    // Handles to the old key stop matching when the slot unlocks with a new
+    // generation; until then none can take the lock.
+    UnlockSlot(victim, (s.generation_clock++ & kGenerationMask) << 1);
     EraseFromIndex(s, best);
-    s.key_bytes -= s.slots[best].block_len();
+    s.key_bytes -= victim.block_len();
     --s.live;
     slot = best;
     replaced = true;
   }
-  Slot& e = s.slots[slot];
+  Slot& e = s.slot(slot);
+  SlotLock slot_lock(e);
   // A replaced entry's block is reused when the new key has the same
   // length (keys of one workload usually do); otherwise it is reallocated.
   if (e.block == nullptr || e.block_len() != key_block_len) {
@@ -401,72 +561,43 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   append(key.key);
   append(key.domain);
   e.tenant_len = static_cast<uint16_t>(key.tenant.size());
-  e.key_len = static_cast<uint32_t>(key.key.size());
+  e.key_len = static_cast<uint16_t>(key.key.size());
   e.domain_len = static_cast<uint16_t>(key.domain.size());
   e.hash32 = static_cast<uint32_t>(hash);
-  e.generation = s.generation_clock++;
+  const uint32_t generation = s.generation_clock++ & kGenerationMask;
+  slot_lock.SetGeneration(generation);
   e.head_bucket = cur;
   std::fill(e.ring, e.ring + n, 0);
-  e.ring[cur % n] = 1;
+  e.ring[0] = 1;
   // The replacement may have shifted index cells: find the empty cell again.
   const size_t cell = replaced ? FindKey(s, hash, key).pos : found.pos;
   s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);
   ++s.live;
   s.key_bytes += static_cast<int64_t>(key_block_len);
   ++s.stats.inserts;
-  if (handle != nullptr) *handle = MakeHandle(shard_index, slot, e.generation);
+  if (handle != nullptr) *handle = MakeHandle(shard_index, slot, generation);
   Cleanup(s, slot, cur);
   out.count_in_window = 1;
   out.crossed = hit_count <= 1;
-  if (out.crossed) ++s.stats.crossings;
-  return out;
-}
-
-HeatRecord HeatWindow::RecordLocked(Shard& s, uint32_t slot, int64_t cur) {
-  const int32_t n = options_.sub_buckets;
-  const int64_t hit_count = options_.hit_count;
-  ++s.stats.records;
-  Slot& e = s.slots[slot];
-  const int64_t at = std::max(cur, e.head_bucket);
-  const int32_t pos = Roll(e.ring, e.head_bucket, at, n);
-  e.head_bucket = at;
-  // After the roll every bucket of the ring lies inside the window.
-  const int64_t before = SumRing(e.ring, n);
-  uint16_t& c = e.ring[pos];
-  int64_t after = before;
-  if (c < kCounterMax) {
-    ++c;
-    ++after;
-  }
-  // No cleanup here: it makes room for new keys, so inserts run it (a read
-  // of a tracked key then touches its own slot only).
-  HeatRecord out;
-  out.count_in_window = after;
-  out.crossed = before < hit_count && after >= hit_count;
-  if (out.crossed) ++s.stats.crossings;
+  if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
 
 void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
   // Incremental cleanup: a fixed number of slots per call, never a scan.
   const int32_t n = options_.sub_buckets;
-  const uint32_t size = static_cast<uint32_t>(s.slots.size());
+  const uint32_t size = s.slot_count;
   for (int32_t i = 0; i < options_.cleanup_slots_per_record && size > 0; ++i) {
-    // The hand wraps at the size of its time, which only grows until Clear
-    // (which resets it), so it is below `size`; the test is a safeguard.
+    // The hand wraps at the slot count of its time, which only grows, so it
+    // is below `size`; the test is a safeguard.
     const uint32_t idx = s.hand < size ? s.hand : 0;
     s.hand = idx + 1 == size ? 0 : idx + 1;
     ++s.stats.slot_visits;
-    Slot& e = s.slots[idx];
+    Slot& e = s.slot(idx);
     if (e.block == nullptr || idx == touched) continue;
+    SlotLock slot_lock(e);
     if (!IdleAt(e.head_bucket, cur, n)) continue;
-    EraseFromIndex(s, idx);
-    s.key_bytes -= e.block_len();
-    e.block.reset();
-    e.generation = s.generation_clock++;  // handles to the old key stop matching
-    e.head_bucket = s.free_head;
-    s.free_head = idx;
-    --s.live;
+    FreeSlot(s, idx, slot_lock);
     ++s.stats.idle_reclaims;
   }
 }
@@ -478,8 +609,7 @@ void HeatWindow::Prefetch(HeatHandle handle) const {
   if (shard >= static_cast<uint32_t>(shard_count_)) return;
   const Shard& s = shards_[shard];
   if (slot >= s.capacity) return;
-  // The shard's lock word and the slot's two cache lines, for writing.
-  __builtin_prefetch(&s, 1);
+  // The slot's two cache lines, for writing.
   const char* p = reinterpret_cast<const char*>(s.slot_base + slot);
   __builtin_prefetch(p, 1);
   __builtin_prefetch(p + sizeof(Slot) - 1, 1);
@@ -492,7 +622,8 @@ int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
   MutexLock lock(&s.mu);
   const Probe found = FindKey(s, hash, key);
   if (found.slot == kNoSlot) return 0;
-  const Slot& e = s.slots[found.slot];
+  Slot& e = s.slot(found.slot);
+  SlotLock slot_lock(e);
   return CountAt(e.ring, e.head_bucket, now / bucket_ns_, options_.sub_buckets);
 }
 
@@ -510,10 +641,14 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
   for (int32_t i = 0; i < shard_count_; ++i) {
     const Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
-    for (size_t idx = 0; idx < s.slots.size(); ++idx) {
-      const Slot& e = s.slots[idx];
+    for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
+      Slot& e = s.slot(idx);
       if (e.block == nullptr) continue;
-      const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
+      int64_t c = 0;
+      {
+        SlotLock slot_lock(e);
+        c = CountAt(e.ring, e.head_bucket, cur, n);
+      }
       if (c < threshold) continue;
       out.push_back(HotKey{DecodeSlot(e), c});
     }
@@ -532,10 +667,20 @@ void HeatWindow::Clear() {
   for (int32_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
-    s.slots.clear();  // keeps the reserved capacity
+    // Slots stay constructed (a handle may still name one); every live one
+    // is freed with a new generation, so no handle matches afterwards.
+    s.free_head = kNoSlot;
+    for (uint32_t idx = s.slot_count; idx-- > 0;) {
+      Slot& e = s.slot(idx);
+      SlotLock slot_lock(e);
+      FoldHits(s, e);
+      e.block.reset();
+      slot_lock.SetGeneration(s.generation_clock++ & kGenerationMask);
+      e.head_bucket = s.free_head;
+      s.free_head = idx;
+    }
     std::fill(s.index.begin(), s.index.end(), 0);
     s.live = 0;
-    s.free_head = kNoSlot;
     s.hand = 0;
     s.key_bytes = 0;
   }
@@ -548,11 +693,17 @@ HeatWindowStats HeatWindow::stats() const {
     MutexLock lock(&s.mu);
     total.records += s.stats.records;
     total.handle_hits += s.stats.handle_hits;
+    // Reads by handle not folded yet: one relaxed load per slot, no lock.
+    for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
+      const int64_t hits = s.slot(idx).hits.load(std::memory_order_relaxed);
+      total.records += hits;
+      total.handle_hits += hits;
+    }
     total.inserts += s.stats.inserts;
     total.replacements += s.stats.replacements;
     total.idle_reclaims += s.stats.idle_reclaims;
     total.untracked += s.stats.untracked;
-    total.crossings += s.stats.crossings;
+    total.crossings += s.crossings.load(std::memory_order_relaxed);
     total.slot_visits += s.stats.slot_visits;
     total.tracked_keys += s.live;
   }
@@ -567,9 +718,8 @@ HeatWindowMemory HeatWindow::Memory() const {
     const Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     m.tracked_keys += s.live;
-    m.fixed_bytes += static_cast<int64_t>(
-        s.slots.capacity() * sizeof(Slot) +
-        s.index.capacity() * sizeof(uint32_t));
+    m.fixed_bytes +=
+        static_cast<int64_t>(s.capacity * sizeof(Slot) + s.index.capacity() * sizeof(uint32_t));
     m.key_bytes += s.key_bytes;
   }
   return m;
@@ -583,21 +733,24 @@ absl::Status HeatWindow::CheckInvariants() const {
     const auto fail = [i](absl::string_view what) {
       return absl::InternalError(absl::StrCat("heat window shard ", i, ": ", what));
     };
-    if (s.slots.size() > s.capacity) return fail("more slots than capacity");
+    if (s.slot_count > s.capacity) return fail("more slots than capacity");
     uint32_t live = 0;
     int64_t key_bytes = 0;
     const size_t index_size = s.index.size();
-    for (uint32_t idx = 0; idx < s.slots.size(); ++idx) {
-      const Slot& e = s.slots[idx];
+    for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
+      Slot& e = s.slot(idx);
       if (e.block == nullptr) continue;
       ++live;
       key_bytes += e.block_len();
-      if (e.ring[e.head_bucket % n] == 0) {
-        return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
-      }
-      if (std::any_of(e.ring + n, e.ring + kHeatWindowSubBucketsMax,
-                      [](uint16_t c) { return c != 0; })) {
-        return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
+      {
+        SlotLock slot_lock(e);
+        if (e.ring[0] == 0) {
+          return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
+        }
+        if (std::any_of(e.ring + n, e.ring + kHeatWindowSubBucketsMax,
+                        [](uint16_t c) { return c != 0; })) {
+          return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
+        }
       }
       // Reachable from its home cell without crossing an empty cell.
       size_t pos = HomeCell(e.hash32, index_size);
@@ -615,20 +768,19 @@ absl::Status HeatWindow::CheckInvariants() const {
       if (cell == 0) continue;
       ++cells;
       const uint32_t slot = (cell & kSlotMask) - 1;
-      if (slot >= s.slots.size() || s.slots[slot].block == nullptr) {
+      if (slot >= s.slot_count || s.slot(slot).block == nullptr) {
         return fail("index cell points at a free or missing slot");
       }
     }
     if (live != s.live || cells != live) return fail("live count disagrees with slots/index");
     if (key_bytes != s.key_bytes) return fail("key byte count disagrees with slots");
     size_t free_len = 0;
-    for (uint32_t f = s.free_head; f != kNoSlot;
-         f = static_cast<uint32_t>(s.slots[f].head_bucket)) {
-      if (f >= s.slots.size() || s.slots[f].block != nullptr || ++free_len > s.slots.size()) {
+    for (uint32_t f = s.free_head; f != kNoSlot; f = static_cast<uint32_t>(s.slot(f).head_bucket)) {
+      if (f >= s.slot_count || s.slot(f).block != nullptr || ++free_len > s.slot_count) {
         return fail("free list corrupt");
       }
     }
-    if (free_len + live != s.slots.size()) return fail("free list misses free slots");
+    if (free_len + live != s.slot_count) return fail("free list misses free slots");
   }
   return absl::OkStatus();
 }

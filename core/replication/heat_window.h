@@ -51,32 +51,38 @@
 // second read it outranks every one-read key and no flood of one-read keys
 // can displace it. heat_window_test.cc proves both.
 //
-// Memory. Per tracked key: a 56-byte slot (key reference, hash, generation,
-// field lengths, newest-bucket index and the counter ring, room for
-// kHeatWindowSubBucketsMax 16-bit counters, so that a read by handle touches
-// the slot and nothing else, and a lookup the index cell and the key besides),
-// a 4-byte index cell
-// at load 0.75 (the index is sized to the entry limit, not to a power of
-// two), and one heap block holding exactly the key bytes. Memory() reports
-// it; the fixed part is below 64 bytes per key at every entry limit (the
-// test and the benchmark print it). The allocator's own per-block overhead
-// is not visible to core and not included.
+// Memory. Per tracked key: a 56-byte slot (the slot's lock word and
+// generation, unfolded handle hits, field lengths, newest-bucket index, hash
+// and the counter ring, room for kHeatWindowSubBucketsMax 16-bit counters, so
+// that a read by handle touches the slot and nothing else, and a lookup the
+// index cell and the key besides), a 4-byte index cell at load 0.75 (the
+// index is sized to the entry limit, not to a power of two), and one heap
+// block holding exactly the key bytes. Memory() reports it; the fixed part is
+// below 64 bytes per key at every entry limit (the test and the benchmark
+// print it). The allocator's own per-block overhead is not visible to core
+// and not included.
 //
 // Handles. Record() can also take a HeatHandle: a 64-bit note of where the
 // key's entry lives (shard, slot, and the slot's generation, which changes
-// whenever the slot is given to another key). The master keeps one per
-// object next to its metadata, so a read of a tracked key goes straight to
-// its slot: no hashing, no index probe, no key comparison. A handle that no
-// longer matches (its entry was replaced or cleaned up) costs one failed
-// check and the ordinary lookup, which refreshes it. Results are identical
-// with and without handles.
+// whenever the slot is given to another key or freed). The master keeps one
+// per object next to its metadata, so a read of a tracked key goes straight
+// to its slot: no hashing, no index probe, no key comparison and no shard
+// lock. The slot has a spin lock of its own, folded into its generation word:
+// one compare-exchange both checks that the handle still matches and takes
+// the lock, which is held for the few instructions of the count (every
+// change of a slot's key holds the shard lock and the slot lock). A handle
+// that no longer matches (its entry was replaced or cleaned up) costs one
+// failed compare-exchange and the ordinary lookup, which refreshes it.
+// Results are identical with and without handles.
 //
 // Determinism. The shard of a key comes from StableHeatKeyHash; the victim
 // choice from slot order and the clock hand, never from hash-map iteration.
 // Used from one thread, the same sequence of calls gives the same results in
 // every process.
 //
-// Thread safety: every method is thread-safe. Record() locks one shard.
+// Thread safety: every method is thread-safe. Record() by a matching handle
+// locks one slot; otherwise it locks one shard (and the slots it visits).
+// stats() visits every slot of every shard.
 //
 // The caller decides whether a read counts: with mode off nothing is
 // recorded, and a read of an object already at its replica cap records no
@@ -89,6 +95,7 @@
 #ifndef HEATSINK_CORE_REPLICATION_HEAT_WINDOW_H_
 #define HEATSINK_CORE_REPLICATION_HEAT_WINDOW_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -108,7 +115,7 @@ struct HeatRecord {
   // True exactly when this read brought the count to the hit count.
   bool crossed = false;
   // False when the key could not be tracked: its shard was full of hot keys,
-  // or its tenant or domain is longer than 65535 bytes.
+  // or its tenant, key or domain is longer than 65535 bytes.
   bool tracked = true;
 };
 
@@ -201,6 +208,7 @@ class HeatWindow {
   // Forgets every key (for example when the mode is switched off).
   void Clear();
 
+  // O(entries): sums the slots' unfolded handle hits (for metrics and tests).
   HeatWindowStats stats() const;
   HeatWindowMemory Memory() const;
   // INTERNAL if any shard's slots, index, free list or byte counts disagree.
@@ -215,8 +223,9 @@ class HeatWindow {
   struct Shard;
 
   int32_t ShardIndexFor(uint64_t hash) const;
-  // One read of the live entry in `slot` (no cleanup). REQUIRES: s.mu held.
-  HeatRecord RecordLocked(Shard& s, uint32_t slot, int64_t cur);
+  // now / bucket_ns, without a division when `now` is in the same
+  // sub-bucket as the previous call's.
+  int64_t BucketAt(TimeNs now) const;
   // Advances the shard's hand over cleanup_slots_per_record slots, freeing
   // idle entries other than `touched`. REQUIRES: s.mu held.
   void Cleanup(Shard& s, uint32_t touched, int64_t cur);
@@ -225,6 +234,8 @@ class HeatWindow {
   const DurationNs bucket_ns_;
   const int32_t shard_count_;
   std::unique_ptr<Shard[]> shards_;
+  // The sub-bucket of the latest BucketAt() that divided; only a hint.
+  mutable std::atomic<int64_t> last_bucket_{0};
 };
 
 }  // namespace heatsink
