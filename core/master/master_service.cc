@@ -298,6 +298,7 @@ absl::Status MasterService::PutStartLocked(Shard& shard, const ObjectNameRef& na
     meta.replicas.push_back(std::move(r));
   }
   shard.objects.emplace(Own(name), std::move(meta));
+  shard.oldest_put_start_ns = std::min(shard.oldest_put_start_ns, now);
   *response = std::move(out);
   return absl::OkStatus();
 }

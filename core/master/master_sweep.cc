@@ -211,15 +211,31 @@ void MasterService::ReapStuckPuts(TimeNs now) {
     Version version;
   };
   std::vector<Stuck> stuck;
+  const DurationNs timeout = knobs_.put_start_discard_timeout_ns();
   for (size_t i = 0; i < shards_.size(); ++i) {
     Shard& shard = shards_.at(i);
     MutexLock lock(&shard.mu);
+    // No put of this shard started early enough to be stuck: skip the scan.
+    if (shard.oldest_put_start_ns == Shard::kNoPutInProgress ||
+        !IsExpired(now, shard.oldest_put_start_ns + timeout)) {
+      continue;
+    }
+    TimeNs oldest = Shard::kNoPutInProgress;
+    const size_t first_stuck = stuck.size();
     for (const auto& [name, meta] : shard.objects) {
-      if (meta.put_in_progress &&
-          IsExpired(now, meta.put_start_ns + knobs_.put_start_discard_timeout_ns())) {
+      if (!meta.put_in_progress) continue;
+      if (IsExpired(now, meta.put_start_ns + timeout)) {
         stuck.push_back({meta.put_start_ns, name, meta.version});
+      } else {
+        oldest = std::min(oldest, meta.put_start_ns);
       }
     }
+    // The stuck ones are discarded below, or (discarded table full) kept
+    // for a later sweep: they stay in the bound until a scan finds them gone.
+    for (size_t k = first_stuck; k < stuck.size(); ++k) {
+      oldest = std::min(oldest, stuck[k].put_start_ns);
+    }
+    shard.oldest_put_start_ns = oldest;
   }
   std::sort(stuck.begin(), stuck.end(), [](const Stuck& a, const Stuck& b) {
     return std::tie(a.put_start_ns, a.name) < std::tie(b.put_start_ns, b.name);

@@ -128,6 +128,11 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
           return absl::StrCat("object ", name.tenant, "/", name.key);
         };
         if (meta.replicas.empty()) return Violation(where() + " has no replica");
+        if (meta.put_in_progress && meta.put_start_ns < shards_.at(i).oldest_put_start_ns) {
+          return Violation(absl::StrCat(where(), " put started at ", meta.put_start_ns,
+                                        " ns, before its shard's oldest put bound ",
+                                        shards_.at(i).oldest_put_start_ns));
+        }
         if (meta.version == 0 || meta.version >= version_bound) {
           return Violation(absl::StrCat(where(), " has version ", meta.version, " out of range"));
         }

@@ -102,6 +102,15 @@ using ObjectMap = absl::flat_hash_map<ObjectName, ObjectMeta, ObjectNameHash, Ob
 struct Shard {
   mutable Mutex mu;
   ObjectMap objects ABSL_GUARDED_BY(mu);
+  // At most the put_start_ns of every object of this shard whose put is in
+  // progress (kNoPutInProgress when the last scan found none and no put has
+  // started since): PutStart lowers it, the stuck-put sweep sets it to the
+  // oldest start it saw. A sweep skips the shard while no put can be stuck
+  // yet, so it scans a shard about once per discard timeout instead of once
+  // per sweep.
+  TimeNs oldest_put_start_ns ABSL_GUARDED_BY(mu) = kNoPutInProgress;
+
+  static constexpr TimeNs kNoPutInProgress = INT64_MAX;
 };
 
 class ObjectShards {

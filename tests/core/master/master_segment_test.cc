@@ -213,6 +213,39 @@ TEST(MasterPuts, StuckPutIsDiscardedThenReleased) {
   HS_EXPECT_OK(h.master().CheckInvariants());
 }
 
+// The sweep skips a shard until its oldest put could be stuck; a put that
+// starts after a sweep looked (and found the older ones finished) is still
+// discarded at its own timeout, and one still within it is not.
+TEST(MasterPuts, StuckPutStartedAfterASweepIsStillDiscarded) {
+  MasterKnobs knobs = testing::TestKnobs();
+  knobs.metadata_shards = 1;  // every put in the same shard
+  MasterHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, 10'000));
+  const DurationNs timeout = knobs.put_start_discard_timeout_ns();
+  absl::StatusOr<PutStartResponse> a = h.Start("a", 100);
+  HS_ASSERT_OK(a);
+  h.Advance(timeout / 2);
+  absl::StatusOr<PutStartResponse> b = h.Start("b", 100);
+  HS_ASSERT_OK(b);
+  HS_ASSERT_OK(h.master().PutEnd(ClientId(100), PutEndRequest{Name("a"), a->version}));
+  // The shard is scanned once a's start is a timeout old: nothing is stuck.
+  h.Advance(timeout / 2 + knobs.sweep_interval_ns());
+  EXPECT_EQ(h.master().Stats().puts_discarded_total, 0);
+  absl::StatusOr<PutStartResponse> c = h.Start("c", 100);
+  HS_ASSERT_OK(c);
+  HS_EXPECT_OK(h.master().CheckInvariants());
+  // b's timeout passes: b is discarded, c (younger) is not.
+  h.Advance(timeout / 2 + knobs.sweep_interval_ns());
+  EXPECT_EQ(h.master().Stats().puts_discarded_total, 1);
+  HS_EXPECT_CODE(h.master().PutEnd(ClientId(100), PutEndRequest{Name("b"), b->version}), kNotFound);
+  HS_EXPECT_OK(h.master().CheckInvariants());
+  // Then c's.
+  h.Advance(timeout);
+  EXPECT_EQ(h.master().Stats().puts_discarded_total, 2);
+  HS_EXPECT_CODE(h.master().PutEnd(ClientId(100), PutEndRequest{Name("c"), c->version}), kNotFound);
+  HS_EXPECT_OK(h.master().CheckInvariants());
+}
+
 TEST(MasterPuts, PutStartOverAnExpiredPutDiscardsItAtOnce) {
   MasterKnobs knobs = testing::TestKnobs();
   knobs.sweep_interval_ms = 3'600'000;  // keep the sweep out of the way
