@@ -8,8 +8,11 @@
 // too). The domain comes from --domain, else HEATSINK_STORE_DOMAIN, else
 // MOONCAKE_STORE_DOMAIN. Beside the TCP endpoint it serves the same segments
 // over the gRPC store service (heatsink.v1.Store; clients with
-// `data_path = grpc`) unless --no-data-service. SIGINT/SIGTERM stop it cleanly: its segments are
-// unmounted (the master drops their replicas at once), then it exits.
+// `data_path = grpc`) unless --no-data-service. With --segment-node the
+// segments are mbind'ed to one NUMA node (the NIC's with "auto") and the
+// process runs under MPOL_BIND|MPOL_F_STATIC_NODES there. SIGINT/SIGTERM stop
+// it cleanly: its segments are unmounted (the master drops their replicas at
+// once), then it exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,9 +22,13 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/env/rng.h"
 #include "runtime/env/runtime_env.h"
+#include "runtime/numa/numa_head_memory.h"
+#include "runtime/numa/placement.h"
+#include "runtime/numa/topology.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
@@ -44,6 +51,23 @@ std::string DomainFromEnvironment() {
     if (value != nullptr && value[0] != '\0') return value;
   }
   return "";
+}
+
+// --segment-node: "auto" (the NIC's node) or a node id, checked against the
+// topology (hwloc, or --topology-xml): the node exists, has memory, and can
+// hold every segment.
+absl::StatusOr<int> ResolveSegmentNode(const std::string& flag, const std::string& topology_xml,
+                                       uint64_t total_bytes) {
+  int requested = -1;
+  if (flag != "auto" && (!absl::SimpleAtoi(flag, &requested) || requested < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--segment-node must be none, auto or a node id, got '", flag, "'"));
+  }
+  runtime::TopologyOptions topology_options;
+  topology_options.xml_path = topology_xml;
+  absl::StatusOr<Topology> topology = runtime::LoadTopology(topology_options);
+  if (!topology.ok()) return topology.status();
+  return runtime::PlanSegmentNode(*topology, requested, total_bytes);
 }
 
 }  // namespace
@@ -72,6 +96,9 @@ int main(int argc, char** argv) {
   runtime::StoreServiceOptions data_service;
   std::string data_mover = "tcp";
   uint64_t ucx_put_chunk_mib = 8;
+  std::string segment_node = "none";
+  runtime::NumaMemoryOptions segment_memory;
+  std::string topology_xml;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
@@ -93,6 +120,19 @@ int main(int argc, char** argv) {
   app.add_option("--segment-mib", segment_mib, "size of each segment in MiB")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--segment-node", segment_node,
+                 "NUMA node the segments are bound to: none (plain heap memory), auto (the "
+                 "NIC's node, as hwloc reports it) or a node id. A bound store faults its "
+                 "segments in at start (a node without room fails here) and runs with "
+                 "set_mempolicy(MPOL_BIND|MPOL_F_STATIC_NODES) on that node.")
+      ->capture_default_str();
+  app.add_flag("--segment-huge-pages", segment_memory.huge_pages,
+               "bound segments on explicit 2 MiB huge pages (reserve them first in "
+               "/sys/devices/system/node/nodeN/hugepages)");
+  app.add_flag("--segment-mlock", segment_memory.mlock,
+               "lock bound segments in RAM (needs RLIMIT_MEMLOCK)");
+  app.add_option("--topology-xml", topology_xml,
+                 "hwloc XML to plan --segment-node against instead of this machine");
   app.add_option("--data-host", tcp.listen_host, "address the TCP data endpoint binds")
       ->capture_default_str();
   app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
@@ -166,6 +206,16 @@ int main(int argc, char** argv) {
   options.ucx_put_chunk_bytes = ucx_put_chunk_mib << 20;
   options.worker.heartbeat_interval_ms = heartbeat_interval_ms;
   options.worker.fetch_interval_ms = fetch_interval_ms;
+  options.segment_memory = segment_memory;
+  if (status.ok() && segment_node != "none") {
+    absl::StatusOr<int> node = ResolveSegmentNode(
+        segment_node, topology_xml, static_cast<uint64_t>(segments) * (segment_mib << 20));
+    if (node.ok()) {
+      options.segment_node = *node;
+    } else {
+      status = node.status();
+    }
+  }
   if (status.ok()) status = options.Validate();
   if (status.ok()) status = rpc.Validate();
   data_rpc.message_bytes_max = rpc.message_bytes_max;
@@ -176,6 +226,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // ADR-0019: the serving process binds its own memory policy to the node
+  // before any thread or index exists (every thread started later inherits
+  // it).
+  if (options.segment_node >= 0) {
+    if (absl::Status s = runtime::BindServingPolicy(options.segment_node); !s.ok()) {
+      std::fprintf(stderr, "heatsink-store: --segment-node %d: %s\n", options.segment_node,
+                   std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> master =
       runtime::GrpcMasterClient::Connect(master_address, rpc);
   if (!master.ok()) {
@@ -205,13 +265,14 @@ int main(int argc, char** argv) {
   }
   const std::string data_service_endpoint = (*node)->data_service_endpoint();
   std::printf(
-      "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB, data on %s%s%s, "
+      "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB%s, data on %s%s%s, "
       "copies over %s, master %s\n",
       static_cast<unsigned long long>(client_id), host.c_str(),
       domain.empty() ? "default" : domain.c_str(), segments,
-      static_cast<unsigned long long>(segment_mib), (*node)->data_endpoint().c_str(),
-      data_service_endpoint.empty() ? "" : " and gRPC ", data_service_endpoint.c_str(),
-      data_mover.c_str(), master_address.c_str());
+      static_cast<unsigned long long>(segment_mib),
+      options.segment_node >= 0 ? absl::StrCat(" on NUMA node ", options.segment_node).c_str() : "",
+      (*node)->data_endpoint().c_str(), data_service_endpoint.empty() ? "" : " and gRPC ",
+      data_service_endpoint.c_str(), data_mover.c_str(), master_address.c_str());
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(

@@ -33,17 +33,11 @@
 
 #include "absl/status/statusor.h"
 #include "core/env/head_memory.h"
+#include "runtime/numa/bound_mapping.h"
 #include "runtime/numa/mempolicy.h"
 #include "runtime/numa/placement.h"
 
 namespace heatsink::runtime {
-
-inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
-
-struct NumaMemoryOptions {
-  bool huge_pages = false;  // MAP_HUGETLB (2 MiB pages)
-  bool mlock = false;       // lock the regions in RAM
-};
 
 class NumaHeadMemory final : public HeadMemory {
  public:
@@ -81,19 +75,12 @@ class NumaHeadMemory final : public HeadMemory {
   [[nodiscard]] absl::StatusOr<MemPolicy> RegionPolicy(int region) const;
 
  private:
-  struct Region {
-    uint8_t* data = nullptr;
-    uint64_t size_bytes = 0;    // what the tiering core sees
-    uint64_t mapped_bytes = 0;  // rounded up to 2 MiB
-    int node = 0;
-    bool locked = false;
-  };
   NumaHeadMemory() = default;
   [[nodiscard]] absl::Status MapRegion(const RegionPlacement& placement,
                                        const NumaMemoryOptions& options);
   [[nodiscard]] absl::Status CheckRange(int region, uint64_t offset, uint64_t size) const;
 
-  std::vector<Region> regions_;
+  std::vector<BoundMapping> regions_;  // size_bytes: what the tiering core sees
 };
 
 // Sets the calling thread's default policy to MPOL_BIND | MPOL_F_STATIC_NODES

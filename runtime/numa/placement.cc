@@ -129,6 +129,19 @@ absl::StatusOr<NumaPlacement> PlanNumaPlacement(const Topology& topology,
   return placement;
 }
 
+absl::StatusOr<int> PlanSegmentNode(const Topology& topology, int requested, uint64_t total_bytes) {
+  if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;
+  const int node = requested >= 0 ? requested : topology.nic_node;
+  if (absl::Status s = CheckMemoryNode(topology, node, "--segment-node"); !s.ok()) return s;
+  const uint64_t capacity = topology.FindNode(node)->capacity_bytes;
+  if (total_bytes > capacity) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--segment-node: %d MiB of segments on NUMA node %d, which has only %d MiB",
+                        total_bytes >> 20, node, capacity >> 20));
+  }
+  return node;
+}
+
 std::string DescribePlacement(const NumaPlacement& placement) {
   std::string out = absl::StrFormat("serving node %d\n", placement.serving_node);
   for (const RegionPlacement& r : placement.regions) {

@@ -62,6 +62,14 @@ struct NumaPlacement {
                                                               const TieringKnobs& knobs,
                                                               const NumaPlacementOptions& options);
 
+// The node a store's segments are bound to (--segment-node): `requested`, or
+// the topology's NIC node when -1 (the node the data plane reads and writes
+// from). INVALID_ARGUMENT, naming the flag and the node, when the node does
+// not exist, has no memory, or has less memory than `total_bytes` (every
+// segment together).
+[[nodiscard]] absl::StatusOr<int> PlanSegmentNode(const Topology& topology, int requested,
+                                                  uint64_t total_bytes);
+
 // One line per region: "region 0 (preferred, head): 1024 MiB on node 0".
 std::string DescribePlacement(const NumaPlacement& placement);
 

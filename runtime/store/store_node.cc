@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
 #include "runtime/env/notification.h"
+#include "runtime/numa/mempolicy.h"
+#include "runtime/numa/numa_segment_allocator.h"
 
 namespace heatsink::runtime {
 
@@ -18,6 +20,14 @@ absl::Status StoreNodeOptions::Validate() const {
         absl::StrCat("segments must be in [1, ", kStoreSegmentsMax, "], got ", segments));
   }
   if (segment_bytes == 0) return absl::InvalidArgumentError("segment_bytes must be positive");
+  if (segment_node < -1 || segment_node > MaxPossibleNode()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment NUMA node must be -1 (unbound) or in [0, ", MaxPossibleNode(),
+                     "], got ", segment_node));
+  }
+  if (segment_node < 0 && (segment_memory.huge_pages || segment_memory.mlock)) {
+    return absl::InvalidArgumentError("huge pages and mlock need a segment NUMA node");
+  }
   HS_RETURN_IF_ERROR(tcp.Validate());
   if (data_mover == StoreDataMover::kUcx) {
     UcxMoverOptions ucx_mover{ucx, tcp, ucx_put_chunk_bytes};
@@ -38,8 +48,21 @@ SegmentId StoreSegmentId(ClientId client, int index) {
   return SegmentId(client.value * 256 + static_cast<uint64_t>(index) + 1);
 }
 
+namespace {
+
+std::unique_ptr<SegmentAllocator> MakeSegmentAllocator(const StoreNodeOptions& options) {
+  if (options.segment_node >= 0) {
+    return std::make_unique<NumaSegmentAllocator>(options.segment_node, options.segment_memory);
+  }
+  return std::make_unique<AlignedSegmentAllocator>();
+}
+
+}  // namespace
+
 StoreNode::StoreNode(const StoreNodeOptions& options)
-    : options_(options), memory_(&allocator_, SegmentMemoryKnobs{}) {}
+    : options_(options),
+      allocator_(MakeSegmentAllocator(options)),
+      memory_(allocator_.get(), SegmentMemoryKnobs{}) {}
 
 absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options,

@@ -1,7 +1,7 @@
 // File: runtime/store/store_node.h
 //
 // One store process's parts, wired together: segment memory (plain aligned
-// memory here; NUMA-bound memory later sits behind SegmentAllocator), the TCP
+// memory, or memory bound to one NUMA node with segment_node), the TCP
 // data endpoint serving those segments (remote writes of copies and puts,
 // reads), the data mover that pushes this store's replicas to other stores
 // (TCP, or UCX RMA puts into the target's registered segment; with UCX the
@@ -47,6 +47,7 @@
 #include "core/worker/master_client.h"
 #include "core/worker/store_worker.h"
 #include "runtime/memory/segment_memory.h"
+#include "runtime/numa/bound_mapping.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/tcp_data_server.h"
@@ -76,6 +77,13 @@ struct StoreNodeOptions {
   // each RMA put of a copy.
   UcxOptions ucx;
   uint64_t ucx_put_chunk_bytes = uint64_t{8} << 20;
+  // NUMA node every segment is bound to (mbind, faulted in at start; see
+  // runtime/numa/numa_segment_allocator.h); -1 leaves segments as plain
+  // page-aligned heap memory. heatsink-store resolves its --segment-node
+  // against the hwloc topology before it gets here.
+  int segment_node = -1;
+  // With segment_node: huge pages and mlock for the segments.
+  NumaMemoryOptions segment_memory;
   // StoreWorker timing and limits (client_id, host, domain and segments are
   // filled from the fields above).
   StoreWorkerOptions worker;
@@ -136,7 +144,8 @@ class StoreNode {
 
   const StoreNodeOptions options_;
   MasterClient* master_ = nullptr;
-  AlignedSegmentAllocator allocator_;
+  // Aligned heap memory, or NUMA-bound memory with segment_node.
+  std::unique_ptr<SegmentAllocator> allocator_;
   SegmentMemory memory_;
   std::vector<SegmentId> segment_ids_;
   // Declared before server_, which holds it as its RmaGrantProvider.

@@ -146,5 +146,31 @@ TEST(NumaPlacement, RejectsMoreMemoryThanTheNodeHas) {
   EXPECT_TRUE(PlanNumaPlacement(FourNodes(), k, {}).ok());
 }
 
+// --segment-node: auto is the NIC's node; an explicit node must exist, have
+// memory and hold every segment; each refusal names the flag and the node.
+TEST(SegmentNodePlacement, AutoIsTheNicNodeAndExplicitNodesAreChecked) {
+  Topology t = FourNodes();
+  absl::StatusOr<int> node = PlanSegmentNode(t, -1, 64 * kMiB);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(*node, t.nic_node);
+  node = PlanSegmentNode(t, 2, 64 * kMiB);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(*node, 2);
+
+  node = PlanSegmentNode(t, 7, 64 * kMiB);
+  ASSERT_EQ(node.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(node.status().message().find("--segment-node: NUMA node 7 does not exist"),
+            absl::string_view::npos)
+      << node.status();
+  node = PlanSegmentNode(t, 1, 1 * kGiB);  // node 1 has 459 MiB
+  ASSERT_EQ(node.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(node.status().message().find("NUMA node 1, which has only"), absl::string_view::npos)
+      << node.status();
+  t.nodes[3].capacity_bytes = 0;
+  node = PlanSegmentNode(t, 3, kMiB);
+  ASSERT_EQ(node.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(node.status().message().find("no memory"), absl::string_view::npos) << node.status();
+}
+
 }  // namespace
 }  // namespace heatsink::runtime

@@ -23,13 +23,14 @@
 #include "absl/strings/str_cat.h"
 #include "core/env/rng.h"
 #include "core/replication/replicated_master.h"
-#include "gtest/gtest.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
 #include "heatsink/master.grpc.pb.h"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/env/notification.h"
 #include "runtime/env/runtime_env.h"
+#include "runtime/numa/mempolicy.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
@@ -304,6 +305,22 @@ TEST(StoreNodeOptionsTest, UcxOptionsAreValidated) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_EQ(StoreDataMoverName(StoreDataMover::kUcx), "ucx");
   EXPECT_EQ(StoreDataMoverName(StoreDataMover::kTcp), "tcp");
+}
+
+TEST(StoreNodeOptionsTest, SegmentNodeOptionsAreValidated) {
+  StoreNodeOptions options;
+  options.client_id = ClientId(1);
+  EXPECT_TRUE(options.Validate().ok());
+  options.segment_node = -2;
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+  options.segment_node = MaxPossibleNode() + 1;
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+  options.segment_node = -1;
+  options.segment_memory.mlock = true;
+  const absl::Status st = options.Validate();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  options.segment_node = 0;
+  EXPECT_TRUE(options.Validate().ok());
 }
 
 TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {

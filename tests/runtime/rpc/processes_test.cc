@@ -348,7 +348,11 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
   ASSERT_FALSE(master_address_.empty());
   const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
-  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx);
+  // Store b's segments are mbind'ed to node 0 (every machine has one): RMA
+  // puts land in NUMA-bound, registered memory.
+  std::vector<std::string> ucx_bound = ucx;
+  ucx_bound.insert(ucx_bound.end(), {"--segment-node", "0"});
+  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_bound);
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
@@ -390,6 +394,11 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
     if (line.find("copies over ucx") != std::string::npos) says_ucx = true;
   }
   EXPECT_TRUE(says_ucx);
+  bool says_bound = false;
+  for (const std::string& line : ReadLines(dir_ / "store_b.log")) {
+    if (line.find("MiB on NUMA node 0") != std::string::npos) says_bound = true;
+  }
+  EXPECT_TRUE(says_bound);
   rpc->reset();
   store_a->Signal(SIGTERM);
   store_b->Signal(SIGTERM);
@@ -590,6 +599,25 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
   std::string mover_text((std::istreambuf_iterator<char>(mover_log)),
                          std::istreambuf_iterator<char>());
   EXPECT_NE(mover_text.find("--data-mover"), std::string::npos) << mover_text;
+  // --segment-node: a node the machine does not have, a word that is not a
+  // node, and mlock without a node are refused before anything starts.
+  const auto store_fails = [&](const std::vector<std::string>& flags, const std::string& log_name,
+                               const std::string& expected) {
+    std::vector<std::string> argv = {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Process p(argv, {}, dir_ / log_name);
+    EXPECT_EQ(p.Wait(), 2) << log_name;
+    std::ifstream in(dir_ / log_name);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(expected), std::string::npos) << text;
+  };
+  store_fails({"--segment-node", "99"}, "node99.log",
+              "--segment-node: NUMA node 99 does not exist");
+  store_fails({"--segment-node", "near"}, "near.log",
+              "--segment-node must be none, auto or a node id");
+  store_fails({"--segment-mlock"}, "mlock.log", "need a segment NUMA node");
+  store_fails({"--segment-node", "0", "--segment-mib", "1048576", "--segments", "255"},
+              "toobig.log", "which has only");
 }
 
 }  // namespace
