@@ -73,10 +73,11 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
 }
 
 Network::~Network() {
-  // Pending activation/completion events point at this network.
+  // Pending activation/completion/re-solve events point at this network.
   for (Flow& flow : flows_) {
     if (flow.id != 0) engine_->Cancel(flow.event);
   }
+  if (reshare_event_ != kNoTimer) engine_->Cancel(reshare_event_);
 }
 
 std::optional<int> Network::FindHost(absl::string_view name) const {
@@ -242,7 +243,23 @@ void Network::Activate(uint32_t slot, FlowId id) {
   Attach(slot);
   touched_.clear();
   for (const ResourceRef& ref : flow.resources) touched_.push_back(ref.resource);
-  Reshare(touched_);
+  RequestReshare(touched_);
+}
+
+void Network::RequestReshare(absl::Span<const uint32_t> seeds) {
+  for (uint32_t r : seeds) {
+    if (resources_[r].reshare_pending) continue;
+    resources_[r].reshare_pending = true;
+    pending_seeds_.push_back(r);
+  }
+  if (reshare_event_ != kNoTimer) return;
+  reshare_event_ = engine_->ScheduleAfter(0, [this] {
+    reshare_event_ = kNoTimer;
+    std::vector<uint32_t> seeds;
+    seeds.swap(pending_seeds_);
+    for (uint32_t r : seeds) resources_[r].reshare_pending = false;
+    Reshare(seeds);
+  });
 }
 
 void Network::Attach(uint32_t slot) {
@@ -314,8 +331,9 @@ void Network::Complete(uint32_t slot, FlowId id) {
   FlowDone done = std::move(flow.done);
   FreeSlot(slot);
   ++counters_.flows_completed;
-  // Rates settle before `done` runs, so whatever it starts sees them current.
-  if (!touched_.empty()) Reshare(touched_);
+  // The remaining flows' rates are re-solved once for every flow that ends
+  // now (see RequestReshare); `done` only starts flows, which begin in setup.
+  if (!touched_.empty()) RequestReshare(touched_);
   std::move(done)(absl::OkStatus());
 }
 

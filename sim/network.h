@@ -21,7 +21,13 @@
 // Selective update (as SimGrid): a flow starting, ending, failing, or a trunk
 // changing capacity re-solves only the connected component of flows that share
 // a resource with the change, transitively. last_update_flows_recomputed()
-// tells how many flows the last update touched.
+// tells how many flows the last update touched. Flows that start moving or
+// finish at the same instant (a batch of reads set up together, equal flows
+// ending together) share one re-solve: the activation or completion records
+// its resources and the re-solve runs as one event at that same time, after
+// the events already queued for it. No time passes in between, so every rate
+// and completion time is what a re-solve per flow would give; `done` of a
+// completed flow runs before the rates of the remaining flows are updated.
 //
 // Failures: StartFlow returns an error (and never calls `done`) for bad
 // arguments (INVALID_ARGUMENT), the flow limit (RESOURCE_EXHAUSTED) or a route
@@ -166,6 +172,7 @@ class Network {
     int64_t capacity_bytes_per_sec = 0;
     std::vector<uint32_t> flows;  // slots of moving flows
     uint32_t visit_epoch = 0;
+    bool reshare_pending = false;  // in pending_seeds_
     // Progressive-filling scratch, valid during Solve().
     int64_t solve_capacity = 0;
     int64_t solve_unfixed = 0;
@@ -241,6 +248,9 @@ class Network {
   // Re-solves the component reachable from `seeds` (every moving flow when
   // selective_update is off) and reschedules completions that moved.
   void Reshare(absl::Span<const uint32_t> seeds);
+  // Adds `seeds` to the re-solve scheduled for the current time (scheduling
+  // it, as a zero-delay event, if there is none yet).
+  void RequestReshare(absl::Span<const uint32_t> seeds);
   void Solve();
   TimeNs CompletionTime(const Flow& flow) const;
 
@@ -269,6 +279,10 @@ class Network {
   std::vector<uint32_t> stack_;
   std::vector<SolveEntry> solve_heap_;
   std::vector<uint32_t> touched_;
+  // Resources whose flows changed at the current time and wait for the one
+  // re-solve scheduled for it (see RequestReshare).
+  std::vector<uint32_t> pending_seeds_;
+  TimerId reshare_event_ = kNoTimer;
   int64_t last_update_flows_recomputed_ = 0;
   uint64_t rate_updates_ = 0;
   uint64_t flows_recomputed_total_ = 0;

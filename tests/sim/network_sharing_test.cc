@@ -128,7 +128,8 @@ TEST(MaxMinSharing, MultiNicHostSpreadsFlowsOverItsNics) {
 }
 
 // Runs a fixed sequence of flows and returns how many flows each rate update
-// re-solved, in event order (one update per event here).
+// re-solved, in order. Each flow is started and set up at its own moment, so
+// each activation is an update of its own.
 std::vector<int64_t> RecomputationsPerEvent(bool selective, std::map<std::string, testing::Outcome>* out) {
   NetworkKnobs knobs = ExactKnobs();
   knobs.selective_update = selective;
@@ -142,14 +143,15 @@ std::vector<int64_t> RecomputationsPerEvent(bool selective, std::map<std::string
     }
     return absl::OkStatus();
   });
-  auto step = [&] { EXPECT_TRUE(h.engine().Step()); };
   h.Start("f1", "a1", "a2", 100'000'000);  // shares a1's send NIC with f4
-  h.Start("f2", "b1", "b2", kGBps);        // its own component
-  h.Start("f3", "a3", "a4", kGBps);        // its own component (a3 send, a4 receive)
-  for (int i = 0; i < 3; ++i) step();      // three activations
-  h.Start("f4", "a1", "a3", kGBps);        // a1 send + a3 receive: joins f1 only
-  step();                                  // f4 activation
-  step();                                  // f1 completes at 2e8 ns
+  h.RunUntil(0);
+  h.Start("f2", "b1", "b2", kGBps);  // its own component
+  h.RunUntil(0);
+  h.Start("f3", "a3", "a4", kGBps);  // its own component (a3 send, a4 receive)
+  h.RunUntil(0);
+  h.Start("f4", "a1", "a3", kGBps);  // a1 send + a3 receive: joins f1 only
+  h.RunUntil(0);
+  h.RunUntil(200'000'000);  // f1 completes
   EXPECT_EQ(h.outcome("f1").t_ns, 200'000'000);
   h.Run();
   *out = h.outcomes();
@@ -159,18 +161,41 @@ std::vector<int64_t> RecomputationsPerEvent(bool selective, std::map<std::string
 TEST(SelectiveUpdate, ReSolvesOnlyTheAffectedComponent) {
   std::map<std::string, testing::Outcome> selective_out, full_out;
   // Activations of f1, f2, f3 (one flow each), f4 joining f1, f1 ending (f4
-  // alone), then f2, f3 and f4 ending with nothing left beside them.
+  // alone), then f2 and f3 ending together at 1 s (one update, nothing left
+  // beside them) and f4 at 1.1 s.
   EXPECT_EQ(RecomputationsPerEvent(true, &selective_out),
-            (std::vector<int64_t>{1, 1, 1, 2, 1, 0, 0, 0}));
+            (std::vector<int64_t>{1, 1, 1, 2, 1, 0, 0}));
   // Without selective update every moving flow is re-solved every time.
-  EXPECT_EQ(RecomputationsPerEvent(false, &full_out),
-            (std::vector<int64_t>{1, 2, 3, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(RecomputationsPerEvent(false, &full_out), (std::vector<int64_t>{1, 2, 3, 4, 3, 1, 0}));
   // Same rates either way, so the same completion times.
   ASSERT_EQ(selective_out.size(), 4u);
   for (const auto& [label, outcome] : selective_out) {
     EXPECT_EQ(outcome.t_ns, full_out[label].t_ns) << label;
   }
+  EXPECT_EQ(selective_out["f2"].t_ns, 1'000'000'000);
+  EXPECT_EQ(selective_out["f3"].t_ns, 1'000'000'000);
   EXPECT_EQ(selective_out["f4"].t_ns, 1'100'000'000);
+}
+
+// Flows set up at the same instant share one re-solve, and flows ending at
+// the same instant another; the rates and completion times are those of one
+// re-solve per flow (checked against the fair shares by hand).
+TEST(SelectiveUpdate, FlowsChangingAtTheSameInstantShareOneReSolve) {
+  NetworkHarness h(TwoDomains(kGBps, kGBps), ExactKnobs());
+  std::vector<FlowId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(h.Start(absl::StrCat("f", i), "a1", "a2", kGBps / 4));
+  const FlowId other = h.Start("other", "b1", "b2", kGBps);
+  const uint64_t before = h.net().rate_updates();
+  h.RunUntil(0);
+  EXPECT_EQ(h.net().rate_updates(), before + 1);
+  EXPECT_EQ(h.net().last_update_flows_recomputed(), 5);
+  for (const FlowId id : ids) EXPECT_EQ(h.Rate(id), kGBps / 4);
+  EXPECT_EQ(h.Rate(other), kGBps);
+  // The four equal flows end together at 1 s, with "other": one update.
+  h.Run();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(h.outcome(absl::StrCat("f", i)).t_ns, 1'000'000'000);
+  EXPECT_EQ(h.outcome("other").t_ns, 1'000'000'000);
+  EXPECT_EQ(h.net().rate_updates(), before + 2);
 }
 
 // Random churn over three domains; returns every flow's end time.
