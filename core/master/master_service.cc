@@ -372,9 +372,11 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
   ReadObserver* observer = nullptr;
   ReadObservation read;
   {
-    Shard& shard = shards_.For(name);
+    // One hash of the name picks the shard and probes its map.
+    const size_t hash = master_internal::ObjectNameHash()(name);
+    Shard& shard = shards_.ForHash(hash);
     MutexLock lock(&shard.mu);
-    auto it = shard.objects.find(name);
+    auto it = shard.objects.find(name, hash);
     if (it == shard.objects.end()) {
       return absl::NotFoundError(absl::StrCat("object '", name.key, "' not found"));
     }

@@ -120,11 +120,16 @@ class ObjectShards {
   ObjectShards& operator=(const ObjectShards&) = delete;
 
   size_t size() const { return shards_.size(); }
-  size_t IndexOf(const ObjectNameRef& name) const {
+  size_t IndexOf(const ObjectNameRef& name) const { return IndexOfHash(ObjectNameHash()(name)); }
+  // The same from the name's ObjectNameHash, which is also the hash the
+  // shard's map uses: a hot path hashes the name once and passes the hash
+  // to both (ObjectMap::find(name, hash)).
+  size_t IndexOfHash(size_t name_hash) const {
     // The hash is salted per process; only lock partitioning depends on it.
-    return static_cast<size_t>(Mix64(ObjectNameHash()(name)) % shards_.size());
+    return static_cast<size_t>(Mix64(name_hash) % shards_.size());
   }
   Shard& For(const ObjectNameRef& name) const { return *shards_[IndexOf(name)]; }
+  Shard& ForHash(size_t name_hash) const { return *shards_[IndexOfHash(name_hash)]; }
   Shard& at(size_t i) const { return *shards_[i]; }
 
  private:
