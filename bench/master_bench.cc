@@ -11,6 +11,7 @@
 // counting the read on the segment.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/env/manual_env.h"
 #include "core/env/rng.h"
@@ -130,6 +132,9 @@ double master_ns_per_op = 0;
 
 // The ratio itself: batches of the same keys through the bare map and the
 // master, interleaved, so load changes on the machine hit both sides alike.
+// The ratio reported is the median of the per-batch ratios, so a burst of
+// interference from another tenant of the machine (this is a shared VM) that
+// lands in a few batches does not decide it; the ns/op are over all batches.
 void BM_MasterVsBareInterleaved(benchmark::State& state) {
   Fixture& f = GetFixture();
   constexpr size_t kBatch = 4096;
@@ -137,6 +142,7 @@ void BM_MasterVsBareInterleaved(benchmark::State& state) {
   int64_t bare_ns = 0;
   int64_t master_ns = 0;
   int64_t ops = 0;
+  std::vector<double> batch_ratios;
   for (auto _ : state) {
     const size_t begin = next;
     int64_t t0 = ThreadCpuNs();
@@ -154,12 +160,17 @@ void BM_MasterVsBareInterleaved(benchmark::State& state) {
     int64_t t2 = ThreadCpuNs();
     bare_ns += t1 - t0;
     master_ns += t2 - t1;
+    if (t1 > t0)
+      batch_ratios.push_back(static_cast<double>(t2 - t1) / static_cast<double>(t1 - t0));
     ops += kBatch;
     next = (next + kBatch) & (kOrderLength - 1);
   }
   bare_ns_per_op = static_cast<double>(bare_ns) / static_cast<double>(ops);
   master_ns_per_op = static_cast<double>(master_ns) / static_cast<double>(ops);
-  ratio_vs_bare = master_ns_per_op / bare_ns_per_op;
+  if (batch_ratios.empty()) return;
+  std::nth_element(batch_ratios.begin(), batch_ratios.begin() + batch_ratios.size() / 2,
+                   batch_ratios.end());
+  ratio_vs_bare = batch_ratios[batch_ratios.size() / 2];
   state.counters["bare_ns"] = bare_ns_per_op;
   state.counters["master_ns"] = master_ns_per_op;
   state.counters["ratio_vs_bare"] = ratio_vs_bare;
@@ -170,16 +181,21 @@ BENCHMARK(BM_MasterVsBareInterleaved)->Unit(benchmark::kMicrosecond);
 }  // namespace heatsink
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built with mutex deadlock detection on; the
+  // production processes turn it off (tools/runtime_flags.h), so the
+  // benchmark measures the master without it too.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   heatsink::GetFixture();  // build the 1M objects before timing anything
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (heatsink::ratio_vs_bare > 0) {
-    std::printf("master GetReplicaList %.1f ns/op, bare flat_hash_map %.1f ns/op (thread CPU "
-                "time, interleaved), ratio %.2f (target <= 3.00): %s\n",
-                heatsink::master_ns_per_op, heatsink::bare_ns_per_op, heatsink::ratio_vs_bare,
-                heatsink::ratio_vs_bare <= 3.0 ? "met" : "NOT met");
+    std::printf(
+        "master GetReplicaList %.1f ns/op, bare flat_hash_map %.1f ns/op (thread CPU "
+        "time, interleaved), median per-batch ratio %.2f (target <= 3.00): %s\n",
+        heatsink::master_ns_per_op, heatsink::bare_ns_per_op, heatsink::ratio_vs_bare,
+        heatsink::ratio_vs_bare <= 3.0 ? "met" : "NOT met");
   }
   return 0;
 }

@@ -317,7 +317,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"tcp", "grpc"}));
   tools::AddRpcFlags(app, flags.rpc, /*server=*/false);
+  bool keep_deadlock_detection = false;
+  tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
   CLI11_PARSE(app, argc, argv);
+  tools::ApplyDeadlockDetection(keep_deadlock_detection);
 
   absl::Status status = flags.rpc.Validate();
   if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {

@@ -207,7 +207,10 @@ int main(int argc, char** argv) {
                  "callers must identify themselves and may name only their own tenant's "
                  "objects (PERMISSION_DENIED otherwise)");
   tools::AddRpcFlags(app, flags.rpc, /*server=*/true);
+  bool keep_deadlock_detection = false;
+  tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
   CLI11_PARSE(app, argc, argv);
+  tools::ApplyDeadlockDetection(keep_deadlock_detection);
 
   MasterKnobs master_knobs;
   ReplicationKnobs replication_knobs;

@@ -174,7 +174,10 @@ int main(int argc, char** argv) {
                  "PEM CA for client certificates of the gRPC store service");
   app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
   tools::AddRpcFlags(app, rpc, /*server=*/false);
+  bool keep_deadlock_detection = false;
+  tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
   CLI11_PARSE(app, argc, argv);
+  tools::ApplyDeadlockDetection(keep_deadlock_detection);
 
   const std::vector<tools::KnobSetter> registries = {
       [&](absl::string_view n, absl::string_view v) {

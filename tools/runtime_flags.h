@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "runtime/rpc/rpc_options.h"
 
 namespace heatsink::tools {
@@ -99,6 +100,20 @@ inline void AddRpcFlags(CLI::App& app, runtime::RpcOptions& rpc, bool server) {
     app.add_option("--tls-ca", rpc.tls.ca_path,
                    "PEM CA that signed the master's certificate (enables TLS)");
   }
+}
+
+// Abseil's mutex deadlock detection (on in Debian's build) looks every lock
+// acquisition up in one process-wide lock graph, which serialises the
+// processes' hot paths. They turn it off unless --keep-deadlock-detection
+// asks for it (to debug lock order); the test builds keep it on.
+inline void AddDeadlockDetectionFlag(CLI::App& app, bool& keep) {
+  app.add_flag("--keep-deadlock-detection", keep,
+               "keep Abseil's mutex deadlock detection on (a global lock-graph lookup on every "
+               "lock; for debugging lock order)");
+}
+// Call right after parsing, before any thread starts.
+inline void ApplyDeadlockDetection(bool keep) {
+  if (!keep) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 // Call first in main(), before any thread starts, so that every thread
