@@ -1,6 +1,9 @@
 #include "core/tiering/dense_scores.h"
 
+#include <algorithm>
 #include <cmath>
+#include <new>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -8,10 +11,30 @@
 
 namespace heatsink {
 
-DenseScoreArray::DenseScoreArray(uint64_t slots)
-    : size_(slots), slots_(new std::atomic<double>[slots]) {
-  for (uint64_t i = 0; i < size_; ++i) slots_[i].store(NoScoreTag(), std::memory_order_relaxed);
+namespace {
+
+uint64_t StorageBytesFor(uint64_t slots) {
+  const uint64_t bytes = std::max<uint64_t>(slots, 1) * sizeof(std::atomic<double>);
+  return (bytes + kDenseScorePageBytes - 1) / kDenseScorePageBytes * kDenseScorePageBytes;
 }
+
+std::atomic<double>* AllocateSlots(uint64_t storage_bytes) {
+  void* raw = ::operator new (storage_bytes, std::align_val_t{kDenseScorePageBytes});
+  auto* slots = static_cast<std::atomic<double>*>(raw);
+  const uint64_t count = storage_bytes / sizeof(std::atomic<double>);
+  for (uint64_t i = 0; i < count; ++i) new (&slots[i]) std::atomic<double>(NoScoreTag());
+  return slots;
+}
+
+}  // namespace
+
+void DenseScoreArray::PageDeleter::operator()(std::atomic<double>* p) const {
+  static_assert(std::is_trivially_destructible_v<std::atomic<double>>, "no per-slot destructor");
+  ::operator delete (static_cast<void*>(p), std::align_val_t{kDenseScorePageBytes});
+}
+
+DenseScoreArray::DenseScoreArray(uint64_t slots)
+    : size_(slots), storage_bytes_(StorageBytesFor(slots)), slots_(AllocateSlots(storage_bytes_)) {}
 
 absl::Status DenseScoreArray::Publish(uint64_t slot, double score) {
   if (slot >= size_) {

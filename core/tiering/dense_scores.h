@@ -2,9 +2,11 @@
 //
 // The dense score array of one head-pool region (ADR-0019): one
 // std::atomic<double> per fixed-head slot, indexed directly by
-// block * heads_per_block + head offset. No hash table. The runtime allocates
-// it on the region's node, so the per-node scan and decay touch only local
-// pages.
+// block * heads_per_block + head offset. No hash table. The storage is
+// page-aligned and a whole number of pages (storage(), storage_bytes()), so
+// the runtime can move exactly the array's pages onto the region's node
+// (runtime/numa/promotion_service.h) and the per-node scan and decay touch
+// only local pages.
 //
 // A slot either owns the score of the head resident there or holds the
 // no-score tag (empty). Publish into an occupied slot and Extract from an
@@ -26,6 +28,8 @@
 
 namespace heatsink {
 
+inline constexpr uint64_t kDenseScorePageBytes = 4096;
+
 class DenseScoreArray {
  public:
   // `slots` empty slots.
@@ -34,6 +38,10 @@ class DenseScoreArray {
   DenseScoreArray& operator=(const DenseScoreArray&) = delete;
 
   uint64_t size() const { return size_; }
+  // The slots' memory: kDenseScorePageBytes-aligned, a whole number of pages,
+  // holding nothing else.
+  const void* storage() const { return slots_.get(); }
+  uint64_t storage_bytes() const { return storage_bytes_; }
 
   // Makes `slot` the owner of `score`. FAILED_PRECONDITION if the slot already
   // owns a score; OUT_OF_RANGE for a slot past the end; INVALID_ARGUMENT for a
@@ -59,8 +67,12 @@ class DenseScoreArray {
                          uint64_t b_begin, uint64_t count);
 
  private:
+  struct PageDeleter {
+    void operator()(std::atomic<double>* p) const;
+  };
   uint64_t size_;
-  std::unique_ptr<std::atomic<double>[]> slots_;
+  uint64_t storage_bytes_;
+  std::unique_ptr<std::atomic<double>[], PageDeleter> slots_;
 };
 
 }  // namespace heatsink

@@ -249,6 +249,9 @@ class TierManager {
   const PoolGeometry& geometry() const { return pool_.geometry(); }
   const std::vector<RegionSpec>& regions() const { return pool_.plan(); }
   int head_region_count() const { return pool_.head_region_count(); }
+  // The dense score array of a head region (its storage is what the runtime
+  // places on the region's node). REQUIRES: 0 <= region < head_region_count().
+  const DenseScoreArray& dense_scores(int region) const { return pool_.scores(region); }
 
   // ---- Stores. A value of exactly ram_head bytes takes a fixed head
   // (preferred region first); a smaller one goes to the arena; a larger one is

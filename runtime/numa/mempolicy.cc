@@ -86,6 +86,17 @@ absl::Status BindRange(void* addr, size_t len, int node) {
   return absl::OkStatus();
 }
 
+absl::Status MoveRangeToNode(void* addr, size_t len, int node) {
+  if (absl::Status s = CheckNode(node); !s.ok()) return s;
+  NodeMask mask(node);
+  mask.Set(node);
+  if (mbind(addr, len, MPOL_BIND, mask.words.data(), mask.maxnode, MPOL_MF_MOVE | MPOL_MF_STRICT) !=
+      0) {
+    return NodeError("mbind(MPOL_BIND, MPOL_MF_MOVE)", node, errno);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SetThreadBindPolicy(int node) {
   if (absl::Status s = CheckNode(node); !s.ok()) return s;
   NodeMask mask(node);

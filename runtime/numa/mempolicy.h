@@ -50,6 +50,13 @@ bool NumaAvailable();
 // memory; the error names the node.
 [[nodiscard]] absl::Status BindRange(void* addr, size_t len, int node);
 
+// mbind(MPOL_BIND, MPOL_MF_MOVE | MPOL_MF_STRICT) of [addr, addr + len) to
+// `node`: the range's pages already in memory move there now (this process's
+// own pages; the kernel reports EIO for one it cannot move), later ones are
+// taken there. `addr` page-aligned. INVALID_ARGUMENT for a node the kernel
+// does not have; the error names the node.
+[[nodiscard]] absl::Status MoveRangeToNode(void* addr, size_t len, int node);
+
 // set_mempolicy(MPOL_BIND | MPOL_F_STATIC_NODES, {node}) for the calling
 // thread (and the threads it creates afterwards).
 [[nodiscard]] absl::Status SetThreadBindPolicy(int node);

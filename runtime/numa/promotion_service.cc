@@ -24,6 +24,14 @@ absl::Status LinuxThreadBinder::BindCurrentThread(int node) {
   return SetThreadBindPolicy(node);
 }
 
+absl::Status LinuxThreadBinder::BindMemory(const void* addr, uint64_t bytes, int node) {
+  if (topology_->FindNode(node) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("NUMA node ", node, " is not in the topology"));
+  }
+  // mbind changes the range's policy and pages, never its bytes.
+  return MoveRangeToNode(const_cast<void*>(addr), static_cast<size_t>(bytes), node);
+}
+
 NumaPromotionService::NumaPromotionService(Env* env, TierManager* manager,
                                            PromotionServiceOptions options)
     : env_(env), manager_(manager), options_(std::move(options)) {}
@@ -87,9 +95,21 @@ absl::Status NumaPromotionService::Start() {
   return status;
 }
 
-bool NumaPromotionService::BindAndReport(int node, const std::string& who) {
+bool NumaPromotionService::BindAndReport(int node, const std::string& who, const Worker* worker) {
   absl::Status status;
   if (options_.binder != nullptr) status = options_.binder->BindCurrentThread(node);
+  if (status.ok() && options_.binder != nullptr && worker != nullptr) {
+    // The worker scans and decays these arrays: their pages go to its node.
+    for (int region : worker->regions) {
+      const DenseScoreArray& scores = manager_->dense_scores(region);
+      status = options_.binder->BindMemory(scores.storage(), scores.storage_bytes(), node);
+      if (!status.ok()) {
+        status = absl::Status(status.code(), absl::StrCat("dense score array of region ", region,
+                                                          ": ", status.message()));
+        break;
+      }
+    }
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (!status.ok() && bind_status_.ok()) {
     bind_status_ = absl::Status(status.code(), absl::StrCat(who, ": ", status.message()));
@@ -145,7 +165,8 @@ PromotionServiceStats NumaPromotionService::stats() const {
 }
 
 void NumaPromotionService::WorkerLoop(Worker* worker) {
-  if (!BindAndReport(worker->node, absl::StrCat("promotion worker of node ", worker->node))) {
+  if (!BindAndReport(worker->node, absl::StrCat("promotion worker of node ", worker->node),
+                     worker)) {
     return;
   }
   uint64_t seen = 0;

@@ -3,7 +3,8 @@
 // ADR-0019 promotion and decay on real threads, around the core's
 // TierManager (which makes every decision and never waits):
 //   - one persistent worker per NUMA node holding head regions, bound to that
-//     node, scans its node-local dense score arrays during a promotion round
+//     node, first moves its regions' dense score arrays onto the node (the
+//     binder's BindMemory), then scans those node-local arrays during a round
 //     and decays them during a decay pass; only one RegionSummary per region
 //     crosses nodes;
 //   - a coordinator on the serving node begins a round, has the workers scan,
@@ -50,11 +51,20 @@
 
 namespace heatsink::runtime {
 
-// Binds the calling thread to a node.
+// Binds the calling thread, and memory the thread is about to own, to a node.
 class ThreadBinder {
  public:
   virtual ~ThreadBinder() = default;
   [[nodiscard]] virtual absl::Status BindCurrentThread(int node) = 0;
+  // Places [addr, addr + bytes) (page-aligned, whole pages) on `node`,
+  // moving pages already there. The default leaves memory where it is
+  // (logical nodes).
+  [[nodiscard]] virtual absl::Status BindMemory(const void* addr, uint64_t bytes, int node) {
+    (void)addr;
+    (void)bytes;
+    (void)node;
+    return absl::OkStatus();
+  }
 };
 
 // The real binding: the node's CPUs (sched_setaffinity) and its memory
@@ -65,6 +75,8 @@ class LinuxThreadBinder final : public ThreadBinder {
   // `topology` must outlive the binder.
   explicit LinuxThreadBinder(const Topology* topology) : topology_(topology) {}
   [[nodiscard]] absl::Status BindCurrentThread(int node) override;
+  // mbind with MPOL_MF_MOVE (MoveRangeToNode).
+  [[nodiscard]] absl::Status BindMemory(const void* addr, uint64_t bytes, int node) override;
 
  private:
   const Topology* const topology_;
@@ -129,8 +141,9 @@ class NumaPromotionService {
   void DecayLoop();
   // Runs one command on every worker and waits until all are done.
   void RunOnWorkers(CommandKind kind, PromotionRound* round, DecayPass* pass);
-  // Reports a thread's binding result to Start.
-  bool BindAndReport(int node, const std::string& who);
+  // Binds the calling thread (and, for a worker, its regions' dense score
+  // arrays) and reports the result to Start.
+  bool BindAndReport(int node, const std::string& who, const Worker* worker = nullptr);
   void RunDecayPass();
   // Waits (under lock) up to `ms`, or until stopping / `wake` returns true.
   template <typename Pred>

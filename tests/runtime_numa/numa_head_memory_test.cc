@@ -6,8 +6,9 @@
 //     serving policy reads back as MPOL_BIND | MPOL_F_STATIC_NODES;
 //   - on a host with several memory nodes (tools/numa-qemu-test.sh boots a
 //     2- and a 4-node guest for this): each region's pages sit on the node
-//     its placement names, and a promotion exchange driven by the real
-//     threads moves the hot block's bytes onto the serving node's pages.
+//     its placement names, each worker moves its regions' dense score arrays
+//     onto its node, and a promotion exchange driven by the real threads
+//     moves the hot block's bytes onto the serving node's pages.
 //     These skip, saying why, on a one-node machine.
 #include "runtime/numa/numa_head_memory.h"
 
@@ -231,6 +232,16 @@ class CheckingBinder final : public ThreadBinder {
     ++binds_;
     return s;
   }
+  absl::Status BindMemory(const void* addr, uint64_t bytes, int node) override {
+    absl::Status s = real_.BindMemory(addr, bytes, node);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++memory_binds_;
+    return s;
+  }
+  int memory_binds() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return memory_binds_;
+  }
   int binds() {
     std::lock_guard<std::mutex> lock(mu_);
     return binds_;
@@ -246,6 +257,7 @@ class CheckingBinder final : public ThreadBinder {
   std::mutex mu_;
   int binds_ = 0;
   int bound_ok_ = 0;
+  int memory_binds_ = 0;
 };
 
 TEST(LinuxThreadBinder, BindsToTopologyNodesOnly) {
@@ -270,6 +282,21 @@ TEST(LinuxThreadBinder, BindsToTopologyNodesOnly) {
   const std::vector<int>& cpus = topology->nodes.front().cpus;
   EXPECT_NE(std::find(cpus.begin(), cpus.end(), cpu), cpus.end()) << cpu;
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  // Memory: moved onto a topology node (every page there, the range's
+  // policy bound to it), refused for a node outside the topology.
+  DenseScoreArray scores(1024);
+  ASSERT_TRUE(binder.BindMemory(scores.storage(), scores.storage_bytes(), node).ok());
+  absl::StatusOr<std::vector<int>> pages = PageNodes(scores.storage(), scores.storage_bytes());
+  ASSERT_TRUE(pages.ok()) << pages.status();
+  ExpectAllOn(*pages, node);
+  absl::StatusOr<MemPolicy> range_policy = AddressMemPolicy(scores.storage());
+  ASSERT_TRUE(range_policy.ok());
+  EXPECT_EQ(range_policy->mode, kMpolBind);
+  EXPECT_EQ(range_policy->nodes, std::vector<int>{node});
+  EXPECT_EQ(
+      binder.BindMemory(scores.storage(), scores.storage_bytes(), topology->nodes.back().id + 1)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 // Hot heads stored in the foreign region, cold ones filling the preferred
@@ -312,6 +339,18 @@ void RunExchangeOnRealMemory(const Topology& topology, const NumaPlacement& plac
                                 .serving_node = placement.serving_node,
                                 .binder = &binder});
   ASSERT_TRUE(service.Start().ok());
+  // Each worker moved its regions' dense score arrays onto its node.
+  EXPECT_EQ(binder.memory_binds(), manager.head_region_count());
+  for (int r = 0; r < manager.head_region_count(); ++r) {
+    const DenseScoreArray& scores = manager.dense_scores(r);
+    absl::StatusOr<std::vector<int>> array_pages =
+        PageNodes(scores.storage(), scores.storage_bytes());
+    ASSERT_TRUE(array_pages.ok()) << array_pages.status();
+    ExpectAllOn(*array_pages, placement.regions[r].node);
+    absl::StatusOr<MemPolicy> array_policy = AddressMemPolicy(scores.storage());
+    ASSERT_TRUE(array_policy.ok());
+    EXPECT_EQ(array_policy->nodes, std::vector<int>{placement.regions[r].node}) << "region " << r;
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (service.stats().exchanges == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

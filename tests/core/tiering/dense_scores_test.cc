@@ -35,6 +35,20 @@ TEST(PoolGeometry, SlotMappingIsBlockTimesHeadsPlusOffset) {
   }
 }
 
+// The runtime moves exactly the array's pages onto its region's node, so the
+// storage is page-aligned, whole pages, and holds every slot.
+TEST(DenseScoreArray, StorageIsWholeAlignedPages) {
+  for (const uint64_t slots :
+       {uint64_t{1}, uint64_t{8}, uint64_t{512}, uint64_t{513}, uint64_t{4096}}) {
+    DenseScoreArray a(slots);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.storage()) % kDenseScorePageBytes, 0u) << slots;
+    EXPECT_EQ(a.storage_bytes() % kDenseScorePageBytes, 0u) << slots;
+    EXPECT_GE(a.storage_bytes(), slots * sizeof(double)) << slots;
+    EXPECT_LT(a.storage_bytes(), slots * sizeof(double) + kDenseScorePageBytes) << slots;
+    for (uint64_t i = 0; i < slots; ++i) ASSERT_FALSE(a.occupied(i)) << i;
+  }
+}
+
 TEST(DenseScoreArray, SingleOwnerPerSlot) {
   DenseScoreArray a(4);
   EXPECT_FALSE(a.occupied(1));
