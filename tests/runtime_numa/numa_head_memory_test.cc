@@ -17,8 +17,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,13 +28,16 @@
 #include "runtime/numa/placement.h"
 #include "runtime/numa/promotion_service.h"
 #include "runtime/numa/topology.h"
+#include "tests/runtime_numa/machine_nodes.h"
 #include "tests/runtime_numa/tiering_fixture.h"
 
 namespace heatsink::runtime {
 namespace {
 
+using testing::ExpectAllOn;
 using testing::HeadBytes;
 using testing::Key;
+using testing::MemoryNodes;
 using testing::PutHeads;
 using testing::ReadHeads;
 using testing::SteadyEnv;
@@ -50,24 +53,6 @@ std::vector<RegionPlacement> OnNode0(std::vector<uint64_t> sizes) {
     regions.push_back(r);
   }
   return regions;
-}
-
-// Nodes of this machine that have memory, ascending.
-std::vector<int> MemoryNodes() {
-  absl::StatusOr<Topology> t = LoadTopology({});
-  std::vector<int> nodes;
-  if (!t.ok()) return nodes;
-  for (const NumaNode& n : t->nodes) {
-    if (n.capacity_bytes > 0) nodes.push_back(n.id);
-  }
-  return nodes;
-}
-
-void ExpectAllOn(const std::vector<int>& nodes, int node) {
-  ASSERT_FALSE(nodes.empty());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ASSERT_EQ(nodes[i], node) << "page " << i;
-  }
 }
 
 TEST(NumaHeadMemory, RegionsAreBoundAndResidentOnNode0) {

@@ -18,27 +18,21 @@
 #include "gtest/gtest.h"
 #include "runtime/numa/mempolicy.h"
 #include "runtime/numa/topology.h"
+#include "tests/runtime_numa/machine_nodes.h"
 
 namespace heatsink::runtime {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-std::vector<int> MemoryNodes() {
-  absl::StatusOr<Topology> t = LoadTopology({});
-  std::vector<int> nodes;
-  if (!t.ok()) return nodes;
-  for (const NumaNode& n : t->nodes) {
-    if (n.capacity_bytes > 0) nodes.push_back(n.id);
-  }
-  return nodes;
-}
+using testing::ExpectAllOn;
+using testing::MemoryNodes;
 
 void ExpectBoundTo(SegmentBuffer& buffer, int node) {
   absl::StatusOr<std::vector<int>> pages = SegmentPageNodes(buffer);
   ASSERT_TRUE(pages.ok()) << pages.status();
   ASSERT_EQ(pages->size(), (buffer.size_bytes() + 4095) / 4096);
-  for (size_t i = 0; i < pages->size(); ++i) ASSERT_EQ((*pages)[i], node) << "page " << i;
+  ExpectAllOn(*pages, node);
   absl::StatusOr<MemPolicy> policy = SegmentPolicy(buffer);
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_EQ(policy->mode, kMpolBind);

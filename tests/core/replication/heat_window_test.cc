@@ -20,33 +20,16 @@
 #include "absl/strings/str_format.h"
 #include "core/env/rng.h"
 #include "gtest/gtest.h"
+#include "tests/core/replication/heat_window_test_util.h"
 
 namespace heatsink {
 namespace {
 
-constexpr TimeNs kMs = kNsPerMs;
-constexpr TimeNs kSec = kNsPerSec;
-
-HeatWindow::Options Opts(int64_t entries_max, int64_t hit_count, int32_t shards = 1) {
-  HeatWindow::Options o;
-  o.window_ns = 10 * kSec;
-  o.sub_buckets = 10;
-  o.entries_max = entries_max;
-  o.hit_count = hit_count;
-  o.shards = shards;
-  o.cleanup_slots_per_record = 2;
-  o.replacement_probe_slots = 8;
-  return o;
-}
-
-HeatKeyView Key(const std::string& key) { return HeatKeyView{"tenant", key, ""}; }
-
-std::vector<std::string> Names(const std::string& prefix, int n) {
-  std::vector<std::string> out;
-  out.reserve(n);
-  for (int i = 0; i < n; ++i) out.push_back(absl::StrFormat("%s-%08d", prefix, i));
-  return out;
-}
+using testing::Key;
+using testing::kMs;
+using testing::kSec;
+using testing::Names;
+using testing::Opts;
 
 TEST(HeatWindow, CrossesExactlyOnceOnTheHitCountRead) {
   HeatWindow w(Opts(100, 8));

@@ -10,34 +10,18 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_format.h"
 #include "core/replication/heat_window.h"
 #include "gtest/gtest.h"
+#include "tests/core/replication/heat_window_test_util.h"
 
 namespace heatsink {
 namespace {
 
-constexpr TimeNs kMs = kNsPerMs;
-constexpr TimeNs kSec = kNsPerSec;
-
-HeatWindow::Options Opts(int64_t entries_max, int64_t hit_count, int32_t shards) {
-  HeatWindow::Options o;
-  o.window_ns = 10 * kSec;
-  o.sub_buckets = 10;
-  o.entries_max = entries_max;
-  o.hit_count = hit_count;
-  o.shards = shards;
-  return o;
-}
-
-HeatKeyView Key(const std::string& key) { return HeatKeyView{"tenant", key, ""}; }
-
-std::vector<std::string> Names(const std::string& prefix, int n) {
-  std::vector<std::string> out;
-  out.reserve(n);
-  for (int i = 0; i < n; ++i) out.push_back(absl::StrFormat("%s-%08d", prefix, i));
-  return out;
-}
+using testing::Key;
+using testing::kMs;
+using testing::kSec;
+using testing::Names;
+using testing::Opts;
 
 TEST(HeatWindowStress, ConcurrentRecordsLoseNoReadAndCrossOnce) {
   HeatWindow w(Opts(1024, 500, /*shards=*/4));

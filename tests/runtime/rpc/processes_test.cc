@@ -221,6 +221,25 @@ class ProcessesTest : public ::testing::Test {
   std::string metrics_address_;
 };
 
+// The writer of the replication tests: domain a, putting into `segment`.
+HeatsinkClientOptions WriterInDomainA(SegmentId segment) {
+  HeatsinkClientOptions options;
+  options.client_id = ClientId(100);
+  options.domain = "a";
+  options.preferred_segments = {segment};
+  return options;
+}
+
+// Their hot reader: host-b in domain b, spreading over equal-cost replicas.
+HeatsinkClientOptions SpreadReaderOnHostB() {
+  HeatsinkClientOptions options;
+  options.client_id = ClientId(200);
+  options.host = "host-b";
+  options.domain = "b";
+  options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  return options;
+}
+
 TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   std::unique_ptr<Process> master =
       StartMaster({"dynamic_replication_mode=enforce", "client_live_ttl_sec=2"},
@@ -252,19 +271,11 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   }
   ASSERT_TRUE(segment_a.valid() && segment_b.valid() && segment_c.valid());
 
-  HeatsinkClientOptions writer_options;
-  writer_options.client_id = ClientId(100);
-  writer_options.domain = "a";
-  writer_options.preferred_segments = {segment_a};
-  HeatsinkClient writer(rpc->get(), writer_options);
+  HeatsinkClient writer(rpc->get(), WriterInDomainA(segment_a));
   const std::string bytes = Pattern(9, (1 << 20) + 5);
   ASSERT_TRUE(writer.Put("hot", bytes).ok());
 
-  HeatsinkClientOptions reader_options;
-  reader_options.client_id = ClientId(200);
-  reader_options.host = "host-b";
-  reader_options.domain = "b";
-  reader_options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  const HeatsinkClientOptions reader_options = SpreadReaderOnHostB();
   absl::StatusOr<std::unique_ptr<GrpcObjectDataPath>> grpc_data =
       GrpcObjectDataPath::Create(GrpcDataPathOptions{});
   ASSERT_TRUE(grpc_data.ok());
@@ -366,18 +377,10 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
   for (const SegmentView& v : *segments) {
     (v.location.owner == ClientId(1) ? segment_a : segment_b) = v.location.id;
   }
-  HeatsinkClientOptions writer_options;
-  writer_options.client_id = ClientId(100);
-  writer_options.domain = "a";
-  writer_options.preferred_segments = {segment_a};
-  HeatsinkClient writer(rpc->get(), writer_options);
+  HeatsinkClient writer(rpc->get(), WriterInDomainA(segment_a));
   const std::string bytes = Pattern(11, (3 << 20) + 17);
   ASSERT_TRUE(writer.Put("hot", bytes).ok());
-  HeatsinkClientOptions reader_options;
-  reader_options.client_id = ClientId(200);
-  reader_options.host = "host-b";
-  reader_options.domain = "b";
-  reader_options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
+  const HeatsinkClientOptions reader_options = SpreadReaderOnHostB();
   HeatsinkClient reader(rpc->get(), reader_options);
   bool local = false;
   ASSERT_TRUE(WaitFor([&] {
