@@ -1,9 +1,6 @@
 #include "runtime/numa/numa_head_memory.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
