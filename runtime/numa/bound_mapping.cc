@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/numa/mempolicy.h"
@@ -32,15 +33,20 @@ absl::Status Populate(uint8_t* data, uint64_t bytes, int node, bool huge_pages) 
                                                    bytes >> 20, " MiB: ", std::strerror(err)));
 }
 
-}  // namespace
+// Maps `size_bytes` (rounded up to 2 MiB) at a 2 MiB aligned address, then
+// binds every (offset, bytes, node) range of `binds`, populates and locks.
+struct BindRun {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  int node = 0;
+};
 
-absl::StatusOr<BoundMapping> MapBoundMemory(uint64_t size_bytes, int node,
-                                            const NumaMemoryOptions& options) {
-  if (size_bytes == 0) return absl::InvalidArgumentError("bound memory: 0 bytes");
+absl::StatusOr<BoundMapping> MapAndBind(uint64_t size_bytes, absl::Span<const BindRun> binds,
+                                        const NumaMemoryOptions& options) {
   BoundMapping region;
   region.size_bytes = size_bytes;
   region.mapped_bytes = RoundUp(size_bytes, kHugePageBytes);
-  region.node = node;
+  region.node = binds.front().node;
   if (options.huge_pages) {
     void* p = mmap(nullptr, region.mapped_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_NORESERVE, -1, 0);
@@ -67,14 +73,22 @@ absl::StatusOr<BoundMapping> MapBoundMemory(uint64_t size_bytes, int node,
   }
   // From here on the mapping is ours: release it on every error path.
   auto unmap = [&region] { munmap(region.data, region.mapped_bytes); };
-  if (absl::Status s = BindRange(region.data, region.mapped_bytes, region.node); !s.ok()) {
-    unmap();
-    return s;
+  for (size_t i = 0; i < binds.size(); ++i) {
+    // The last run also covers the rounding up to 2 MiB.
+    const uint64_t bytes =
+        i + 1 == binds.size() ? region.mapped_bytes - binds[i].offset : binds[i].bytes;
+    if (absl::Status s = BindRange(region.data + binds[i].offset, bytes, binds[i].node); !s.ok()) {
+      unmap();
+      return s;
+    }
   }
-  if (absl::Status s = Populate(region.data, region.mapped_bytes, region.node, options.huge_pages);
-      !s.ok()) {
-    unmap();
-    return s;
+  for (const BindRun& run : binds) {
+    if (absl::Status s =
+            Populate(region.data + run.offset, run.bytes, run.node, options.huge_pages);
+        !s.ok()) {
+      unmap();
+      return s;
+    }
   }
   if (options.mlock) {
     if (mlock(region.data, region.mapped_bytes) != 0) {
@@ -87,6 +101,36 @@ absl::StatusOr<BoundMapping> MapBoundMemory(uint64_t size_bytes, int node,
     region.locked = true;
   }
   return region;
+}
+
+}  // namespace
+
+absl::StatusOr<BoundMapping> MapBoundMemory(uint64_t size_bytes, int node,
+                                            const NumaMemoryOptions& options) {
+  if (size_bytes == 0) return absl::InvalidArgumentError("bound memory: 0 bytes");
+  const BindRun run{0, RoundUp(size_bytes, kHugePageBytes), node};
+  return MapAndBind(size_bytes, absl::MakeConstSpan(&run, 1), options);
+}
+
+absl::StatusOr<BoundMapping> MapBoundBlocks(uint64_t block_bytes,
+                                            absl::Span<const int> block_nodes,
+                                            const NumaMemoryOptions& options) {
+  if (block_nodes.empty()) return absl::InvalidArgumentError("bound memory: no blocks");
+  const uint64_t page = options.huge_pages ? kHugePageBytes : 4096;
+  if (block_bytes == 0 || block_bytes % page != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bound memory: block of ", block_bytes,
+                                                   " bytes is not a multiple of the ", page,
+                                                   "-byte page"));
+  }
+  std::vector<BindRun> runs;
+  for (size_t i = 0; i < block_nodes.size(); ++i) {
+    if (!runs.empty() && runs.back().node == block_nodes[i]) {
+      runs.back().bytes += block_bytes;
+    } else {
+      runs.push_back(BindRun{i * block_bytes, block_bytes, block_nodes[i]});
+    }
+  }
+  return MapAndBind(block_bytes * block_nodes.size(), runs, options);
 }
 
 void UnmapBoundMemory(BoundMapping& mapping) {
