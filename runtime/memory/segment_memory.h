@@ -23,6 +23,7 @@
 #ifndef HEATSINK_RUNTIME_MEMORY_SEGMENT_MEMORY_H_
 #define HEATSINK_RUNTIME_MEMORY_SEGMENT_MEMORY_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -84,6 +85,15 @@ struct SegmentMemoryKnobs {
   [[nodiscard]] absl::Status Validate() const;
 };
 
+// Told of every read a data service served from a segment (the store's head
+// pool counts them as logical reads for its access scores). Called on the
+// serving thread after the last byte went out; must be thread-safe and cheap.
+class SegmentReadObserver {
+ public:
+  virtual ~SegmentReadObserver() = default;
+  virtual void OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) = 0;
+};
+
 // A bounds-checked window into a segment. Holds the buffer alive.
 struct SegmentRegion {
   std::shared_ptr<SegmentBuffer> buffer;
@@ -117,6 +127,17 @@ class SegmentMemory {
   [[nodiscard]] absl::StatusOr<std::string> Read(SegmentId id, uint64_t offset,
                                                  uint64_t size) const;
 
+  // Sets the observer data services report served reads to (null: none).
+  // Set it before serving starts; `observer` must outlive the registry's use.
+  void set_read_observer(SegmentReadObserver* observer) {
+    read_observer_.store(observer, std::memory_order_release);
+  }
+  // A data service served [offset, offset + size_bytes) of `id` to a reader.
+  void NoteRead(SegmentId id, uint64_t offset, uint64_t size_bytes) const {
+    SegmentReadObserver* observer = read_observer_.load(std::memory_order_acquire);
+    if (observer != nullptr) observer->OnSegmentRead(id, offset, size_bytes);
+  }
+
   // Ids in ascending order.
   std::vector<SegmentId> ids() const;
   size_t size() const;
@@ -126,6 +147,7 @@ class SegmentMemory {
   const SegmentMemoryKnobs knobs_;
   mutable std::mutex mu_;  // guards segments_
   std::map<SegmentId, std::shared_ptr<SegmentBuffer>> segments_;
+  std::atomic<SegmentReadObserver*> read_observer_{nullptr};
 };
 
 }  // namespace heatsink::runtime

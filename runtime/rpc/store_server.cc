@@ -67,6 +67,7 @@ class StoreServer::Service final : public v1::Store::Service {
       }
       reads_completed_.fetch_add(1, std::memory_order_relaxed);
       bytes_read_.fetch_add(sent, std::memory_order_relaxed);
+      segments_->NoteRead(SegmentId(req->segment_id()), req->offset(), req->length());
       return absl::OkStatus();
     });
   }

@@ -181,6 +181,7 @@ bool TcpDataServer::HandleRead(const Socket& socket, const wire::RangeRequest& r
     sent += n;
   }
   reads_completed_.fetch_add(1);
+  segments_->NoteRead(request.segment, request.offset, request.size);
   return true;
 }
 

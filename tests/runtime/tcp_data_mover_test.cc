@@ -4,9 +4,11 @@
 // unknown segments NOT_FOUND; a peer that closes mid-copy, a peer that is
 // down, and a mover shut down under a blocked copy all give UNAVAILABLE;
 // copies_in_flight_max and connections_max reject with RESOURCE_EXHAUSTED;
-// ReadRemote returns the served bytes and enforces its limits.
+// ReadRemote returns the served bytes and enforces its limits, and the server
+// reports each served read to the segments' read observer.
 #include "runtime/transport/tcp_data_mover.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@ using ::heatsink::runtime::testing::CopyAndWait;
 using ::heatsink::runtime::testing::CopyResult;
 using ::heatsink::runtime::testing::FakePeer;
 using ::heatsink::runtime::testing::FillSegment;
+using ::heatsink::runtime::testing::RecordingReadObserver;
 
 constexpr SegmentId kSource(11);
 constexpr SegmentId kTarget(22);
@@ -224,6 +227,8 @@ TEST_F(TcpMoverTest, ReadRemoteReturnsServedBytes) {
   server_b_.reset();
   FillSegment(memory_b_, kTarget, 99);
   ASSERT_TRUE(memory_b_.Write(kTarget, 300, "replica bytes").ok());
+  RecordingReadObserver observer;
+  memory_b_.set_read_observer(&observer);
   absl::StatusOr<std::unique_ptr<TcpDataServer>> server = TcpDataServer::Start(&memory_b_, knobs_);
   ASSERT_TRUE(server.ok()) << server.status();
   server_b_ = *std::move(server);
@@ -249,6 +254,15 @@ TEST_F(TcpMoverTest, ReadRemoteReturnsServedBytes) {
   EXPECT_EQ(ReadRemote("127.0.0.1:notaport", kTarget, 0, 1, knobs_).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(server_b_->reads_completed(), 2u);
+  // Each served read is reported once, after its bytes; refused ones never.
+  // Two connections: their reports may come in either order.
+  using Read = RecordingReadObserver::Read;
+  std::vector<Read> reads = observer.WaitForReads(2);
+  std::sort(reads.begin(), reads.end(),
+            [](const Read& a, const Read& b) { return a.offset < b.offset; });
+  EXPECT_EQ(reads, (std::vector<Read>{{kTarget, 11, size}, {kTarget, 300, 13}}));
+  server_b_.reset();
+  memory_b_.set_read_observer(nullptr);
 }
 
 TEST_F(TcpMoverTest, ServerClosesOnMalformedFrames) {

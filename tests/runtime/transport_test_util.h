@@ -3,12 +3,14 @@
 #ifndef HEATSINK_TESTS_RUNTIME_TRANSPORT_TEST_UTIL_H_
 #define HEATSINK_TESTS_RUNTIME_TRANSPORT_TEST_UTIL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -112,6 +114,39 @@ class FakePeer {
   std::mutex mu_;
   Socket connection_;
   std::thread thread_;
+};
+
+// Records the reads a data service reports (SegmentReadObserver).
+class RecordingReadObserver final : public SegmentReadObserver {
+ public:
+  struct Read {
+    SegmentId id;
+    uint64_t offset = 0;
+    uint64_t size_bytes = 0;
+    friend bool operator==(const Read&, const Read&) = default;
+  };
+  void OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    reads_.push_back(Read{id, offset, size_bytes});
+  }
+  std::vector<Read> reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+  // Waits (bounded) until at least `count` reads were reported: a service
+  // reports a read after its last byte went out, so possibly after the
+  // reader has it.
+  std::vector<Read> WaitForReads(size_t count) const {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (reads().size() < count && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return reads();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Read> reads_;
 };
 
 }  // namespace heatsink::runtime::testing

@@ -36,6 +36,7 @@
 #include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
+#include "tests/runtime/transport_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -65,6 +66,7 @@ class StoreServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(memory_.Create(kSegment, kSegmentBytes).ok());
+    memory_.set_read_observer(&observer_);
     absl::StatusOr<std::unique_ptr<StoreServer>> server =
         StoreServer::Start(&memory_, "127.0.0.1:0", RpcOptions{},
                            StoreServiceOptions{.data_chunk_bytes = kChunkBytes});
@@ -94,6 +96,7 @@ class StoreServerTest : public ::testing::Test {
     return FromGrpcStatus(writer->Finish());
   }
 
+  testing::RecordingReadObserver observer_;  // outlives the server
   AlignedSegmentAllocator allocator_;
   SegmentMemory memory_{&allocator_, SegmentMemoryKnobs{}};
   std::unique_ptr<StoreServer> server_;
@@ -145,6 +148,13 @@ TEST_F(StoreServerTest, WritesAndReadsObjectsOfManyChunks) {
   EXPECT_EQ(stat->data_chunk_bytes(), kChunkBytes);
   EXPECT_EQ(stat->writes_completed(), 1u);
   EXPECT_EQ(stat->reads_completed(), 3u);
+  // Every served read was reported to the segments' read observer, in order
+  // (each is reported before its call completes).
+  using Read = testing::RecordingReadObserver::Read;
+  EXPECT_EQ(observer_.reads(),
+            (std::vector<Read>{{kSegment, 8192, bytes.size()},
+                               {kSegment, 8192 + 5000, 9000},
+                               {kSegment, 8192, bytes.size()}}));
   EXPECT_EQ(stat->bytes_written(), bytes.size());
   EXPECT_EQ(stat->bytes_read(), 2 * bytes.size() + 9000);
 }
@@ -173,6 +183,8 @@ TEST_F(StoreServerTest, StoreErrorsKeepTheirCodes) {
   server_->Shutdown();
   EXPECT_EQ(path_->Read(location_, kSegment, 0, 10).status().code(),
             absl::StatusCode::kUnavailable);
+  // No refused read was reported as served.
+  EXPECT_TRUE(observer_.reads().empty());
 }
 
 TEST_F(StoreServerTest, MalformedWriteStreamsAreRefused) {
