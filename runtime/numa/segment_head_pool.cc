@@ -1,0 +1,403 @@
+#include "runtime/numa/segment_head_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "runtime/numa/mempolicy.h"
+
+namespace heatsink::runtime {
+
+// Every segment's bytes, one mapping: bound block by block (with a binder)
+// or plain anonymous memory (logical nodes).
+struct SegmentHeadPool::Mapping {
+  BoundMapping bound;      // with a binder
+  uint8_t* plain = nullptr;  // without one
+  uint64_t bytes = 0;
+
+  uint8_t* data() const { return plain != nullptr ? plain : bound.data; }
+  ~Mapping() {
+    if (plain != nullptr) munmap(plain, bytes);
+    UnmapBoundMemory(bound);
+  }
+};
+
+namespace {
+
+class PoolSegmentBuffer final : public SegmentBuffer {
+ public:
+  PoolSegmentBuffer(std::shared_ptr<SegmentHeadPool::Mapping> mapping, uint8_t* data,
+                    uint64_t size_bytes)
+      : mapping_(std::move(mapping)), data_(data), size_bytes_(size_bytes) {}
+  uint8_t* data() override { return data_; }
+  uint64_t size_bytes() const override { return size_bytes_; }
+
+ private:
+  std::shared_ptr<SegmentHeadPool::Mapping> mapping_;  // keeps the bytes alive
+  uint8_t* const data_;
+  const uint64_t size_bytes_;
+};
+
+constexpr absl::string_view kChunkTenant = "heatsink.segment";
+
+// OK when [offset, offset + size) lies inside a segment of `segment_bytes`.
+absl::Status CheckRange(uint64_t segment_bytes, uint64_t offset, uint64_t size) {
+  if (offset > segment_bytes || size > segment_bytes - offset) {
+    return absl::OutOfRangeError(absl::StrCat("range [", offset, ", +", size,
+                                              ") leaves a segment of ", segment_bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// HeadMemory over the segments' address space: region r's block k is the
+// global block table(r, k) of the mapping. Swap migrates pages between the
+// regions' nodes and swaps table entries; bytes never change address.
+class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
+ public:
+  BlockTableMemory(uint8_t* base, uint64_t block_bytes, const std::vector<RegionPlacement>& regions,
+                   ThreadBinder* binder)
+      : base_(base), block_bytes_(block_bytes), binder_(binder) {
+    uint64_t next = 0;
+    for (const RegionPlacement& r : regions) {
+      const uint64_t blocks = r.bytes / block_bytes;
+      auto table = std::make_unique<std::atomic<uint64_t>[]>(blocks);
+      for (uint64_t k = 0; k < blocks; ++k) table[k].store(next++, std::memory_order_relaxed);
+      tables_.push_back(std::move(table));
+      blocks_.push_back(blocks);
+      nodes_.push_back(r.node);
+    }
+  }
+
+  int region_count() const override { return static_cast<int>(tables_.size()); }
+  uint64_t region_bytes(int region) const override {
+    HS_CHECK(region >= 0 && region < region_count());
+    return blocks_[region] * block_bytes_;
+  }
+  int region_node(int region) const { return nodes_[region]; }
+  uint64_t blocks(int region) const { return blocks_[region]; }
+  // The global block behind (region, block).
+  uint64_t global_block(int region, uint64_t block) const {
+    return tables_[region][block].load(std::memory_order_acquire);
+  }
+  uint8_t* block_address(int region, uint64_t block) const {
+    return base_ + global_block(region, block) * block_bytes_;
+  }
+
+  absl::Status Read(int region, uint64_t offset, absl::Span<uint8_t> out) const override {
+    HS_RETURN_IF_ERROR(Check(region, offset, out.size()));
+    uint64_t done = 0;
+    while (done < out.size()) {
+      const uint64_t at = offset + done;
+      const uint64_t n = std::min<uint64_t>(out.size() - done, block_bytes_ - at % block_bytes_);
+      std::memcpy(out.data() + done, block_address(region, at / block_bytes_) + at % block_bytes_,
+                  n);
+      done += n;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(int region, uint64_t offset, absl::Span<const uint8_t> in) override {
+    HS_RETURN_IF_ERROR(Check(region, offset, in.size()));
+    uint64_t done = 0;
+    while (done < in.size()) {
+      const uint64_t at = offset + done;
+      const uint64_t n = std::min<uint64_t>(in.size() - done, block_bytes_ - at % block_bytes_);
+      std::memcpy(block_address(region, at / block_bytes_) + at % block_bytes_, in.data() + done,
+                  n);
+      done += n;
+    }
+    return absl::OkStatus();
+  }
+
+  // Only whole blocks are exchanged (the core's promotion unit): any other
+  // range would have to move bytes to other addresses.
+  absl::Status Swap(const MemoryRange& a, const MemoryRange& b) override {
+    HS_RETURN_IF_ERROR(Check(a.region, a.offset, a.size_bytes));
+    HS_RETURN_IF_ERROR(Check(b.region, b.offset, b.size_bytes));
+    if (a.size_bytes != block_bytes_ || b.size_bytes != block_bytes_ ||
+        a.offset % block_bytes_ != 0 || b.offset % block_bytes_ != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("segment head pool: only whole ", block_bytes_,
+                       "-byte blocks are exchanged (got ", a.size_bytes, " bytes at ", a.offset,
+                       " and ", b.size_bytes, " bytes at ", b.offset, ")"));
+    }
+    if (a.region == b.region && a.offset == b.offset) {
+      return absl::InvalidArgumentError("segment head pool: a block cannot swap with itself");
+    }
+    const uint64_t block_a = a.offset / block_bytes_;
+    const uint64_t block_b = b.offset / block_bytes_;
+    uint8_t* addr_a = block_address(a.region, block_a);
+    uint8_t* addr_b = block_address(b.region, block_b);
+    const int node_a = nodes_[a.region];
+    const int node_b = nodes_[b.region];
+    if (binder_ != nullptr && node_a != node_b) {
+      // a's bytes take b's place (node), b's take a's.
+      if (absl::Status s = binder_->BindMemory(addr_a, block_bytes_, node_b); !s.ok()) {
+        (void)binder_->BindMemory(addr_a, block_bytes_, node_a);  // pages already moved go back
+        return absl::Status(s.code(), absl::StrCat("exchange: moving a block to node ", node_b,
+                                                   ": ", s.message()));
+      }
+      if (absl::Status s = binder_->BindMemory(addr_b, block_bytes_, node_a); !s.ok()) {
+        (void)binder_->BindMemory(addr_b, block_bytes_, node_b);
+        (void)binder_->BindMemory(addr_a, block_bytes_, node_a);
+        return absl::Status(s.code(), absl::StrCat("exchange: moving a block to node ", node_a,
+                                                   ": ", s.message()));
+      }
+    }
+    const uint64_t global_a = global_block(a.region, block_a);
+    tables_[a.region][block_a].store(global_block(b.region, block_b), std::memory_order_release);
+    tables_[b.region][block_b].store(global_a, std::memory_order_release);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Check(int region, uint64_t offset, uint64_t size) const {
+    if (region < 0 || region >= region_count()) {
+      return absl::OutOfRangeError(absl::StrCat("no head region ", region));
+    }
+    return CheckMemoryRange(region, region_count(), region_bytes(region), offset, size);
+  }
+
+  uint8_t* const base_;
+  const uint64_t block_bytes_;
+  ThreadBinder* const binder_;
+  std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> tables_;
+  std::vector<uint64_t> blocks_;
+  std::vector<int> nodes_;
+};
+
+uint64_t SegmentHeadPoolOptions::total_bytes() const {
+  uint64_t total = knobs.memory_bytes;
+  for (uint64_t bytes : knobs.sub_memory_bytes) total += bytes;
+  return total;
+}
+
+uint64_t SegmentHeadPoolOptions::segment_bytes() const {
+  HS_CHECK(!segment_ids.empty());
+  return total_bytes() / segment_ids.size();
+}
+
+absl::Status SegmentHeadPoolOptions::Validate() const {
+  HS_RETURN_IF_ERROR(knobs.Validate());
+  if (knobs.small_memory_bytes != 0 || !knobs.small_sub_memory_bytes.empty()) {
+    return absl::InvalidArgumentError(
+        "the store's head pool has no small-object pool (--small-memory, --small-sub-memory)");
+  }
+  // The knobs already hold every region to a whole number of blocks.
+  const uint64_t block = knobs.block_bytes;
+  if (memory.huge_pages && block % kHugePageBytes != 0) {
+    return absl::InvalidArgumentError("huge pages need --block to be a multiple of 2M");
+  }
+  if (segment_ids.empty()) return absl::InvalidArgumentError("the head pool needs a segment");
+  const uint64_t total = total_bytes();
+  if (total / block > kSegmentHeadPoolBlocksMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the head pool has ", total / block, " blocks of ", block,
+                     " bytes; at most ", kSegmentHeadPoolBlocksMax, " (raise --block)"));
+  }
+  if (total % (segment_ids.size() * block) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the head pool's ", total, " bytes (--memory + --sub-memory) do not split "
+                     "into ", segment_ids.size(), " segments of whole ", block, "-byte blocks"));
+  }
+  const std::vector<RegionSpec> plan = PlanRegions(knobs);
+  bool matches = plan.size() == placement.regions.size();
+  for (size_t i = 0; matches && i < plan.size(); ++i) {
+    matches = placement.regions[i].region == plan[i].region &&
+              placement.regions[i].bytes == plan[i].bytes;
+  }
+  if (!matches) {
+    return absl::InvalidArgumentError("the NUMA placement does not match --memory/--sub-memory");
+  }
+  return absl::OkStatus();
+}
+
+SegmentHeadPool::SegmentHeadPool(Env* env, SegmentHeadPoolOptions options)
+    : env_(env), options_(std::move(options)) {}
+
+SegmentHeadPool::~SegmentHeadPool() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<SegmentHeadPool>> SegmentHeadPool::Create(
+    Env* env, SegmentHeadPoolOptions options) {
+  HS_RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<SegmentHeadPool> pool(new SegmentHeadPool(env, std::move(options)));
+  const SegmentHeadPoolOptions& o = pool->options_;
+  const uint64_t block = o.knobs.block_bytes;
+  auto mapping = std::make_shared<Mapping>();
+  mapping->bytes = o.total_bytes();
+  if (o.binder != nullptr) {
+    std::vector<int> block_nodes;
+    for (const RegionPlacement& r : o.placement.regions) {
+      block_nodes.insert(block_nodes.end(), r.bytes / block, r.node);
+    }
+    absl::StatusOr<BoundMapping> bound = MapBoundBlocks(block, block_nodes, o.memory);
+    if (!bound.ok()) {
+      return absl::Status(bound.status().code(),
+                          absl::StrCat("store head pool: ", bound.status().message()));
+    }
+    mapping->bound = *bound;
+  } else {
+    void* p = mmap(nullptr, mapping->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "store head pool: mmap of ", mapping->bytes >> 20, " MiB: ", std::strerror(errno)));
+    }
+    mapping->plain = static_cast<uint8_t*>(p);
+  }
+  pool->mapping_ = std::move(mapping);
+  pool->memory_ = std::make_unique<BlockTableMemory>(pool->mapping_->data(), block,
+                                                     o.placement.regions, o.binder);
+  HS_ASSIGN_OR_RETURN(pool->manager_,
+                      TierManager::Create(env, o.knobs, pool->memory_.get(), &pool->metrics_));
+  HS_RETURN_IF_ERROR(pool->CommitChunks());
+  // Prove the placement rather than trust it: every page on its node.
+  if (o.binder != nullptr) HS_RETURN_IF_ERROR(pool->VerifyPlacement());
+  return pool;
+}
+
+absl::Status SegmentHeadPool::CommitChunks() {
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t block = options_.knobs.block_bytes;
+  const uint64_t chunks_per_segment = segment_bytes() / head;
+  uint64_t global_chunk = 0;
+  for (SegmentId id : options_.segment_ids) {
+    for (uint64_t chunk = 0; chunk < chunks_per_segment; ++chunk, ++global_chunk) {
+      const TierKey key = ChunkKey(id, chunk);
+      HS_ASSIGN_OR_RETURN(StoreTicket ticket, manager_->BeginStore(key, head));
+      HS_RETURN_IF_ERROR(manager_->CommitStore(std::move(ticket)));
+      // The buddy allocator fills regions in order, lowest offset first, so
+      // chunk i lands in global block i / heads_per_block at its slot; the
+      // block table starts out as exactly that layout.
+      const std::optional<KeyInfo> info = manager_->Lookup(key);
+      const uint64_t expected = global_chunk * head;
+      const bool placed =
+          info.has_value() && info->residence == Residence::kFixedHead &&
+          memory_->global_block(info->region, info->offset / block) == expected / block &&
+          info->offset % block == expected % block;
+      if (!placed) {
+        return absl::InternalError(absl::StrCat("store head pool: chunk ", FormatTierKey(key),
+                                                " was not placed at its segment address"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SegmentHeadPool::Start() {
+  HS_CHECK(service_ == nullptr);
+  PromotionServiceOptions service;
+  for (const RegionPlacement& r : options_.placement.regions) service.region_nodes.push_back(r.node);
+  service.serving_node = options_.placement.serving_node;
+  service.binder = options_.binder;
+  service_ = std::make_unique<NumaPromotionService>(env_, manager_.get(), service);
+  return service_->Start();
+}
+
+void SegmentHeadPool::Stop() {
+  if (service_ != nullptr) service_->Stop();
+}
+
+absl::StatusOr<std::unique_ptr<SegmentBuffer>> SegmentHeadPool::Allocate(uint64_t size_bytes) {
+  if (size_bytes != segment_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("store head pool segments are ",
+                                                   segment_bytes(), " bytes, not ", size_bytes));
+  }
+  const int index = next_segment_.fetch_add(1);
+  if (index >= static_cast<int>(options_.segment_ids.size())) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store head pool: all ", options_.segment_ids.size(), " segments are handed out"));
+  }
+  return std::make_unique<PoolSegmentBuffer>(
+      mapping_, mapping_->data() + static_cast<uint64_t>(index) * size_bytes, size_bytes);
+}
+
+TierKey SegmentHeadPool::ChunkKey(SegmentId id, uint64_t chunk) {
+  return TierKey{ObjectName{std::string(kChunkTenant), absl::StrCat(id.value)},
+                 static_cast<uint32_t>(chunk)};
+}
+
+int SegmentHeadPool::SegmentIndex(SegmentId id) const {
+  const auto& ids = options_.segment_ids;
+  const auto it = std::find(ids.begin(), ids.end(), id);
+  return it == ids.end() ? -1 : static_cast<int>(it - ids.begin());
+}
+
+void SegmentHeadPool::OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) {
+  if (size_bytes == 0 || SegmentIndex(id) < 0 ||
+      !CheckRange(segment_bytes(), offset, size_bytes).ok()) {
+    reads_ignored_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  TierKey key = ChunkKey(id, 0);
+  for (uint64_t chunk = offset / head; chunk <= (offset + size_bytes - 1) / head; ++chunk) {
+    key.chunk = static_cast<uint32_t>(chunk);
+    absl::StatusOr<ReadToken> token = manager_->OpenRead(key);
+    if (!token.ok()) continue;  // every chunk is committed at start; nothing to count
+    manager_->CompleteRead(*std::move(token));
+    chunk_reads_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+absl::StatusOr<int> SegmentHeadPool::ChunkNode(SegmentId id, uint64_t offset) const {
+  if (SegmentIndex(id) < 0) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
+  HS_RETURN_IF_ERROR(CheckRange(segment_bytes(), offset, 1));
+  const std::optional<KeyInfo> info =
+      manager_->Lookup(ChunkKey(id, offset / options_.knobs.ram_head_bytes));
+  if (!info.has_value() || info->region < 0) {
+    return absl::InternalError(absl::StrCat("segment ", id.value, " offset ", offset,
+                                            " has no head"));
+  }
+  return memory_->region_node(info->region);
+}
+
+absl::StatusOr<std::vector<int>> SegmentHeadPool::PageNodes(SegmentId id, uint64_t offset,
+                                                            uint64_t size_bytes) const {
+  const int index = SegmentIndex(id);
+  if (index < 0) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
+  HS_RETURN_IF_ERROR(CheckRange(segment_bytes(), offset, size_bytes));
+  return runtime::PageNodes(
+      mapping_->data() + static_cast<uint64_t>(index) * segment_bytes() + offset, size_bytes);
+}
+
+absl::Status SegmentHeadPool::VerifyPlacement() const {
+  if (options_.binder == nullptr) {
+    return absl::FailedPreconditionError("store head pool: logical nodes, nothing is bound");
+  }
+  const uint64_t block = options_.knobs.block_bytes;
+  for (int r = 0; r < memory_->region_count(); ++r) {
+    for (uint64_t k = 0; k < memory_->blocks(r); ++k) {
+      HS_ASSIGN_OR_RETURN(std::vector<int> nodes,
+                          runtime::PageNodes(memory_->block_address(r, k), block));
+      for (size_t p = 0; p < nodes.size(); ++p) {
+        if (nodes[p] != memory_->region_node(r)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "store head pool: block ", k, " of region ", r, " (segment address ",
+              memory_->global_block(r, k) * block, ") has page ", p, " on node ", nodes[p],
+              ", expected node ", memory_->region_node(r)));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+PromotionServiceStats SegmentHeadPool::service_stats() const {
+  return service_ == nullptr ? PromotionServiceStats{} : service_->stats();
+}
+
+SegmentHeadPoolStats SegmentHeadPool::stats() const {
+  return SegmentHeadPoolStats{reads_.load(), chunk_reads_.load(), reads_ignored_.load()};
+}
+
+}  // namespace heatsink::runtime

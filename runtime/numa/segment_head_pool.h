@@ -1,0 +1,173 @@
+// File: runtime/numa/segment_head_pool.h
+//
+// A store's segments as the ADR-0019 head pool (DESIGN data flow 5): the
+// master sees ordinary MEMORY segments, while inside the store their 2 MiB
+// blocks sit on NUMA nodes region by region -- the first --memory bytes on
+// the serving node (region 0, preferred), then each --sub-memory region on
+// its foreign node -- and the core's TierManager ranks and exchanges them.
+//
+// Keys. Every --ram-head chunk of every segment is one tiering key
+// (ChunkKey: the segment id and the chunk's index), committed as a fixed head
+// at start, so every block is complete and eligible for promotion. A read the
+// store serves (TCP data endpoint or gRPC store service, reported through
+// SegmentReadObserver) is one logical read of each chunk it covers: each
+// covered chunk's score gets the increment once. Scores belong to address
+// ranges, not to objects: the master's allocator decides which object a
+// range holds, so a range handed to a new object keeps its decaying score
+// (the ADR's "delete and recreate starts at zero" holds per range, never
+// per object here).
+//
+// Exchanges keep every address. The data plane addresses bytes by segment
+// offset (clients, copies, UCX RMA puts into registered memory), so an
+// exchange must not move an object's bytes to another address. The
+// HeadMemory here is a table from (region, block) to a block of segment
+// address space: Swap moves the two blocks' pages between the two regions'
+// nodes (mbind MPOL_MF_MOVE, as the kernel migrates pages: readers and
+// writers of those addresses simply wait for the page) and swaps the two
+// table entries, so the core's view (the hot block is now in region 0) and
+// the data plane's view (same address, now on the serving node) agree. No
+// pins are needed for consistency; a page the kernel cannot move (pinned by
+// an RDMA registration without on-demand paging) makes the exchange fail,
+// the pages already moved go back, and the core counts it as failed.
+//
+// Limits: at most kSegmentHeadPoolBlocksMax blocks (each exchange may split
+// the mapping into more kernel VMAs, bounded by vm.max_map_count); no
+// small-object pool; every region a whole number of blocks; the pool split
+// into equal segments of whole blocks.
+//
+// Example:
+//   HS_ASSIGN_OR_RETURN(auto pool, SegmentHeadPool::Create(env, options));
+//   SegmentMemory memory(pool.get(), {});       // Create() each segment id in order
+//   memory.set_read_observer(pool.get());
+//   HS_RETURN_IF_ERROR(pool->Start());
+//
+// Thread safety: thread-safe; Start/Stop from one thread.
+#ifndef HEATSINK_RUNTIME_NUMA_SEGMENT_HEAD_POOL_H_
+#define HEATSINK_RUNTIME_NUMA_SEGMENT_HEAD_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/env/env.h"
+#include "core/metrics/metrics.h"
+#include "core/model/ids.h"
+#include "core/tiering/tier_manager.h"
+#include "core/tiering/tiering_knobs.h"
+#include "runtime/memory/segment_memory.h"
+#include "runtime/numa/bound_mapping.h"
+#include "runtime/numa/placement.h"
+#include "runtime/numa/promotion_service.h"
+
+namespace heatsink::runtime {
+
+inline constexpr uint64_t kSegmentHeadPoolBlocksMax = 32768;
+
+struct SegmentHeadPoolOptions {
+  // The pool's geometry and scoring: memory_bytes + sub_memory_bytes are
+  // every segment's bytes together.
+  TieringKnobs knobs;
+  // Region -> node, from PlanNumaPlacement (regions in PlanRegions order).
+  NumaPlacement placement;
+  NumaMemoryOptions memory;
+  // The segments, in order; the pool is split into equal parts, one each.
+  std::vector<SegmentId> segment_ids;
+  // Binds the promotion threads and dense score arrays to their nodes, and
+  // makes exchanges move pages (LinuxThreadBinder). Null: logical nodes --
+  // nothing is bound and an exchange only swaps the table (tests planning
+  // for an XML topology).
+  ThreadBinder* binder = nullptr;
+
+  // INVALID_ARGUMENT naming the flag: bad knobs (TieringKnobs::Validate,
+  // which also holds every region to whole blocks), a small-object pool, a
+  // pool that does not split into equal segments of whole blocks, too many
+  // blocks, or a placement that does not match the knobs.
+  [[nodiscard]] absl::Status Validate() const;
+  uint64_t total_bytes() const;
+  // REQUIRES: segment_ids is not empty.
+  uint64_t segment_bytes() const;
+};
+
+// Counters of the read observer.
+struct SegmentHeadPoolStats {
+  int64_t reads = 0;          // served reads reported
+  int64_t chunk_reads = 0;    // chunk scores incremented
+  int64_t reads_ignored = 0;  // reads of an unknown segment or out of range
+};
+
+class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserver {
+ public:
+  // Maps and binds every block (with a binder; then every page's node is
+  // verified with move_pages), creates the TierManager and commits every
+  // chunk as a fixed head. RESOURCE_EXHAUSTED when a node cannot hold its
+  // blocks; INVALID_ARGUMENT for bad options. `env` outlives the pool.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<SegmentHeadPool>> Create(
+      Env* env, SegmentHeadPoolOptions options);
+  ~SegmentHeadPool() override;  // Stop()
+  SegmentHeadPool(const SegmentHeadPool&) = delete;
+  SegmentHeadPool& operator=(const SegmentHeadPool&) = delete;
+
+  // Starts the promotion workers, the coordinator and the decay thread
+  // (runtime/numa/promotion_service.h). REQUIRES: not started.
+  [[nodiscard]] absl::Status Start();
+  // Joins them; idempotent.
+  void Stop();
+
+  // Hands out the segments in order, one per call; INVALID_ARGUMENT unless
+  // `size_bytes` is segment_bytes(), RESOURCE_EXHAUSTED after the last.
+  // A buffer keeps the mapping alive after the pool is gone.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<SegmentBuffer>> Allocate(
+      uint64_t size_bytes) override;
+  // One logical read of every chunk [offset, offset + size_bytes) covers.
+  void OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) override;
+
+  uint64_t segment_bytes() const { return options_.segment_bytes(); }
+  const SegmentHeadPoolOptions& options() const { return options_; }
+  TierManager& manager() { return *manager_; }
+  const TierManager& manager() const { return *manager_; }
+  PromotionServiceStats service_stats() const;
+  MetricsRegistry& metrics() { return metrics_; }
+  SegmentHeadPoolStats stats() const;
+
+  // The tiering key of chunk `chunk` (offset / ram_head) of segment `id`.
+  static TierKey ChunkKey(SegmentId id, uint64_t chunk);
+  // The node the core places the chunk holding `offset` of segment `id` on
+  // (its region's node). NOT_FOUND / OUT_OF_RANGE for a bad address.
+  [[nodiscard]] absl::StatusOr<int> ChunkNode(SegmentId id, uint64_t offset) const;
+  // The node every page of the range sits on now (move_pages query).
+  [[nodiscard]] absl::StatusOr<std::vector<int>> PageNodes(SegmentId id, uint64_t offset,
+                                                           uint64_t size_bytes) const;
+  // OK when every block's pages sit on the node of the region the core has
+  // it in; FAILED_PRECONDITION naming the first misplaced block, or when
+  // nothing is bound (no binder). Call it while no exchange runs.
+  [[nodiscard]] absl::Status VerifyPlacement() const;
+
+  class BlockTableMemory;
+  struct Mapping;
+
+ private:
+  SegmentHeadPool(Env* env, SegmentHeadPoolOptions options);
+  [[nodiscard]] absl::Status CommitChunks();
+  // Segment index of `id`, or -1.
+  int SegmentIndex(SegmentId id) const;
+
+  Env* const env_;
+  const SegmentHeadPoolOptions options_;
+  std::shared_ptr<Mapping> mapping_;
+  std::unique_ptr<BlockTableMemory> memory_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<TierManager> manager_;
+  std::unique_ptr<NumaPromotionService> service_;
+  std::atomic<int> next_segment_{0};
+  std::atomic<int64_t> reads_{0};
+  std::atomic<int64_t> chunk_reads_{0};
+  std::atomic<int64_t> reads_ignored_{0};
+};
+
+}  // namespace heatsink::runtime
+
+#endif  // HEATSINK_RUNTIME_NUMA_SEGMENT_HEAD_POOL_H_
