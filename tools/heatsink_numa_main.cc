@@ -39,27 +39,21 @@
 #include "runtime/numa/placement.h"
 #include "runtime/numa/promotion_service.h"
 #include "runtime/numa/topology.h"
+#include "tools/numa_flags.h"
 
 namespace heatsink::runtime {
 namespace {
 
-struct ConfigFlags {
-  std::string topology_xml;
-  std::string nic;
-  int serving_node = -1;
-  std::string memory = "64M";
-  std::string sub_memory;
-  std::vector<int> sub_memory_nodes;
-  std::string block;
-  std::string ram_head;
-  std::string increment;
-  std::string decay;
-  bool perverse = false;
-  bool no_numa_promotion = false;
-  bool huge_pages = false;
-  bool mlock = false;
-  std::vector<std::string> sets;  // name=value knob overrides
-};
+using ConfigFlags = NumaConfigFlags;
+
+void AddConfigFlags(CLI::App* app, ConfigFlags* f) {
+  app->add_option("--topology-xml", f->topology_xml,
+                  "hwloc XML export to plan for instead of this machine (also HWLOC_XMLFILE)");
+  AddHeadPoolFlags(app, f);
+  app->add_flag("--huge-pages", f->huge_pages, "back head regions with 2 MiB huge pages");
+  app->add_flag("--mlock", f->mlock, "lock head regions in RAM");
+  app->add_option("--set", f->sets, "tiering knob override name=value (repeatable)");
+}
 
 struct LoadFlags {
   double duration_s = 10;
@@ -69,75 +63,6 @@ struct LoadFlags {
   uint64_t seed = 1;
   bool metrics = false;
 };
-
-void AddConfigFlags(CLI::App* app, ConfigFlags* f) {
-  app->add_option("--topology-xml", f->topology_xml,
-                  "hwloc XML export to plan for instead of this machine (also HWLOC_XMLFILE)");
-  app->add_option("--nic", f->nic, "network device whose node serves (default: the first one)");
-  app->add_option("--serving-node", f->serving_node, "serving node (default: the NIC's node)");
-  app->add_option("--memory", f->memory, "bytes of the preferred head region (K/M/G)")
-      ->capture_default_str();
-  app->add_option("--sub-memory", f->sub_memory,
-                  "bytes of each foreign head region, comma-separated, nearest node first");
-  app->add_option("--sub-memory-nodes", f->sub_memory_nodes,
-                  "nodes of the foreign regions, in --sub-memory order")
-      ->delimiter(',');
-  app->add_option("--block", f->block, "promotion block size (default 2M)");
-  app->add_option("--ram-head", f->ram_head, "fixed head size (default 256K)");
-  app->add_option("--increment", f->increment, "score added per read (default 1.0)");
-  app->add_option("--decay", f->decay, "score factor per decay pass (default 0.5)");
-  app->add_flag("--perverse", f->perverse,
-                "benchmark only: preferred region on the node farthest from the serving node");
-  app->add_flag("--no-numa-promotion", f->no_numa_promotion, "keep scores, never move blocks");
-  app->add_flag("--huge-pages", f->huge_pages, "back head regions with 2 MiB huge pages");
-  app->add_flag("--mlock", f->mlock, "lock head regions in RAM");
-  app->add_option("--set", f->sets, "tiering knob override name=value (repeatable)");
-}
-
-absl::StatusOr<Topology> LoadFor(const ConfigFlags& f) {
-  TopologyOptions options;
-  options.xml_path = f.topology_xml;
-  options.nic_name = f.nic;
-  return LoadTopology(options);
-}
-
-absl::StatusOr<TieringKnobs> KnobsFor(const ConfigFlags& f) {
-  TieringKnobs knobs;
-  const KnobRegistry<TieringKnobs>& registry = TieringKnobs::Registry();
-  auto set = [&](const char* name, const std::string& value) -> absl::Status {
-    if (value.empty()) return absl::OkStatus();
-    absl::Status s = registry.Set(knobs, name, value);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", s.message()));
-    return absl::OkStatus();
-  };
-  for (auto [name, value] :
-       {std::pair<const char*, const std::string*>{"memory", &f.memory},
-        {"sub_memory", &f.sub_memory}, {"block", &f.block}, {"ram_head", &f.ram_head},
-        {"increment", &f.increment}, {"decay", &f.decay}}) {
-    if (absl::Status s = set(name, *value); !s.ok()) return s;
-  }
-  if (f.no_numa_promotion) knobs.no_numa_promotion = true;
-  for (const std::string& kv : f.sets) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("--set ", kv, ": expected name=value"));
-    }
-    if (absl::Status s = registry.Set(knobs, kv.substr(0, eq), kv.substr(eq + 1)); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--set ", kv, ": ", s.message()));
-    }
-  }
-  if (absl::Status s = knobs.Validate(); !s.ok()) return s;
-  return knobs;
-}
-
-absl::StatusOr<NumaPlacement> PlanFor(const Topology& topology, const TieringKnobs& knobs,
-                                      const ConfigFlags& f) {
-  NumaPlacementOptions options;
-  options.serving_node = f.serving_node;
-  options.sub_memory_nodes = f.sub_memory_nodes;
-  options.perverse = f.perverse;
-  return PlanNumaPlacement(topology, knobs, options);
-}
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "heatsink-numa: %s\n", status.ToString().c_str());

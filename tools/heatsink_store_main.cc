@@ -10,7 +10,12 @@
 // over the gRPC store service (heatsink.v1.Store; clients with
 // `data_path = grpc`) unless --no-data-service. With --segment-node the
 // segments are mbind'ed to one NUMA node (the NIC's with "auto") and the
-// process runs under MPOL_BIND|MPOL_F_STATIC_NODES there. SIGINT/SIGTERM stop
+// process runs under MPOL_BIND|MPOL_F_STATIC_NODES there. With --memory the
+// segments are the ADR-0019 head pool instead (runtime/numa/segment_head_pool.h):
+// the first --memory bytes on the serving node, each --sub-memory region on
+// its foreign node, every served read raising the scores of the chunks it
+// covers, and promotion threads moving the hottest blocks to the serving
+// node without changing a segment address. SIGINT/SIGTERM stop
 // it cleanly: its segments are unmounted (the master drops their replicas at
 // once), then it exits.
 #include <unistd.h>
@@ -18,22 +23,26 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/env/rng.h"
 #include "runtime/env/runtime_env.h"
 #include "runtime/numa/numa_head_memory.h"
 #include "runtime/numa/placement.h"
 #include "runtime/numa/topology.h"
 #include "runtime/rpc/grpc_master_client.h"
+#include "runtime/rpc/metrics_endpoint.h"
 #include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
 #include "runtime/transport/tcp_knobs.h"
+#include "tools/numa_flags.h"
 #include "tools/runtime_flags.h"
 
 namespace heatsink {
@@ -70,6 +79,17 @@ absl::StatusOr<int> ResolveSegmentNode(const std::string& flag, const std::strin
   return runtime::PlanSegmentNode(*topology, requested, total_bytes);
 }
 
+// One line of the head pool's counters.
+std::string DescribeHeadPool(runtime::SegmentHeadPool& pool) {
+  const TieringStats t = pool.manager().stats();
+  const runtime::PromotionServiceStats p = pool.service_stats();
+  return absl::StrCat("reads served ", pool.stats().reads, " (chunk reads local ", t.reads_local,
+                      ", foreign ", t.reads_foreign, ", local-hit fraction ",
+                      absl::StrFormat("%.3f", t.LocalHitFraction()), "), exchanges ", t.exchanges,
+                      " (", t.exchange_bytes >> 20, " MiB moved, ", p.failed,
+                      " failed), decay passes ", t.decay_passes);
+}
+
 }  // namespace
 }  // namespace heatsink
 
@@ -99,6 +119,10 @@ int main(int argc, char** argv) {
   std::string segment_node = "none";
   runtime::NumaMemoryOptions segment_memory;
   std::string topology_xml;
+  runtime::NumaConfigFlags head_pool;
+  int64_t head_pool_report_s = 0;
+  std::string metrics_listen;
+  TieringKnobs tiering;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
@@ -117,7 +141,9 @@ int main(int argc, char** argv) {
   app.add_option("--segments", segments, "number of segments to mount")
       ->capture_default_str()
       ->check(CLI::Range(1, runtime::kStoreSegmentsMax));
-  app.add_option("--segment-mib", segment_mib, "size of each segment in MiB")
+  app.add_option("--segment-mib", segment_mib,
+                 "size of each segment in MiB (with --memory: the head pool split into "
+                 "--segments equal parts)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   app.add_option("--segment-node", segment_node,
@@ -132,7 +158,24 @@ int main(int argc, char** argv) {
   app.add_flag("--segment-mlock", segment_memory.mlock,
                "lock bound segments in RAM (needs RLIMIT_MEMLOCK)");
   app.add_option("--topology-xml", topology_xml,
-                 "hwloc XML to plan --segment-node against instead of this machine");
+                 "hwloc XML to plan --segment-node or the head pool against instead of this "
+                 "machine");
+  runtime::AddHeadPoolFlags(&app, &head_pool);
+  app.get_option("--memory")
+      ->description(
+          "turns the segments into the ADR-0019 head pool: bytes of its preferred region on the "
+          "serving node (K/M/G); with --sub-memory the foreign regions. The segments are the "
+          "pool split into --segments equal parts; --segment-huge-pages and --segment-mlock "
+          "apply; every served read raises the scores of the --ram-head chunks it covers")
+      ->default_str("");
+  app.add_option("--head-pool-report-s", head_pool_report_s,
+                 "with --memory: print the head pool's reads, local-hit fraction and exchanges "
+                 "every this many seconds (0: only at exit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+  app.add_option("--metrics-listen", metrics_listen,
+                 "with --memory: serve the head pool's metrics (/metrics, Prometheus text) on "
+                 "host:port");
   app.add_option("--data-host", tcp.listen_host, "address the TCP data endpoint binds")
       ->capture_default_str();
   app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
@@ -183,6 +226,9 @@ int main(int argc, char** argv) {
       [&](absl::string_view n, absl::string_view v) {
         return runtime::TcpTransportKnobs::Registry().Set(tcp, n, v);
       },
+      [&](absl::string_view n, absl::string_view v) {
+        return TieringKnobs::Registry().Set(tiering, n, v);
+      },
   };
   absl::Status status = absl::OkStatus();
   for (const std::string& setting : settings) {
@@ -191,6 +237,7 @@ int main(int argc, char** argv) {
   }
   if (list_knobs && status.ok()) {
     tools::PrintKnobs(tcp, runtime::TcpTransportKnobs::Registry());
+    tools::PrintKnobs(tiering, TieringKnobs::Registry());
     return 0;
   }
   if (domain.empty()) domain = DomainFromEnvironment();
@@ -210,7 +257,46 @@ int main(int argc, char** argv) {
   options.worker.heartbeat_interval_ms = heartbeat_interval_ms;
   options.worker.fetch_interval_ms = fetch_interval_ms;
   options.segment_memory = segment_memory;
-  if (status.ok() && segment_node != "none") {
+  const bool with_head_pool = app.count("--memory") > 0;
+  std::optional<Topology> topology;  // with the head pool; outlives the binder
+  std::optional<runtime::LinuxThreadBinder> binder;
+  if (status.ok() && with_head_pool) {
+    if (segment_node != "none") {
+      status = absl::InvalidArgumentError(
+          "--segment-node binds every segment to one node; with --memory the head pool places "
+          "them region by region (give --serving-node instead)");
+    }
+    head_pool.topology_xml = topology_xml;
+    absl::StatusOr<Topology> loaded = status.ok() ? runtime::LoadFor(head_pool) : status;
+    absl::StatusOr<TieringKnobs> knobs =
+        loaded.ok() ? runtime::KnobsFor(head_pool, tiering) : loaded.status();
+    absl::StatusOr<runtime::NumaPlacement> placement =
+        knobs.ok() ? runtime::PlanFor(*loaded, *knobs, head_pool) : knobs.status();
+    if (placement.ok()) {
+      topology = *std::move(loaded);
+      binder.emplace(&*topology);
+      runtime::SegmentHeadPoolOptions pool;
+      pool.knobs = *knobs;
+      pool.placement = *placement;
+      pool.memory = segment_memory;
+      pool.binder = &*binder;
+      const uint64_t total = pool.total_bytes();
+      if (app.count("--segment-mib") > 0 &&
+          total != static_cast<uint64_t>(segments) * (segment_mib << 20)) {
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "--segments ", segments, " x --segment-mib ", segment_mib, " is not the head pool's ",
+            total >> 20, " MiB (--memory + --sub-memory); leave --segment-mib out"));
+      }
+      options.segment_bytes = total / static_cast<uint64_t>(segments);
+      segment_mib = options.segment_bytes >> 20;
+      options.head_pool = std::move(pool);
+    } else {
+      status = placement.status();
+    }
+  } else if (status.ok() && (head_pool_report_s > 0 || !metrics_listen.empty())) {
+    status = absl::InvalidArgumentError("--head-pool-report-s and --metrics-listen need --memory");
+  }
+  if (status.ok() && segment_node != "none" && !with_head_pool) {
     absl::StatusOr<int> node = ResolveSegmentNode(
         segment_node, topology_xml, static_cast<uint64_t>(segments) * (segment_mib << 20));
     if (node.ok()) {
@@ -232,9 +318,11 @@ int main(int argc, char** argv) {
   // ADR-0019: the serving process binds its own memory policy to the node
   // before any thread or index exists (every thread started later inherits
   // it).
-  if (options.segment_node >= 0) {
-    if (absl::Status s = runtime::BindServingPolicy(options.segment_node); !s.ok()) {
-      std::fprintf(stderr, "heatsink-store: --segment-node %d: %s\n", options.segment_node,
+  const int serving_node =
+      options.head_pool.has_value() ? options.head_pool->placement.serving_node : options.segment_node;
+  if (serving_node >= 0) {
+    if (absl::Status s = runtime::BindServingPolicy(serving_node); !s.ok()) {
+      std::fprintf(stderr, "heatsink-store: serving NUMA node %d: %s\n", serving_node,
                    std::string(s.message()).c_str());
       return 2;
     }
@@ -276,6 +364,27 @@ int main(int argc, char** argv) {
       options.segment_node >= 0 ? absl::StrCat(" on NUMA node ", options.segment_node).c_str() : "",
       (*node)->data_endpoint().c_str(), data_service_endpoint.empty() ? "" : " and gRPC ",
       data_service_endpoint.c_str(), data_mover.c_str(), master_address.c_str());
+  runtime::SegmentHeadPool* pool = (*node)->head_pool();
+  std::unique_ptr<runtime::MetricsEndpoint> metrics;
+  if (pool != nullptr) {
+    std::printf("heatsink-store: head pool, %s, %s chunks of %llu KiB:\n%s",
+                pool->manager().knobs().no_numa_promotion ? "promotion off" : "promotion on",
+                absl::StrCat(pool->manager().key_count()).c_str(),
+                static_cast<unsigned long long>(pool->manager().knobs().ram_head_bytes >> 10),
+                runtime::DescribePlacement(pool->options().placement).c_str());
+    if (!metrics_listen.empty()) {
+      absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
+          runtime::MetricsEndpoint::Start(metrics_listen,
+                                          [pool] { return pool->metrics().Snapshot(); });
+      if (!started.ok()) {
+        std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
+                     started.status().ToString().c_str());
+        return 1;
+      }
+      metrics = *std::move(started);
+      std::printf("heatsink-store: metrics on port %d\n", metrics->port());
+    }
+  }
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(
@@ -287,12 +396,24 @@ int main(int argc, char** argv) {
     }
   }
 
-  const int signal = tools::WaitForTerminationSignal();
+  int signal = 0;
+  if (pool != nullptr && head_pool_report_s > 0) {
+    while ((signal = tools::WaitForTerminationSignalFor(head_pool_report_s * 1000)) == 0) {
+      std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+      std::fflush(stdout);
+    }
+  } else {
+    signal = tools::WaitForTerminationSignal();
+  }
   const StoreWorkerStats stats = (*node)->worker().stats();
   std::printf("heatsink-store: signal %d, shutting down (copies completed %lld, failed %lld)\n",
               signal, static_cast<long long>(stats.copies_completed),
               static_cast<long long>(stats.copies_failed));
+  if (pool != nullptr) {
+    std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+  }
   std::fflush(stdout);
+  metrics.reset();
   (*node)->Unmount();
   (*node)->Stop();
   env.Shutdown();

@@ -137,6 +137,19 @@ inline int WaitForTerminationSignal() {
   return signal;
 }
 
+// Like WaitForTerminationSignal, but gives up after `timeout_ms` and returns 0.
+inline int WaitForTerminationSignalFor(int64_t timeout_ms) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec timeout{};
+  timeout.tv_sec = static_cast<time_t>(timeout_ms / 1000);
+  timeout.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1'000'000;
+  const int signal = sigtimedwait(&set, nullptr, &timeout);
+  return signal > 0 ? signal : 0;
+}
+
 // Writes `text` to `path` through a temporary file and a rename, so a reader
 // polling for the file never sees it half written.
 inline absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {

@@ -28,6 +28,21 @@ absl::Status StoreNodeOptions::Validate() const {
   if (segment_node < 0 && (segment_memory.huge_pages || segment_memory.mlock)) {
     return absl::InvalidArgumentError("huge pages and mlock need a segment NUMA node");
   }
+  if (head_pool.has_value()) {
+    if (segment_node >= 0) {
+      return absl::InvalidArgumentError(
+          "a segment NUMA node and the head pool both place the segments; give one");
+    }
+    SegmentHeadPoolOptions pool = *head_pool;
+    pool.segment_ids.assign(segments, SegmentId());
+    for (int i = 0; i < segments; ++i) pool.segment_ids[i] = StoreSegmentId(client_id, i);
+    HS_RETURN_IF_ERROR(pool.Validate());
+    if (pool.segment_bytes() != segment_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the head pool's ", pool.total_bytes(), " bytes (--memory + --sub-memory) make ",
+          segments, " segments of ", pool.segment_bytes(), " bytes, not ", segment_bytes));
+    }
+  }
   HS_RETURN_IF_ERROR(tcp.Validate());
   if (data_mover == StoreDataMover::kUcx) {
     UcxMoverOptions ucx_mover{ucx, tcp, ucx_put_chunk_bytes};
@@ -59,21 +74,44 @@ std::unique_ptr<SegmentAllocator> MakeSegmentAllocator(const StoreNodeOptions& o
 
 }  // namespace
 
-StoreNode::StoreNode(const StoreNodeOptions& options)
+StoreNode::StoreNode(const StoreNodeOptions& options,
+                     std::unique_ptr<SegmentAllocator> allocator)
     : options_(options),
-      allocator_(MakeSegmentAllocator(options)),
+      allocator_(std::move(allocator)),
       memory_(allocator_.get(), SegmentMemoryKnobs{}) {}
 
 absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     Env* env, MasterClient* master, EndpointResolver* resolver, const StoreNodeOptions& options,
     const SegmentDataServiceFactory& data_service) {
   HS_RETURN_IF_ERROR(options.Validate());
-  std::unique_ptr<StoreNode> node(new StoreNode(options));
+  std::unique_ptr<SegmentAllocator> allocator;
+  SegmentHeadPool* head_pool = nullptr;
+  if (options.head_pool.has_value()) {
+    SegmentHeadPoolOptions pool_options = *options.head_pool;
+    pool_options.segment_ids.clear();
+    for (int i = 0; i < options.segments; ++i) {
+      pool_options.segment_ids.push_back(StoreSegmentId(options.client_id, i));
+    }
+    HS_ASSIGN_OR_RETURN(std::unique_ptr<SegmentHeadPool> pool,
+                        SegmentHeadPool::Create(env, std::move(pool_options)));
+    head_pool = pool.get();
+    allocator = std::move(pool);
+  } else {
+    allocator = MakeSegmentAllocator(options);
+  }
+  std::unique_ptr<StoreNode> node(new StoreNode(options, std::move(allocator)));
+  node->head_pool_ = head_pool;
   node->master_ = master;
   for (int i = 0; i < options.segments; ++i) {
     const SegmentId id = StoreSegmentId(options.client_id, i);
     HS_RETURN_IF_ERROR(node->memory_.Create(id, options.segment_bytes));
     node->segment_ids_.push_back(id);
+  }
+  if (head_pool != nullptr) {
+    // Served reads raise the chunks' scores; the promotion threads start
+    // before anything is served.
+    node->memory_.set_read_observer(head_pool);
+    HS_RETURN_IF_ERROR(head_pool->Start());
   }
   if (options.data_mover == StoreDataMover::kUcx) {
     // The UCX worker first: the data endpoint grants peers remote writes
@@ -172,6 +210,7 @@ void StoreNode::Stop() {
   if (ucx_mover_ != nullptr) ucx_mover_->Shutdown();
   if (server_ != nullptr) server_->Shutdown();
   if (data_service_ != nullptr) data_service_->Shutdown();
+  if (head_pool_ != nullptr) head_pool_->Stop();
 }
 
 }  // namespace heatsink::runtime

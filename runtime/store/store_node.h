@@ -18,6 +18,13 @@
 // never collide between stores with distinct client ids (client ids must be
 // below 2^56 and segments at most 255).
 //
+// Head pool: with StoreNodeOptions::head_pool the segments are the ADR-0019
+// head pool (runtime/numa/segment_head_pool.h): their blocks sit on the
+// serving and foreign NUMA nodes region by region, every read the node
+// serves raises the scores of the chunks it covers, and the promotion
+// threads move the hottest blocks to the serving node without changing any
+// segment address.
+//
 // Restart: Start() first unmounts, as their owner, any of this client's
 // segments the master still holds from a previous run of the store (their
 // bytes died with it), so a store restarted under the same client id is
@@ -37,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +56,7 @@
 #include "core/worker/store_worker.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/numa/bound_mapping.h"
+#include "runtime/numa/segment_head_pool.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/tcp_data_server.h"
@@ -84,6 +93,11 @@ struct StoreNodeOptions {
   int segment_node = -1;
   // With segment_node: huge pages and mlock for the segments.
   NumaMemoryOptions segment_memory;
+  // The ADR-0019 head pool over the segments (see the file comment): its
+  // memory + sub_memory must equal segments x segment_bytes, segment_node
+  // must be -1 (the placement binds each block), and segment_ids is filled
+  // by Start.
+  std::optional<SegmentHeadPoolOptions> head_pool;
   // StoreWorker timing and limits (client_id, host, domain and segments are
   // filled from the fields above).
   StoreWorkerOptions worker;
@@ -132,20 +146,24 @@ class StoreNode {
   StoreWorker& worker() { return *worker_; }
   const TcpDataServer& data_server() const { return *server_; }
   StoreDataMover data_mover() const { return options_.data_mover; }
+  // Null without StoreNodeOptions::head_pool.
+  SegmentHeadPool* head_pool() { return head_pool_; }
   // Empty without a second data service.
   std::string data_service_endpoint() const {
     return data_service_ == nullptr ? std::string() : data_service_->endpoint();
   }
 
  private:
-  explicit StoreNode(const StoreNodeOptions& options);
+  StoreNode(const StoreNodeOptions& options, std::unique_ptr<SegmentAllocator> allocator);
   // Unmounts this client's segments left over from a previous run.
   void ReleaseStaleSegments(MasterClient* master);
 
   const StoreNodeOptions options_;
   MasterClient* master_ = nullptr;
-  // Aligned heap memory, or NUMA-bound memory with segment_node.
+  // Aligned heap memory, NUMA-bound memory with segment_node, or the head
+  // pool (then also head_pool_).
   std::unique_ptr<SegmentAllocator> allocator_;
+  SegmentHeadPool* head_pool_ = nullptr;
   SegmentMemory memory_;
   std::vector<SegmentId> segment_ids_;
   // Declared before server_, which holds it as its RmaGrantProvider.

@@ -323,6 +323,34 @@ TEST(StoreNodeOptionsTest, SegmentNodeOptionsAreValidated) {
   EXPECT_TRUE(options.Validate().ok());
 }
 
+TEST(StoreNodeOptionsTest, HeadPoolOptionsAreValidated) {
+  StoreNodeOptions options;
+  options.client_id = ClientId(1);
+  options.segments = 2;
+  options.segment_bytes = 4 << 20;
+  SegmentHeadPoolOptions pool;
+  pool.knobs.memory_bytes = 8 << 20;
+  RegionPlacement region;
+  region.bytes = 8 << 20;
+  region.preferred = true;
+  pool.placement.regions = {region};
+  options.head_pool = pool;
+  EXPECT_TRUE(options.Validate().ok()) << options.Validate();
+  // The pool places the segments; a segment node beside it is refused.
+  options.segment_node = 0;
+  EXPECT_NE(options.Validate().message().find("give one"), absl::string_view::npos);
+  options.segment_node = -1;
+  // Two segments of 4 MiB are the 8 MiB pool; 3 MiB segments are not.
+  options.segment_bytes = 3 << 20;
+  EXPECT_NE(options.Validate().message().find("not 3145728"), absl::string_view::npos)
+      << options.Validate();
+  options.segment_bytes = 4 << 20;
+  options.segments = 3;
+  EXPECT_NE(options.Validate().message().find("do not split into 3 segments"),
+            absl::string_view::npos)
+      << options.Validate();
+}
+
 TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {
   StartCluster(DynamicReplicationMode::kObserve);
   std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");

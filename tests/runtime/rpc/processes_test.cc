@@ -31,6 +31,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/env/rng.h"
 #include "gtest/gtest.h"
@@ -216,6 +217,9 @@ class ProcessesTest : public ::testing::Test {
     return master;
   }
 
+  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags);
+  bool LogSays(const std::string& file, const std::string& text);
+
   fs::path dir_;
   std::string master_address_;
   std::string metrics_address_;
@@ -354,16 +358,17 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
 // UCX_NET_DEVICES=lo come from the test presets): hot reads from domain b
 // admit a copy, which store a writes into store b's registered segment with
 // UCX RMA puts; the reader then reads b's replica with the right bytes.
-TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
+// Stores a and b copy over UCX; `store_b_flags` are added to b's command
+// line. A hot object written in domain a is replicated into b's segment and
+// read there; both stores then stop cleanly.
+void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags) {
   std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=enforce"});
   ASSERT_FALSE(master_address_.empty());
   const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
-  // Store b's segments are mbind'ed to node 0 (every machine has one): RMA
-  // puts land in NUMA-bound, registered memory.
-  std::vector<std::string> ucx_bound = ucx;
-  ucx_bound.insert(ucx_bound.end(), {"--segment-node", "0"});
-  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_bound);
+  std::vector<std::string> ucx_b = ucx;
+  ucx_b.insert(ucx_b.end(), store_b_flags.begin(), store_b_flags.end());
+  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_b);
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
@@ -392,16 +397,6 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
     return local;
   }));
   EXPECT_TRUE(local) << "no read was served from domain b";
-  bool says_ucx = false;
-  for (const std::string& line : ReadLines(dir_ / "store_a.log")) {
-    if (line.find("copies over ucx") != std::string::npos) says_ucx = true;
-  }
-  EXPECT_TRUE(says_ucx);
-  bool says_bound = false;
-  for (const std::string& line : ReadLines(dir_ / "store_b.log")) {
-    if (line.find("MiB on NUMA node 0") != std::string::npos) says_bound = true;
-  }
-  EXPECT_TRUE(says_bound);
   rpc->reset();
   store_a->Signal(SIGTERM);
   store_b->Signal(SIGTERM);
@@ -409,6 +404,35 @@ TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
   EXPECT_EQ(store_b->Wait(), 0);
   master->Signal(SIGTERM);
   EXPECT_EQ(master->Wait(), 0);
+  bool says_ucx = false;
+  for (const std::string& line : ReadLines(dir_ / "store_a.log")) {
+    if (line.find("copies over ucx") != std::string::npos) says_ucx = true;
+  }
+  EXPECT_TRUE(says_ucx);
+}
+
+// Any log line of `file` contains `text`.
+bool ProcessesTest::LogSays(const std::string& file, const std::string& text) {
+  for (const std::string& line : ReadLines(dir_ / file)) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
+  // Store b's segments are mbind'ed to node 0 (every machine has one): RMA
+  // puts land in NUMA-bound, registered memory.
+  CopyOverUcxAndReadInDomainB({"--segment-node", "0"});
+  EXPECT_TRUE(LogSays("store_b.log", "MiB on NUMA node 0"));
+}
+
+TEST_F(ProcessesTest, HeadPoolStoreTakesUcxCopiesAndScoresTheirReads) {
+  // Store b's segment is the head pool: RMA puts land in its blocks, and the
+  // reads it serves of the copy are scored.
+  CopyOverUcxAndReadInDomainB({"--memory", "16M"});
+  EXPECT_TRUE(LogSays("store_b.log", "head pool, promotion on"));
+  EXPECT_FALSE(LogSays("store_b.log", "head pool: reads served 0 "));
+  EXPECT_TRUE(LogSays("store_b.log", "local-hit fraction 1.000"));
 }
 
 // The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
@@ -621,6 +645,76 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
   store_fails({"--segment-mlock"}, "mlock.log", "need a segment NUMA node");
   store_fails({"--segment-node", "0", "--segment-mib", "1048576", "--segments", "255"},
               "toobig.log", "which has only");
+  // The head pool: regions of whole blocks, no --segment-node beside it,
+  // no more foreign regions than foreign nodes, equal segments, and its
+  // report flags only with it.
+  store_fails({"--memory", "3M"}, "pool_block.log", "multiple of block");
+  store_fails({"--memory", "4M", "--segment-node", "0"}, "pool_node.log",
+              "give --serving-node instead");
+  store_fails({"--memory", "4M", "--sub-memory", "2M,2M,2M,2M,2M,2M,2M,2M"}, "pool_sub.log",
+              "--sub-memory describes 8 foreign region(s)");
+  store_fails({"--memory", "4M", "--segments", "3"}, "pool_split.log",
+              "do not split into 3 segments");
+  store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log",
+              "leave --segment-mib out");
+  store_fails({"--head-pool-report-s", "1"}, "pool_report.log", "need --memory");
+}
+
+// heatsink-store --memory: the segments are the ADR-0019 head pool, and every
+// read the store serves raises the scores of the chunks it covers (all local
+// here: one region on the serving node). The store reports its reads and
+// local-hit fraction while running and at exit.
+TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
+  std::unique_ptr<Process> master = StartMaster({});
+  ASSERT_FALSE(master_address_.empty());
+  std::unique_ptr<Process> store =
+      StartStore(1, "host-a", "a", {}, "pool", {"--memory", "16M", "--head-pool-report-s", "1"});
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+    return segments.ok() && segments->size() == 1;
+  }));
+  absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
+  ASSERT_TRUE(segments.ok());
+  EXPECT_EQ((*segments)[0].capacity_bytes, 16u << 20);
+  HeatsinkClient writer(rpc->get(), WriterInDomainA((*segments)[0].location.id));
+  const std::string bytes = Pattern(5, (600 << 10) + 3);  // covers 3 or 4 chunks
+  ASSERT_TRUE(writer.Put("scored", bytes).ok());
+  constexpr int kReads = 7;
+  for (int i = 0; i < kReads; ++i) {
+    absl::StatusOr<GetResult> got = writer.Get("scored");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+  }
+  rpc->reset();
+  store->Signal(SIGTERM);
+  EXPECT_EQ(store->Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
+  const std::vector<std::string> lines = ReadLines(dir_ / "pool.log");
+  bool announced = false;
+  std::string last_report;
+  for (const std::string& line : lines) {
+    if (line.find("heatsink-store: head pool, promotion on, 64 chunks of 256 KiB") !=
+        std::string::npos) {
+      announced = true;
+    }
+    if (line.find("heatsink-store: head pool: reads served") != std::string::npos) {
+      last_report = line;
+    }
+  }
+  EXPECT_TRUE(announced) << absl::StrJoin(lines, "\n");
+  // The exit report: every read counted, each on its 3 or 4 chunks, all local.
+  EXPECT_NE(last_report.find(absl::StrCat("reads served ", kReads, " ")), std::string::npos)
+      << last_report;
+  const bool three = last_report.find(absl::StrCat("chunk reads local ", 3 * kReads, ",")) !=
+                     std::string::npos;
+  const bool four = last_report.find(absl::StrCat("chunk reads local ", 4 * kReads, ",")) !=
+                    std::string::npos;
+  EXPECT_TRUE(three || four) << last_report;
+  EXPECT_NE(last_report.find("local-hit fraction 1.000"), std::string::npos) << last_report;
 }
 
 }  // namespace
