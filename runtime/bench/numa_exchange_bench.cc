@@ -7,7 +7,10 @@
 //     bytes an exchange moves, each range staying on its node's pages;
 //   * a whole promotion step on a TierManager over that memory: scan,
 //     reduce, re-validation under the exclusive tier lock, swap, block
-//     metadata and head locations. Target: <= 2x the baseline (the pause).
+//     metadata and head locations. Target: <= 2x the baseline (the pause);
+//   * the same step in a store's head pool (segment_head_pool.h), where the
+//     exchange moves the two blocks' pages between nodes instead of bytes
+//     between addresses (no page moves on a one-node host).
 //
 // Placement: region 0 on the serving node (the NIC's), region 1 on the
 // nearest other node with memory, or on the serving node too when the host
@@ -33,6 +36,7 @@
 #include "runtime/env/steady_clock.h"
 #include "runtime/numa/numa_head_memory.h"
 #include "runtime/numa/placement.h"
+#include "runtime/numa/segment_head_pool.h"
 #include "runtime/numa/topology.h"
 
 namespace heatsink::runtime {
@@ -165,6 +169,67 @@ void BM_NumaPromotionStepExchange(benchmark::State& state) {
 }
 BENCHMARK(BM_NumaPromotionStepExchange)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// The store's head pool (segment_head_pool.h): the same promotion step, but
+// the exchange moves the two blocks' pages between the regions' nodes
+// (mbind MPOL_MF_MOVE) instead of copying bytes, so no address changes. On
+// a one-node host both regions are on one node and no page moves: the figure
+// is then the step without the migration.
+void BM_StoreHeadPoolPromotionStep(benchmark::State& state) {
+  absl::StatusOr<Topology> topology = LoadTopology({});
+  HS_CHECK_OK(topology.status());
+  LinuxThreadBinder binder(&*topology);
+  SteadyClock clock;
+  Rng rng(1);
+  Env env;
+  env.clock = &clock;
+  env.rng = &rng;
+  SegmentHeadPoolOptions options;
+  options.knobs.memory_bytes = options.knobs.block_bytes;
+  options.knobs.sub_memory_bytes = {options.knobs.block_bytes};
+  options.placement.serving_node = Nodes().preferred;
+  options.placement.regions.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    options.placement.regions[r].region = r;
+    options.placement.regions[r].node = r == 0 ? Nodes().preferred : Nodes().foreign;
+    options.placement.regions[r].bytes = options.knobs.block_bytes;
+    options.placement.regions[r].preferred = r == 0;
+  }
+  options.segment_ids = {SegmentId(1)};
+  options.binder = &binder;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool = SegmentHeadPool::Create(&env, options);
+  HS_CHECK_OK(pool.status());
+  const uint64_t block = options.knobs.block_bytes;
+  for (auto _ : state) {
+    state.PauseTiming();
+    // Read the foreign block until it is strictly hotter than the local one.
+    double local = 0, foreign = 0;
+    for (uint64_t off = 0; off < 2 * block; off += options.knobs.ram_head_bytes) {
+      const TierKey key =
+          SegmentHeadPool::ChunkKey(SegmentId(1), off / options.knobs.ram_head_bytes);
+      const KeyInfo info = *(*pool)->manager().Lookup(key);
+      (info.region == 0 ? local : foreign) += info.score;
+    }
+    const int reads = static_cast<int>((local - foreign) / 8) + 1;
+    for (uint64_t off = 0; off < 2 * block; off += block) {
+      const TierKey key =
+          SegmentHeadPool::ChunkKey(SegmentId(1), off / options.knobs.ram_head_bytes);
+      if ((*pool)->manager().Lookup(key)->region == 0) continue;
+      for (int r = 0; r < reads; ++r) (*pool)->OnSegmentRead(SegmentId(1), off, block);
+    }
+    state.ResumeTiming();
+    const PromotionResult r = (*pool)->manager().PromotionStep();
+    HS_CHECK(r.outcome == PromotionOutcome::kExchanged);
+  }
+  HS_CHECK_OK((*pool)->manager().CheckInvariants());
+  if (Nodes().preferred == Nodes().foreign) {
+    state.SetLabel("one node: no page moves");
+  } else {
+    state.SetLabel("pages move between nodes");
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * block));
+  }
+}
+BENCHMARK(BM_StoreHeadPoolPromotionStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 class RatioReporter : public SecondsReporter {
  public:
   void PrintRatios() const {
@@ -177,6 +242,12 @@ class RatioReporter : public SecondsReporter {
     std::printf("memcpy 4 MiB %.1f us | swap of two 2 MiB blocks %.1f us (%.2fx) | promotion "
                 "step %.1f us (%.2fx; target <= 2x)\n",
                 copy, swap, swap / copy, step, step > 0 ? step / copy : 0.0);
+    const double pool = Seconds("BM_StoreHeadPoolPromotionStep") * 1e6;
+    if (pool > 0) {
+      std::printf("store head pool promotion step (pages move, addresses stay) %.1f us (%.2fx)%s\n",
+                  pool, pool / copy,
+                  Nodes().preferred == Nodes().foreign ? " -- one node here: no page moved" : "");
+    }
     if (step > 0) {
       std::printf("exchange throughput: %.0f exchanges/s, %.2f GB/s of block bytes moved\n",
                   1e6 / step, 4.0 * kMiB / (step * 1e3));
