@@ -18,27 +18,29 @@ KeyIndex::KeyIndex(int shards, int64_t keys_max) : keys_max_(keys_max) {
   for (int i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>());
 }
 
-KeyIndex::Shard& KeyIndex::ShardOf(const TierKey& key) const {
+KeyIndex::Shard& KeyIndex::ShardOf(size_t hash) const {
   // The shard only decides which lock a key shares; no decision or output
   // depends on it, so the per-process salted absl::Hash is fine here. It is
   // remixed first: the shard's own hash table probes with the same hash, and
   // picking shards from those bits would crowd each shard's keys into a
   // fraction of its table's groups.
-  const uint64_t h = Mix64(absl::Hash<TierKey>{}(key));
+  const uint64_t h = Mix64(hash);
   return *shards_[h % shards_.size()];
 }
 
 IndexEntry* KeyIndex::Find(const TierKey& key) const {
-  Shard& s = ShardOf(key);
+  const HashedKey hashed{key, KeyHash{}(key)};
+  Shard& s = ShardOf(hashed.hash);
   ReaderMutexLock lock(&s.mu);
-  auto it = s.map.find(key);
+  auto it = s.map.find(hashed);
   return it == s.map.end() ? nullptr : it->second;
 }
 
 absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarnation) {
-  Shard& s = ShardOf(key);
+  const HashedKey hashed{key, KeyHash{}(key)};
+  Shard& s = ShardOf(hashed.hash);
   MutexLock lock(&s.mu);
-  if (s.map.contains(key)) {
+  if (s.map.find(hashed) != s.map.end()) {
     return absl::AlreadyExistsError(absl::StrCat("key ", FormatTierKey(key), " already indexed"));
   }
   if (size_.fetch_add(1, std::memory_order_relaxed) >= keys_max_) {
@@ -51,8 +53,8 @@ absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarn
     entry = s.free.back();
     s.free.pop_back();
   } else {
-    if (s.chunks.empty() || s.used_in_last_chunk == kChunkEntries) {
-      s.chunks.push_back(std::make_unique<IndexEntry[]>(kChunkEntries));
+    if (s.chunks.empty() || s.used_in_last_chunk == ChunkEntries(s.chunks.size() - 1)) {
+      s.chunks.push_back(std::make_unique<IndexEntry[]>(ChunkEntries(s.chunks.size())));
       s.used_in_last_chunk = 0;
     }
     entry = &s.chunks.back()[s.used_in_last_chunk++];
@@ -65,14 +67,17 @@ absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarn
   entry->size_bytes = 0;
   entry->score.store(0.0, std::memory_order_relaxed);
   entry->live = true;
-  s.map.emplace(key, entry);
+  // Absent (checked above): constructs the element in the probed slot
+  // without hashing the key again.
+  s.map.lazy_emplace(hashed, [&](const auto& construct) { construct(key, entry); });
   return entry;
 }
 
 bool KeyIndex::Erase(const TierKey& key) {
-  Shard& s = ShardOf(key);
+  const HashedKey hashed{key, KeyHash{}(key)};
+  Shard& s = ShardOf(hashed.hash);
   MutexLock lock(&s.mu);
-  auto it = s.map.find(key);
+  auto it = s.map.find(hashed);
   if (it == s.map.end()) return false;
   IndexEntry* entry = it->second;
   s.map.erase(it);

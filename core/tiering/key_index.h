@@ -13,11 +13,17 @@
 //   kEvicted     elsewhere (disk-backed; the   the entry (relaxed atomic)
 //                head was evicted)
 //
-// Storage: each shard keeps its entries in fixed-size chunks (stable
-// addresses, reused through a free list) beside a hash map from key to entry.
-// Decay and iteration walk the chunks in storage order -- sequential memory,
-// not a pointer chase through the map -- which is also a deterministic order
-// for a given sequence of inserts and erases.
+// Storage: each shard keeps its entries in chunks (stable addresses, reused
+// through a free list) beside a hash map from key to entry. Chunks grow
+// geometrically from kChunkEntriesMin to kChunkEntriesMax entries, so a shard
+// holding a few keys (a small host, or many shards) does not construct and
+// touch a full chunk. Decay and iteration walk the chunks in storage order --
+// sequential memory, not a pointer chase through the map -- which is also a
+// deterministic order for a given sequence of inserts and erases (the chunk
+// sizes do not change it: slots are handed out in the same order).
+//
+// Each call hashes its key once: the same hash picks the shard and probes the
+// shard's map.
 //
 // Thread safety: each shard has its own mutex guarding its map, so Find,
 // Insert, Erase and DecayShard are thread-safe. An entry's memory lives as
@@ -29,6 +35,7 @@
 #ifndef HEATSINK_CORE_TIERING_KEY_INDEX_H_
 #define HEATSINK_CORE_TIERING_KEY_INDEX_H_
 
+#include <algorithm>
 #include <atomic>
 #include <compare>
 #include <cstdint>
@@ -39,6 +46,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
@@ -122,20 +130,47 @@ class KeyIndex {
   }
 
  private:
-  static constexpr size_t kChunkEntries = 1024;
+  static constexpr size_t kChunkEntriesMin = 16;
+  static constexpr size_t kChunkEntriesMax = 1024;
+  // Entries of the shard's chunk number `c`.
+  static constexpr size_t ChunkEntries(size_t c) {
+    return c >= 6 ? kChunkEntriesMax : std::min(kChunkEntriesMax, kChunkEntriesMin << c);
+  }
+
+  // A key with its absl::Hash, for lookups that hash once (heterogeneous
+  // lookup: the map's hasher returns `hash` instead of hashing `key` again).
+  struct HashedKey {
+    const TierKey& key;
+    size_t hash;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(const TierKey& key) const { return absl::Hash<TierKey>{}(key); }
+    size_t operator()(const HashedKey& key) const { return key.hash; }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    static const TierKey& Of(const TierKey& key) { return key; }
+    static const TierKey& Of(const HashedKey& key) { return key.key; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Of(a) == Of(b);
+    }
+  };
+
   struct Shard {
     mutable Mutex mu;
-    absl::flat_hash_map<TierKey, IndexEntry*> map ABSL_GUARDED_BY(mu);
+    absl::flat_hash_map<TierKey, IndexEntry*, KeyHash, KeyEq> map ABSL_GUARDED_BY(mu);
     std::vector<std::unique_ptr<IndexEntry[]>> chunks ABSL_GUARDED_BY(mu);
     size_t used_in_last_chunk ABSL_GUARDED_BY(mu) = 0;
     std::vector<IndexEntry*> free ABSL_GUARDED_BY(mu);
   };
-  Shard& ShardOf(const TierKey& key) const;
+  Shard& ShardOf(size_t hash) const;
   // Visits every live entry of `s` in storage order. REQUIRES: s.mu held.
   template <typename Fn>
   static void VisitLive(const Shard& s, Fn&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (size_t c = 0; c < s.chunks.size(); ++c) {
-      const size_t used = c + 1 == s.chunks.size() ? s.used_in_last_chunk : kChunkEntries;
+      const size_t used = c + 1 == s.chunks.size() ? s.used_in_last_chunk : ChunkEntries(c);
       for (size_t i = 0; i < used; ++i) {
         if (s.chunks[c][i].live) fn(s.chunks[c][i]);
       }
