@@ -17,6 +17,11 @@
 // served from the segment's backing memory at no extra modelled cost and are
 // not head reads.
 //
+// The model remembers which chunks of each object the index holds (a store
+// that the pool refused leaves its chunk unindexed), so a read skips those
+// chunks without asking the tiering core -- the same result as an OpenRead
+// that finds nothing, without building its NOT_FOUND status.
+//
 // Modelled tiering costs (TieringCostModel): a scan costs
 // scan_ns_per_head per head of the scanned region, an exchange moves both
 // blocks at the NIC node's local bandwidth, a decay pass costs
@@ -30,6 +35,8 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "core/env/env.h"
 #include "core/env/head_memory.h"
@@ -92,8 +99,9 @@ class NumaHostModel {
   TieringStats stats() const { return manager_->stats(); }
   int64_t stores_failed() const { return stores_failed_; }
   // The tiering core's invariants (TierManager::CheckInvariants): finite
-  // scores, exactly one score owner per key, head pool accounting.
-  [[nodiscard]] absl::Status CheckInvariants() const { return manager_->CheckInvariants(); }
+  // scores, exactly one score owner per key, head pool accounting; and that
+  // the model's record of indexed chunks counts the index's keys.
+  [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
   class Costs;
@@ -102,6 +110,9 @@ class NumaHostModel {
     DurationNs latency_ns = 0;
     int64_t bytes_per_s = 1;
   };
+  // Bit c of word c / 64: chunk c of the object is indexed.
+  using ChunkBits = absl::InlinedVector<uint64_t, 1>;
+
   NumaHostModel() = default;
   DurationNs ChunkCost(int region, uint64_t bytes) const;
 
@@ -112,6 +123,9 @@ class NumaHostModel {
   std::vector<RegionCost> region_costs_;
   uint64_t ram_head_bytes_ = 0;
   int64_t stores_failed_ = 0;
+  // Objects with at least one indexed chunk (lookup only, never iterated).
+  absl::flat_hash_map<ObjectName, ChunkBits> indexed_;
+  int64_t indexed_chunks_ = 0;  // bits set in indexed_
 };
 
 }  // namespace heatsink::sim
