@@ -184,7 +184,8 @@ void NumaHostModel::Remove(const ObjectName& name, uint64_t size_bytes) {
       --indexed_chunks_;
     }
   }
-  if (bits != nullptr && std::all_of(bits->begin(), bits->end(), [](uint64_t w) { return w == 0; })) {
+  if (bits != nullptr &&
+      std::all_of(bits->begin(), bits->end(), [](uint64_t w) { return w == 0; })) {
     indexed_.erase(it);
   }
 }

@@ -318,8 +318,8 @@ int main(int argc, char** argv) {
   // ADR-0019: the serving process binds its own memory policy to the node
   // before any thread or index exists (every thread started later inherits
   // it).
-  const int serving_node =
-      options.head_pool.has_value() ? options.head_pool->placement.serving_node : options.segment_node;
+  const int serving_node = options.head_pool.has_value() ? options.head_pool->placement.serving_node
+                                                         : options.segment_node;
   if (serving_node >= 0) {
     if (absl::Status s = runtime::BindServingPolicy(serving_node); !s.ok()) {
       std::fprintf(stderr, "heatsink-store: serving NUMA node %d: %s\n", serving_node,

@@ -79,10 +79,12 @@ inline absl::StatusOr<TieringKnobs> KnobsFor(const NumaConfigFlags& f, TieringKn
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", s.message()));
     return absl::OkStatus();
   };
-  for (auto [name, value] :
-       {std::pair<const char*, const std::string*>{"memory", &f.memory},
-        {"sub_memory", &f.sub_memory}, {"block", &f.block}, {"ram_head", &f.ram_head},
-        {"increment", &f.increment}, {"decay", &f.decay}}) {
+  for (auto [name, value] : {std::pair<const char*, const std::string*>{"memory", &f.memory},
+                             {"sub_memory", &f.sub_memory},
+                             {"block", &f.block},
+                             {"ram_head", &f.ram_head},
+                             {"increment", &f.increment},
+                             {"decay", &f.decay}}) {
     if (absl::Status s = set(name, *value); !s.ok()) return s;
   }
   if (f.no_numa_promotion) knobs.no_numa_promotion = true;
@@ -99,8 +101,7 @@ inline absl::StatusOr<TieringKnobs> KnobsFor(const NumaConfigFlags& f, TieringKn
   return knobs;
 }
 
-inline absl::StatusOr<NumaPlacement> PlanFor(const Topology& topology,
-                                             const TieringKnobs& knobs,
+inline absl::StatusOr<NumaPlacement> PlanFor(const Topology& topology, const TieringKnobs& knobs,
                                              const NumaConfigFlags& f) {
   NumaPlacementOptions options;
   options.serving_node = f.serving_node;

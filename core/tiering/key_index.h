@@ -29,9 +29,9 @@
 // Insert, Erase and DecayShard are thread-safe. An entry's memory lives as
 // long as the index (an erased entry is reused, never freed), so a pointer
 // kept across calls stays dereferenceable; `live` and `incarnation` tell
-// whether it still denotes the same key. Its residence/location fields are guarded by the caller's tier
-// lock (written under the exclusive lock, read under the shared one); its
-// score is a relaxed atomic.
+// whether it still denotes the same key. Its residence/location fields are guarded by the caller's
+// tier lock (written under the exclusive lock, read under the shared one); its score is a relaxed
+// atomic.
 #ifndef HEATSINK_CORE_TIERING_KEY_INDEX_H_
 #define HEATSINK_CORE_TIERING_KEY_INDEX_H_
 

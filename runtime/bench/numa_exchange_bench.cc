@@ -27,8 +27,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "benchmark/benchmark.h"
 #include "bench/seconds_reporter.h"
+#include "benchmark/benchmark.h"
 #include "core/base/check.h"
 #include "core/env/env.h"
 #include "core/env/rng.h"

@@ -112,8 +112,7 @@ absl::StatusOr<BoundMapping> MapBoundMemory(uint64_t size_bytes, int node,
   return MapAndBind(size_bytes, absl::MakeConstSpan(&run, 1), options);
 }
 
-absl::StatusOr<BoundMapping> MapBoundBlocks(uint64_t block_bytes,
-                                            absl::Span<const int> block_nodes,
+absl::StatusOr<BoundMapping> MapBoundBlocks(uint64_t block_bytes, absl::Span<const int> block_nodes,
                                             const NumaMemoryOptions& options) {
   if (block_nodes.empty()) return absl::InvalidArgumentError("bound memory: no blocks");
   const uint64_t page = options.huge_pages ? kHugePageBytes : 4096;

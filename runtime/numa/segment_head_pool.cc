@@ -17,7 +17,7 @@ namespace heatsink::runtime {
 // Every segment's bytes, one mapping: bound block by block (with a binder)
 // or plain anonymous memory (logical nodes).
 struct SegmentHeadPool::Mapping {
-  BoundMapping bound;      // with a binder
+  BoundMapping bound;        // with a binder
   uint8_t* plain = nullptr;  // without one
   uint64_t bytes = 0;
 
@@ -124,10 +124,10 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
     HS_RETURN_IF_ERROR(Check(b.region, b.offset, b.size_bytes));
     if (a.size_bytes != block_bytes_ || b.size_bytes != block_bytes_ ||
         a.offset % block_bytes_ != 0 || b.offset % block_bytes_ != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("segment head pool: only whole ", block_bytes_,
-                       "-byte blocks are exchanged (got ", a.size_bytes, " bytes at ", a.offset,
-                       " and ", b.size_bytes, " bytes at ", b.offset, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("segment head pool: only whole ", block_bytes_,
+                                                     "-byte blocks are exchanged (got ",
+                                                     a.size_bytes, " bytes at ", a.offset, " and ",
+                                                     b.size_bytes, " bytes at ", b.offset, ")"));
     }
     if (a.region == b.region && a.offset == b.offset) {
       return absl::InvalidArgumentError("segment head pool: a block cannot swap with itself");
@@ -142,14 +142,14 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
       // a's bytes take b's place (node), b's take a's.
       if (absl::Status s = binder_->BindMemory(addr_a, block_bytes_, node_b); !s.ok()) {
         (void)binder_->BindMemory(addr_a, block_bytes_, node_a);  // pages already moved go back
-        return absl::Status(s.code(), absl::StrCat("exchange: moving a block to node ", node_b,
-                                                   ": ", s.message()));
+        return absl::Status(
+            s.code(), absl::StrCat("exchange: moving a block to node ", node_b, ": ", s.message()));
       }
       if (absl::Status s = binder_->BindMemory(addr_b, block_bytes_, node_a); !s.ok()) {
         (void)binder_->BindMemory(addr_b, block_bytes_, node_b);
         (void)binder_->BindMemory(addr_a, block_bytes_, node_a);
-        return absl::Status(s.code(), absl::StrCat("exchange: moving a block to node ", node_a,
-                                                   ": ", s.message()));
+        return absl::Status(
+            s.code(), absl::StrCat("exchange: moving a block to node ", node_a, ": ", s.message()));
       }
     }
     const uint64_t global_a = global_block(a.region, block_a);
@@ -199,14 +199,16 @@ absl::Status SegmentHeadPoolOptions::Validate() const {
   if (segment_ids.empty()) return absl::InvalidArgumentError("the head pool needs a segment");
   const uint64_t total = total_bytes();
   if (total / block > kSegmentHeadPoolBlocksMax) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the head pool has ", total / block, " blocks of ", block,
-                     " bytes; at most ", kSegmentHeadPoolBlocksMax, " (raise --block)"));
+    return absl::InvalidArgumentError(absl::StrCat("the head pool has ", total / block,
+                                                   " blocks of ", block, " bytes; at most ",
+                                                   kSegmentHeadPoolBlocksMax, " (raise --block)"));
   }
   if (total % (segment_ids.size() * block) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the head pool's ", total, " bytes (--memory + --sub-memory) do not split "
-                     "into ", segment_ids.size(), " segments of whole ", block, "-byte blocks"));
+    return absl::InvalidArgumentError(absl::StrCat("the head pool's ", total,
+                                                   " bytes (--memory + --sub-memory) do not split "
+                                                   "into ",
+                                                   segment_ids.size(), " segments of whole ", block,
+                                                   "-byte blocks"));
   }
   const std::vector<RegionSpec> plan = PlanRegions(knobs);
   bool matches = plan.size() == placement.regions.size();
@@ -245,8 +247,8 @@ absl::StatusOr<std::unique_ptr<SegmentHeadPool>> SegmentHeadPool::Create(
     }
     mapping->bound = *bound;
   } else {
-    void* p = mmap(nullptr, mapping->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    void* p =
+        mmap(nullptr, mapping->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "store head pool: mmap of ", mapping->bytes >> 20, " MiB: ", std::strerror(errno)));
@@ -295,7 +297,8 @@ absl::Status SegmentHeadPool::CommitChunks() {
 absl::Status SegmentHeadPool::Start() {
   HS_CHECK(service_ == nullptr);
   PromotionServiceOptions service;
-  for (const RegionPlacement& r : options_.placement.regions) service.region_nodes.push_back(r.node);
+  for (const RegionPlacement& r : options_.placement.regions)
+    service.region_nodes.push_back(r.node);
   service.serving_node = options_.placement.serving_node;
   service.binder = options_.binder;
   service_ = std::make_unique<NumaPromotionService>(env_, manager_.get(), service);
@@ -308,8 +311,8 @@ void SegmentHeadPool::Stop() {
 
 absl::StatusOr<std::unique_ptr<SegmentBuffer>> SegmentHeadPool::Allocate(uint64_t size_bytes) {
   if (size_bytes != segment_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("store head pool segments are ",
-                                                   segment_bytes(), " bytes, not ", size_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("store head pool segments are ", segment_bytes(), " bytes, not ", size_bytes));
   }
   const int index = next_segment_.fetch_add(1);
   if (index >= static_cast<int>(options_.segment_ids.size())) {
@@ -355,8 +358,8 @@ absl::StatusOr<int> SegmentHeadPool::ChunkNode(SegmentId id, uint64_t offset) co
   const std::optional<KeyInfo> info =
       manager_->Lookup(ChunkKey(id, offset / options_.knobs.ram_head_bytes));
   if (!info.has_value() || info->region < 0) {
-    return absl::InternalError(absl::StrCat("segment ", id.value, " offset ", offset,
-                                            " has no head"));
+    return absl::InternalError(
+        absl::StrCat("segment ", id.value, " offset ", offset, " has no head"));
   }
   return memory_->region_node(info->region);
 }
@@ -381,10 +384,10 @@ absl::Status SegmentHeadPool::VerifyPlacement() const {
                           runtime::PageNodes(memory_->block_address(r, k), block));
       for (size_t p = 0; p < nodes.size(); ++p) {
         if (nodes[p] != memory_->region_node(r)) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "store head pool: block ", k, " of region ", r, " (segment address ",
-              memory_->global_block(r, k) * block, ") has page ", p, " on node ", nodes[p],
-              ", expected node ", memory_->region_node(r)));
+          return absl::FailedPreconditionError(
+              absl::StrCat("store head pool: block ", k, " of region ", r, " (segment address ",
+                           memory_->global_block(r, k) * block, ") has page ", p, " on node ",
+                           nodes[p], ", expected node ", memory_->region_node(r)));
         }
       }
     }

@@ -74,8 +74,7 @@ std::unique_ptr<SegmentAllocator> MakeSegmentAllocator(const StoreNodeOptions& o
 
 }  // namespace
 
-StoreNode::StoreNode(const StoreNodeOptions& options,
-                     std::unique_ptr<SegmentAllocator> allocator)
+StoreNode::StoreNode(const StoreNodeOptions& options, std::unique_ptr<SegmentAllocator> allocator)
     : options_(options),
       allocator_(std::move(allocator)),
       memory_(allocator_.get(), SegmentMemoryKnobs{}) {}

@@ -301,8 +301,8 @@ TEST(SegmentHeadPool, BoundOnNode0PromotesThroughServedReads) {
   // Two logical regions on one real node: the real binding, exchange and
   // thread paths, whatever the machine.
   const TieringKnobs knobs = TwoBlocksHomeOneAbroad(1);
-  NumaPlacement placement = Placement({knobs.memory_bytes, knobs.block_bytes},
-                                      {nodes.front(), nodes.front()});
+  NumaPlacement placement =
+      Placement({knobs.memory_bytes, knobs.block_bytes}, {nodes.front(), nodes.front()});
   placement.head_nodes = {nodes.front()};
   RunBoundExchange(*topology, placement, knobs);
 }

@@ -655,8 +655,7 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
               "--sub-memory describes 8 foreign region(s)");
   store_fails({"--memory", "4M", "--segments", "3"}, "pool_split.log",
               "do not split into 3 segments");
-  store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log",
-              "leave --segment-mib out");
+  store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log", "leave --segment-mib out");
   store_fails({"--head-pool-report-s", "1"}, "pool_report.log", "need --memory");
 }
 
@@ -709,10 +708,10 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
   // The exit report: every read counted, each on its 3 or 4 chunks, all local.
   EXPECT_NE(last_report.find(absl::StrCat("reads served ", kReads, " ")), std::string::npos)
       << last_report;
-  const bool three = last_report.find(absl::StrCat("chunk reads local ", 3 * kReads, ",")) !=
-                     std::string::npos;
-  const bool four = last_report.find(absl::StrCat("chunk reads local ", 4 * kReads, ",")) !=
-                    std::string::npos;
+  const bool three =
+      last_report.find(absl::StrCat("chunk reads local ", 3 * kReads, ",")) != std::string::npos;
+  const bool four =
+      last_report.find(absl::StrCat("chunk reads local ", 4 * kReads, ",")) != std::string::npos;
   EXPECT_TRUE(three || four) << last_report;
   EXPECT_NE(last_report.find("local-hit fraction 1.000"), std::string::npos) << last_report;
 }

@@ -151,10 +151,9 @@ TEST_F(StoreServerTest, WritesAndReadsObjectsOfManyChunks) {
   // Every served read was reported to the segments' read observer, in order
   // (each is reported before its call completes).
   using Read = testing::RecordingReadObserver::Read;
-  EXPECT_EQ(observer_.reads(),
-            (std::vector<Read>{{kSegment, 8192, bytes.size()},
-                               {kSegment, 8192 + 5000, 9000},
-                               {kSegment, 8192, bytes.size()}}));
+  EXPECT_EQ(observer_.reads(), (std::vector<Read>{{kSegment, 8192, bytes.size()},
+                                                  {kSegment, 8192 + 5000, 9000},
+                                                  {kSegment, 8192, bytes.size()}}));
   EXPECT_EQ(stat->bytes_written(), bytes.size());
   EXPECT_EQ(stat->bytes_read(), 2 * bytes.size() + 9000);
 }
