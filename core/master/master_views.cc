@@ -1,7 +1,9 @@
 // MasterService: read-only views, statistics and CheckInvariants.
 #include <algorithm>
 #include <map>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
@@ -111,12 +113,20 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
     HS_RETURN_IF_ERROR(tasks_.CheckQueues());
     std::map<TaskId, TaskRecord> tasks;
     for (TaskRecord& r : tasks_.All()) tasks.emplace(r.task.id, std::move(r));
-    std::map<SegmentId, Expected> expected;
-    std::map<SegmentId, const master_internal::SegmentHandle*> instances;
-    for (const SegmentAccounting& a : accounting) {
-      expected[a.id];
-      instances[a.id] = a.instance;
-    }
+    // Per mounted segment, in accounting order: what the objects and tasks
+    // say it should hold. The hash map is only looked up (this loop visits
+    // every replica), never iterated.
+    std::vector<Expected> expected(accounting.size());
+    absl::flat_hash_map<SegmentId, size_t> index_of;
+    index_of.reserve(accounting.size());
+    for (size_t i = 0; i < accounting.size(); ++i) index_of.emplace(accounting[i].id, i);
+    // What `id` should hold, when it is mounted as `instance`; else null.
+    const auto mounted = [&](SegmentId id,
+                             const master_internal::SegmentHandle* instance) -> Expected* {
+      const auto it = index_of.find(id);
+      if (it == index_of.end() || accounting[it->second].instance != instance) return nullptr;
+      return &expected[it->second];
+    };
 
     int64_t objects = 0;
     const Version version_bound = next_version_.load(std::memory_order_relaxed);
@@ -153,13 +163,13 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
                 absl::StrCat(where(), " has two replicas on segment ", r.segment_id().value));
           }
           seen.push_back(r.segment_id());
-          auto e = expected.find(r.segment_id());
-          if (e == expected.end() || instances[r.segment_id()] != r.segment.get()) {
+          Expected* e = mounted(r.segment_id(), r.segment.get());
+          if (e == nullptr) {
             return Violation(
                 absl::StrCat(rw(), " is on unknown or unmounted segment ", r.segment_id().value));
           }
-          (r.holds_reserved() ? e->second.reserved : e->second.used) += r.size;
-          e->second.replicas += 1;
+          (r.holds_reserved() ? e->reserved : e->used) += r.size;
+          e->replicas += 1;
           if (meta.put_in_progress &&
               (r.origin != ReplicaOrigin::kPut || r.status != ReplicaStatus::kProcessing)) {
             return Violation(rw() + " is not a PROCESSING put replica during the put");
@@ -207,11 +217,12 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
       if (record.task.assigned_client != source->segment->location.owner) {
         return Violation(where + " is not assigned to the source segment's owner");
       }
-      if (instances[p.source_segment] != record.source.get() ||
-          instances[p.target_segment] != record.target.get()) {
+      Expected* source_expected = mounted(p.source_segment, record.source.get());
+      Expected* target_expected = mounted(p.target_segment, record.target.get());
+      if (source_expected == nullptr || target_expected == nullptr) {
         return Violation(where + " refers to a segment instance that is no longer mounted");
       }
-      expected[p.source_segment].copy_tasks_as_source += 1;
+      source_expected->copy_tasks_as_source += 1;
       const ReplicaRecord* target =
           record.target_replica.valid() ? meta.FindReplica(record.target_replica) : nullptr;
       switch (record.phase) {
@@ -223,8 +234,8 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
           if (target == nullptr || !target->holds_reserved()) {
             return Violation(where + " started without a PROCESSING target replica");
           }
-          expected[p.source_segment].copies_as_source += 1;
-          expected[p.target_segment].copies_as_target += 1;
+          source_expected->copies_as_source += 1;
+          target_expected->copies_as_target += 1;
           break;
         case CopyPhase::kEnded:
           if (target == nullptr || target->status != ReplicaStatus::kComplete) {
@@ -234,8 +245,9 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
       }
     }
 
-    for (const SegmentAccounting& a : accounting) {
-      const Expected& e = expected[a.id];
+    for (size_t i = 0; i < accounting.size(); ++i) {
+      const SegmentAccounting& a = accounting[i];
+      const Expected& e = expected[i];
       const std::string where = absl::StrCat("segment ", a.id.value);
       if (a.used_bytes + a.reserved_bytes != a.allocator_allocated_bytes) {
         return Violation(absl::StrCat(where, " used ", a.used_bytes, " + reserved ",
