@@ -66,6 +66,15 @@ absl::StatusOr<uint64_t> BuddyAllocator::Allocate(uint64_t bytes) {
   return offset;
 }
 
+bool BuddyAllocator::CanAllocate(uint64_t bytes) const {
+  const int order = OrderOf(bytes);
+  if (order < 0 || free_bytes_ < bytes) return false;
+  for (int from = order; from <= max_order_; ++from) {
+    if (!free_[from].empty()) return true;
+  }
+  return false;
+}
+
 absl::Status BuddyAllocator::Free(uint64_t offset) {
   auto it = allocated_.find(offset);
   if (it == allocated_.end()) {

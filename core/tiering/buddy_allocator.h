@@ -36,6 +36,9 @@ class BuddyAllocator {
   // INVALID_ARGUMENT unless bytes is a power of two in [min, max];
   // RESOURCE_EXHAUSTED when no free range fits.
   [[nodiscard]] absl::StatusOr<uint64_t> Allocate(uint64_t bytes);
+  // Whether Allocate(bytes) would succeed now, without building a status (a
+  // full pool is probed on every store).
+  bool CanAllocate(uint64_t bytes) const;
   // Frees the allocation that starts at `offset`, merging free buddies up to
   // a block. NOT_FOUND if no allocation starts there.
   [[nodiscard]] absl::Status Free(uint64_t offset);

@@ -41,6 +41,9 @@ HeadPool::HeadPool(const TieringKnobs& knobs)
   for (const RegionSpec& spec : plan_) {
     if ((spec.pool == PoolKind::kSmall) == small_pool) arena_regions_.push_back(spec.region);
   }
+  full_status_ = absl::ResourceExhaustedError(
+      absl::StrCat("head pool full: no free ", geometry_.head_bytes, "-byte head slot in ",
+                   head_region_count_, " regions"));
 }
 
 DenseScoreArray& HeadPool::scores(int region) {
@@ -72,8 +75,9 @@ HeadPool::BlockMeta& HeadPool::block_of(int region, uint64_t offset) {
 
 absl::StatusOr<HeadLoc> HeadPool::ReserveHead() {
   for (int r = 0; r < head_region_count_; ++r) {
+    if (!regions_[r].allocator->CanAllocate(geometry_.head_bytes)) continue;
     absl::StatusOr<uint64_t> offset = regions_[r].allocator->Allocate(geometry_.head_bytes);
-    if (!offset.ok()) continue;
+    HS_CHECK_OK(offset.status());
     const HeadLoc loc{r, *offset};
     SlotMeta& s = slot(loc);
     HS_CHECK(s.state == SlotState::kFree);
@@ -84,9 +88,7 @@ absl::StatusOr<HeadLoc> HeadPool::ReserveHead() {
     ++b.blocked;
     return loc;
   }
-  return absl::ResourceExhaustedError(
-      absl::StrCat("head pool full: no free ", geometry_.head_bytes, "-byte head slot in ",
-                   head_region_count_, " regions"));
+  return full_status_;  // built once: a full pool refuses every store
 }
 
 void HeadPool::PublishHead(const HeadLoc& loc, IndexEntry* owner) {
@@ -151,8 +153,9 @@ absl::StatusOr<ArenaLoc> HeadPool::AllocateArena(uint64_t size_bytes) {
         return ArenaLoc{r, offset, size_bytes};
       }
     }
+    if (!region.allocator->CanAllocate(geometry_.block_bytes)) continue;
     absl::StatusOr<uint64_t> block_offset = region.allocator->Allocate(geometry_.block_bytes);
-    if (!block_offset.ok()) continue;
+    HS_CHECK_OK(block_offset.status());
     const uint64_t block = geometry_.BlockOfOffset(*block_offset);
     BlockMeta& b = region.blocks[block];
     HS_CHECK(b.use == BlockUse::kFree);

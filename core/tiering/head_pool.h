@@ -175,6 +175,7 @@ class HeadPool {
   std::vector<int> arena_regions_;  // in preference order
   std::vector<HeadLoc> orphans_;
   std::vector<std::pair<int, uint64_t>> arena_reclaim_;  // (region, block)
+  absl::Status full_status_;  // what ReserveHead returns when no slot is free
 };
 
 }  // namespace heatsink

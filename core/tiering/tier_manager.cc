@@ -132,7 +132,6 @@ absl::StatusOr<StoreTicket> TierManager::BeginStore(const TierKey& key, uint64_t
         "uncommitted stores at stores_in_flight_max=", knobs_.stores_in_flight_max));
   }
   StoreTicket ticket;
-  ticket.key_ = key;
   ticket.size_bytes_ = size_bytes;
   if (size_bytes == geometry().head_bytes) {
     absl::StatusOr<HeadLoc> loc = pool_.ReserveHead();
@@ -147,6 +146,7 @@ absl::StatusOr<StoreTicket> TierManager::BeginStore(const TierKey& key, uint64_t
     ticket.region_ = loc->region;
     ticket.offset_ = loc->offset;
   }
+  ticket.key_ = key;  // copied only once the space is reserved
   ++stores_in_flight_;
   ticket.manager_ = this;
   return ticket;
