@@ -666,8 +666,9 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
 TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
   std::unique_ptr<Process> master = StartMaster({});
   ASSERT_FALSE(master_address_.empty());
-  std::unique_ptr<Process> store =
-      StartStore(1, "host-a", "a", {}, "pool", {"--memory", "16M", "--head-pool-report-s", "1"});
+  std::unique_ptr<Process> store = StartStore(
+      1, "host-a", "a", {}, "pool",
+      {"--memory", "16M", "--head-pool-report-s", "1", "--metrics-listen", "127.0.0.1:0"});
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
@@ -687,6 +688,21 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
   }
+  // The head pool's metrics endpoint: every chunk read local, no exchange
+  // (one region), the pause histogram and decay counter exported.
+  std::string metrics_port;
+  for (const std::string& line : ReadLines(dir_ / "pool.log")) {
+    constexpr absl::string_view kPort = "heatsink-store: metrics on port ";
+    if (absl::StartsWith(line, kPort)) metrics_port = line.substr(kPort.size());
+  }
+  ASSERT_FALSE(metrics_port.empty());
+  const std::string metrics = HttpGet(absl::StrCat("127.0.0.1:", metrics_port), "/metrics");
+  const int64_t local = MetricValue(metrics, R"(heatsink_tiering_reads_total{placement="local"})");
+  EXPECT_TRUE(local == 3 * kReads || local == 4 * kReads) << metrics;
+  EXPECT_EQ(MetricValue(metrics, R"(heatsink_tiering_reads_total{placement="foreign"})"), 0);
+  EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchanges_total"), 0);
+  EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchange_pause_seconds_count"), 0);
+  EXPECT_GE(MetricValue(metrics, "heatsink_tiering_decay_passes_total"), 0);
   rpc->reset();
   store->Signal(SIGTERM);
   EXPECT_EQ(store->Wait(), 0);
