@@ -11,10 +11,11 @@
 // the raw socket's (target: UCX >= 0.7x raw over TCP).
 //
 // UCX transport: UCX_TLS and UCX_NET_DEVICES from the environment, defaulting
-// here to tcp,self on lo. On an RDMA machine run the stores on two hosts (or
-// one host with a verbs device) with e.g. UCX_TLS=rc,self
-// UCX_NET_DEVICES=mlx5_0:1; the raw baseline stays TCP, so there the ratio
-// shows how far RDMA beats the kernel path and should approach line rate.
+// here to tcp,self on lo. Both stores run in this process, so on an RDMA
+// machine run it on a host with a verbs device, e.g. UCX_TLS=rc,self
+// UCX_NET_DEVICES=mlx5_0:1 (the HCA loops the puts back); the raw baseline
+// stays TCP, so there the ratio shows how far RDMA beats the kernel path and
+// the UCX figure should approach line rate. docs/runtime.md has the steps.
 #include <mutex>
 #include <stdlib.h>
 
