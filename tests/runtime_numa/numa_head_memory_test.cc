@@ -34,6 +34,7 @@
 namespace heatsink::runtime {
 namespace {
 
+using testing::BlocksPerRegion;
 using testing::ExpectAllOn;
 using testing::HeadBytes;
 using testing::Key;
@@ -366,11 +367,7 @@ void RunExchangeOnRealMemory(const Topology& topology, const NumaPlacement& plac
 }
 
 TieringKnobs OneBlockPerRegion(size_t foreign_regions) {
-  TieringKnobs knobs;  // 2 MiB blocks of 256 KiB heads
-  knobs.memory_bytes = knobs.block_bytes;
-  knobs.sub_memory_bytes.assign(foreign_regions, knobs.block_bytes);
-  knobs.no_inversion_wait_ms = 20;
-  return knobs;
+  return BlocksPerRegion(1, foreign_regions);
 }
 
 TEST(NumaPromotion, ExchangeOnNode0MovesBytesBetweenRegions) {

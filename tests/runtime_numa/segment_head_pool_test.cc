@@ -26,6 +26,7 @@
 namespace heatsink::runtime {
 namespace {
 
+using testing::BlocksPerRegion;
 using testing::ExpectAllOn;
 using testing::MemoryNodes;
 using testing::SteadyEnv;
@@ -286,11 +287,7 @@ void RunBoundExchange(const Topology& topology, const NumaPlacement& placement,
 }
 
 TieringKnobs TwoBlocksHomeOneAbroad(size_t foreign_regions) {
-  TieringKnobs knobs;
-  knobs.memory_bytes = 2 * knobs.block_bytes;
-  knobs.sub_memory_bytes.assign(foreign_regions, knobs.block_bytes);
-  knobs.no_inversion_wait_ms = 20;
-  return knobs;
+  return BlocksPerRegion(2, foreign_regions);
 }
 
 TEST(SegmentHeadPool, BoundOnNode0PromotesThroughServedReads) {

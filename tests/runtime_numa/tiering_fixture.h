@@ -4,6 +4,7 @@
 #ifndef HEATSINK_TESTS_RUNTIME_NUMA_TIERING_FIXTURE_H_
 #define HEATSINK_TESTS_RUNTIME_NUMA_TIERING_FIXTURE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/env/env.h"
 #include "core/env/rng.h"
 #include "core/tiering/tier_manager.h"
+#include "core/tiering/tiering_knobs.h"
 #include "gtest/gtest.h"
 #include "runtime/env/steady_clock.h"
 
@@ -26,6 +28,17 @@ struct SteadyEnv {
   Rng rng;
   Env env;
 };
+
+// Default 2 MiB blocks of 256 KiB heads: `home_blocks` blocks in region 0
+// and one block in each of `foreign_regions` regions; the promotion step
+// waits 20 ms without an inversion.
+inline TieringKnobs BlocksPerRegion(uint64_t home_blocks, size_t foreign_regions) {
+  TieringKnobs knobs;
+  knobs.memory_bytes = home_blocks * knobs.block_bytes;
+  knobs.sub_memory_bytes.assign(foreign_regions, knobs.block_bytes);
+  knobs.no_inversion_wait_ms = 20;
+  return knobs;
+}
 
 inline TierKey Key(const std::string& prefix, int i) {
   return TierKey{ObjectName{"numa-test", absl::StrCat(prefix, "-", i)}, 0};
