@@ -1,6 +1,7 @@
 #include "core/tiering/buddy_allocator.h"
 
 #include <bit>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

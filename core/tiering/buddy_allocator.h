@@ -15,10 +15,10 @@
 #define HEATSINK_CORE_TIERING_BUDDY_ALLOCATOR_H_
 
 #include <cstdint>
-#include <map>
-#include <set>
 #include <vector>
 
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -73,8 +73,10 @@ class BuddyAllocator {
   const uint64_t min_bytes_;
   const uint64_t max_bytes_;
   const int max_order_;
-  std::vector<std::set<uint64_t>> free_;  // free_[order]: start offsets
-  std::map<uint64_t, int> allocated_;     // start offset -> order
+  // Ordered (lowest offset first), B-trees: a node holds many offsets, so
+  // an allocation or a free touches a few cache lines and rarely allocates.
+  std::vector<absl::btree_set<uint64_t>> free_;  // free_[order]: start offsets
+  absl::btree_map<uint64_t, int> allocated_;     // start offset -> order
   std::vector<uint64_t> block_allocated_bytes_;
   uint64_t free_bytes_ = 0;
 };
