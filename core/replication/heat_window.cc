@@ -260,11 +260,19 @@ bool SlotMatches(const SlotT& e, HeatKeyView key) {
   return matches(key.tenant) && matches(key.key) && matches(key.domain);
 }
 
+// The slot's key, viewing its block (valid while the slot keeps its key).
+template <typename SlotT>
+HeatKeyView SlotView(const SlotT& e) {
+  const char* p = e.block.get();
+  return HeatKeyView{absl::string_view(p, e.tenant_len),
+                     absl::string_view(p + e.tenant_len, e.key_len),
+                     absl::string_view(p + e.tenant_len + e.key_len, e.domain_len)};
+}
+
 template <typename SlotT>
 HeatKey DecodeSlot(const SlotT& e) {
-  const char* p = e.block.get();
-  return HeatKey(std::string(p, e.tenant_len), std::string(p + e.tenant_len, e.key_len),
-                 std::string(p + e.tenant_len + e.key_len, e.domain_len));
+  const HeatKeyView v = SlotView(e);
+  return HeatKey(std::string(v.tenant), std::string(v.key), std::string(v.domain));
 }
 
 }  // namespace
@@ -758,8 +766,7 @@ absl::Status HeatWindow::CheckInvariants() const {
         pos = NextCell(pos, index_size);
       }
       if (s.index[pos] == 0) return fail(absl::StrCat("slot ", idx, " unreachable in index"));
-      const HeatKey k = DecodeSlot(e);
-      if (static_cast<uint32_t>(StableHeatKeyHash(k.view())) != e.hash32) {
+      if (static_cast<uint32_t>(StableHeatKeyHash(SlotView(e))) != e.hash32) {
         return fail(absl::StrCat("slot ", idx, " hash does not match its key"));
       }
     }
