@@ -80,6 +80,22 @@ bool Engine::Cancel(EventId id) {
   return true;
 }
 
+EventId Engine::Reschedule(EventId id, TimeNs t) {
+  const uint64_t slot = id & kSlotMask;
+  if (id == kNoTimer || slot >= slots_.size() || slots_[slot].key != id) return kNoTimer;
+  HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
+  HS_CHECK_MSG(next_sequence_ <= kSequenceMax, "event sequence space exhausted");
+  // As Cancel: the old heap entry goes stale. As ScheduleAt: a new sequence
+  // number, and the slot Cancel would have freed and ScheduleAt taken back.
+  const uint64_t key = (next_sequence_++ << kSlotBits) | slot;
+  slots_[slot].key = key;
+  heap_.push_back(HeapEntry{t, key});
+  std::push_heap(heap_.begin(), heap_.end(), Later());
+  ++stale_;
+  MaybeCompact();
+  return key;
+}
+
 void Engine::MaybeCompact() {
   if (stale_ < kCompactStaleMin || stale_ <= pending_) return;
   auto live_end = std::remove_if(heap_.begin(), heap_.end(), [this](const HeapEntry& e) {

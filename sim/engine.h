@@ -96,6 +96,12 @@ class Engine {
   // True if the event was pending and now never runs. False for unknown ids,
   // events that already ran or started, and ids already cancelled.
   bool Cancel(EventId id);
+  // Moves pending event `id` to time `t` (REQUIRES: t >= NowNs()) and returns
+  // its new id: exactly what Cancel(id) followed by ScheduleAt(t, the same
+  // callback) would do -- the same new sequence number and slot, so the same
+  // order -- without destroying and rebuilding the callback. kNoTimer, and
+  // nothing done, when `id` is not pending.
+  EventId Reschedule(EventId id, TimeNs t);
 
   // Runs the next pending event (whatever its time), then the after-event
   // hook. Returns false when nothing ran: queue empty or status() not OK.

@@ -584,11 +584,16 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
     flow.rate_bytes_per_sec = flow.next_rate_bytes_per_sec;
     const TimeNs completion = CompletionTime(flow);
     if (completion == flow.completion_ns) continue;
-    engine_->Cancel(flow.event);
     flow.completion_ns = completion;
-    const uint64_t token = FlowToken(slot, flow.id);
-    flow.event = engine_->ScheduleAt(completion,
-                                     [this, token] { Complete(TokenSlot(token), TokenId(token)); });
+    // A moving flow's pending event is its completion: moved, it keeps its
+    // callback. A flow re-timed for the first time gets one.
+    EventId event = engine_->Reschedule(flow.event, completion);
+    if (event == kNoTimer) {
+      const uint64_t token = FlowToken(slot, flow.id);
+      event = engine_->ScheduleAt(completion,
+                                  [this, token] { Complete(TokenSlot(token), TokenId(token)); });
+    }
+    flow.event = event;
   }
   last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
   flows_recomputed_total_ += component_flows_.size();

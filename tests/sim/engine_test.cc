@@ -1,9 +1,9 @@
 // Covers sim/engine: events run in (time, sequence) order with FIFO ties,
 // zero-delay work is queued behind what is already due (never re-entrant),
 // cancellation (including heavy cancel-and-reschedule that triggers heap
-// compaction), RunUntil/Run/Step semantics, the after-event hook and stop
-// predicate, the pending-event limit, the core/env adapters, and determinism:
-// two runs of a seeded random workload produce identical traces.
+// compaction), Reschedule as an exact Cancel + ScheduleAt, RunUntil/Run/Step semantics, the
+// after-event hook and stop predicate, the pending-event limit, the core/env adapters, and
+// determinism: two runs of a seeded random workload produce identical traces.
 #include "sim/engine.h"
 
 #include <functional>
@@ -113,6 +113,67 @@ TEST(Engine, HeavyRescheduleStaysOrderedAndBounded) {
   EXPECT_EQ(engine.NowNs(), 5100);
   ASSERT_EQ(ticks.size(), 5000u);
   for (int i = 0; i < 5000; ++i) EXPECT_EQ(ticks[i], i + 1);
+}
+
+// Runs a seeded workload of events that move other pending events, either
+// with Reschedule or with Cancel + ScheduleAt of the same callback; returns
+// the order events ran in, as "time:event" strings, and every id handed out.
+std::vector<std::string> MovingEventsTrace(bool use_reschedule, std::vector<EventId>* ids_out) {
+  Engine engine;
+  Rng rng(7);
+  constexpr int kEvents = 400;
+  std::vector<EventId> ids(kEvents, kNoTimer);
+  std::vector<std::string> trace;
+  std::function<void(int)> body = [&](int n) {
+    trace.push_back(absl::StrCat(engine.NowNs(), ":", n));
+    // Move three other events (pending or not) to a later time; ties at
+    // equal times are common (times in [now, now + 20)).
+    for (int k = 0; k < 3; ++k) {
+      const int other = static_cast<int>(rng.Uniform(kEvents));
+      const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
+      if (use_reschedule) {
+        const EventId moved = engine.Reschedule(ids[other], t);
+        if (moved != kNoTimer) ids[other] = moved;
+      } else if (engine.Cancel(ids[other])) {
+        ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
+      }
+      ids_out->push_back(ids[other]);
+    }
+  };
+  for (int n = 0; n < kEvents; ++n) {
+    ids[n] = engine.ScheduleAt(static_cast<TimeNs>(rng.Uniform(50)), [&, n] { body(n); });
+  }
+  EXPECT_TRUE(engine.Run().ok());
+  return trace;
+}
+
+TEST(Engine, RescheduleIsCancelPlusScheduleOfTheSameCallback) {
+  std::vector<EventId> rescheduled_ids;
+  std::vector<EventId> cancelled_ids;
+  const std::vector<std::string> rescheduled = MovingEventsTrace(true, &rescheduled_ids);
+  const std::vector<std::string> cancelled = MovingEventsTrace(false, &cancelled_ids);
+  // Same events in the same order, with the same ids.
+  EXPECT_EQ(rescheduled.size(), 400u);
+  EXPECT_EQ(rescheduled, cancelled);
+  EXPECT_EQ(rescheduled_ids, cancelled_ids);
+
+  // Only a pending event moves; the old id is dead afterwards.
+  Engine engine;
+  int ran = 0;
+  const EventId a = engine.ScheduleAt(10, [&] { ran += 1; });
+  EXPECT_EQ(engine.Reschedule(kNoTimer, 5), kNoTimer);
+  const EventId moved = engine.Reschedule(a, 30);
+  ASSERT_NE(moved, kNoTimer);
+  EXPECT_NE(moved, a);
+  EXPECT_EQ(engine.Reschedule(a, 40), kNoTimer);
+  EXPECT_FALSE(engine.Cancel(a));
+  EXPECT_EQ(engine.pending(), 1);
+  ASSERT_TRUE(engine.RunUntil(20).ok());
+  EXPECT_EQ(ran, 0);  // not at its old time
+  ASSERT_TRUE(engine.Run().ok());
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(engine.NowNs(), 30);
+  EXPECT_EQ(engine.Reschedule(moved, 50), kNoTimer);  // already ran
 }
 
 TEST(Engine, RunUntilRunsDueEventsAndSetsClock) {
