@@ -38,8 +38,7 @@ Engine::Engine(const EngineKnobs& knobs) : knobs_(knobs) { HS_CHECK_OK(knobs_.Va
 
 EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
-  HS_CHECK_MSG(next_sequence_ <= kSequenceMax, "event sequence space exhausted");
-  const uint64_t sequence = next_sequence_++;
+  const uint64_t sequence = NextSequence();
   if (pending_ >= knobs_.events_pending_max) {
     if (status_.ok()) {
       status_ = absl::ResourceExhaustedError(absl::StrCat(
@@ -80,22 +79,6 @@ bool Engine::Cancel(EventId id) {
   return true;
 }
 
-EventId Engine::Reschedule(EventId id, TimeNs t) {
-  const uint64_t slot = id & kSlotMask;
-  if (id == kNoTimer || slot >= slots_.size() || slots_[slot].key != id) return kNoTimer;
-  HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
-  HS_CHECK_MSG(next_sequence_ <= kSequenceMax, "event sequence space exhausted");
-  // As Cancel: the old heap entry goes stale. As ScheduleAt: a new sequence
-  // number, and the slot Cancel would have freed and ScheduleAt taken back.
-  const uint64_t key = (next_sequence_++ << kSlotBits) | slot;
-  slots_[slot].key = key;
-  heap_.push_back(HeapEntry{t, key});
-  std::push_heap(heap_.begin(), heap_.end(), Later());
-  ++stale_;
-  MaybeCompact();
-  return key;
-}
-
 void Engine::MaybeCompact() {
   if (stale_ < kCompactStaleMin || stale_ <= pending_) return;
   auto live_end = std::remove_if(heap_.begin(), heap_.end(), [this](const HeapEntry& e) {
@@ -104,6 +87,11 @@ void Engine::MaybeCompact() {
   heap_.erase(live_end, heap_.end());
   std::make_heap(heap_.begin(), heap_.end(), Later());
   stale_ = 0;
+}
+
+uint64_t Engine::NextSequence() {
+  HS_CHECK_MSG(next_sequence_ <= kSequenceMax, "event sequence space exhausted");
+  return next_sequence_++;
 }
 
 const Engine::HeapEntry* Engine::PeekLive() {
@@ -115,6 +103,46 @@ const Engine::HeapEntry* Engine::PeekLive() {
     --stale_;
   }
   return nullptr;
+}
+
+LaneId Engine::FirstLane(const HeapEntry* top) const {
+  LaneId first = -1;
+  TimeNs time = 0;
+  uint64_t sequence = 0;
+  if (top != nullptr) {
+    time = top->time;
+    sequence = top->key >> kSlotBits;
+  }
+  bool have = top != nullptr;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const std::vector<LaneEntry>& heap = lanes_[i].heap;
+    if (heap.empty()) continue;
+    const LaneEntry& e = heap.front();
+    if (!have || e.time < time || (e.time == time && e.sequence < sequence)) {
+      first = static_cast<LaneId>(i);
+      time = e.time;
+      sequence = e.sequence;
+      have = true;
+    }
+  }
+  return first;
+}
+
+std::optional<TimeNs> Engine::PeekNextTime() {
+  const HeapEntry* top = PeekLive();
+  const LaneId lane = FirstLane(top);
+  if (lane >= 0) return lanes_[static_cast<size_t>(lane)].heap.front().time;
+  if (top != nullptr) return top->time;
+  return std::nullopt;
+}
+
+void Engine::RunNext() {
+  const LaneId lane = FirstLane(PeekLive());
+  if (lane >= 0) {
+    RunLaneTop(lane);
+  } else {
+    RunTop();
+  }
 }
 
 void Engine::RunTop() {
@@ -133,6 +161,27 @@ void Engine::RunTop() {
   running_ = true;
   std::move(fn)();
   running_ = false;
+  RunHook();
+}
+
+void Engine::RunLaneTop(LaneId id) {
+  Lane& lane = LaneAt(id);
+  const LaneEntry top = lane.heap.front();
+  LaneRemoveAt(lane, 0);
+  --pending_;
+  now_ns_ = top.time;
+  ++events_run_;
+  running_ = true;
+  running_lane_ = id;
+  // Called in place: AddLane is refused while an event runs (lanes_ does
+  // not move) and RemoveLane of the running lane too (`fire` stays alive).
+  lane.fire(top.handle);
+  running_lane_ = -1;
+  running_ = false;
+  RunHook();
+}
+
+void Engine::RunHook() {
   if (after_event_hook_) {
     absl::Status hook_status = after_event_hook_();
     if (!hook_status.ok() && status_.ok()) status_ = std::move(hook_status);
@@ -141,8 +190,8 @@ void Engine::RunTop() {
 
 bool Engine::Step() {
   HS_CHECK_MSG(!running_, "Step called from inside an event");
-  if (!status_.ok() || PeekLive() == nullptr) return false;
-  RunTop();
+  if (!status_.ok() || !PeekNextTime().has_value()) return false;
+  RunNext();
   return true;
 }
 
@@ -151,11 +200,19 @@ absl::StatusOr<StopReason> Engine::RunUntil(TimeNs t) {
   HS_CHECK_MSG(t >= now_ns_, "RunUntil limit is in the past");
   while (status_.ok()) {
     const HeapEntry* top = PeekLive();
-    if (top == nullptr || top->time > t) {
+    const LaneId lane = FirstLane(top);
+    const bool any = lane >= 0 || top != nullptr;
+    const TimeNs next = lane >= 0 ? lanes_[static_cast<size_t>(lane)].heap.front().time
+                                  : (top != nullptr ? top->time : t);
+    if (!any || next > t) {
       now_ns_ = t;
       return StopReason::kTimeReached;
     }
-    RunTop();
+    if (lane >= 0) {
+      RunLaneTop(lane);
+    } else {
+      RunTop();
+    }
     if (status_.ok() && stop_predicate_ && stop_predicate_()) return StopReason::kPredicate;
   }
   return status_;
@@ -164,17 +221,150 @@ absl::StatusOr<StopReason> Engine::RunUntil(TimeNs t) {
 absl::StatusOr<StopReason> Engine::Run() {
   HS_CHECK_MSG(!running_, "Run called from inside an event");
   while (status_.ok()) {
-    if (PeekLive() == nullptr) return StopReason::kIdle;
-    RunTop();
+    if (!PeekNextTime().has_value()) return StopReason::kIdle;
+    RunNext();
     if (status_.ok() && stop_predicate_ && stop_predicate_()) return StopReason::kPredicate;
   }
   return status_;
 }
 
-std::optional<TimeNs> Engine::NextEventTimeNs() {
-  const HeapEntry* top = PeekLive();
-  if (top == nullptr) return std::nullopt;
-  return top->time;
+std::optional<TimeNs> Engine::NextEventTimeNs() { return PeekNextTime(); }
+
+LaneId Engine::AddLane(absl::AnyInvocable<void(uint32_t handle)> fire) {
+  HS_CHECK_MSG(fire != nullptr, "a lane needs a callback");
+  HS_CHECK_MSG(!running_, "lanes are added outside events");
+  lanes_.push_back(Lane{std::move(fire), {}, {}});
+  return static_cast<LaneId>(lanes_.size() - 1);
+}
+
+void Engine::RemoveLane(LaneId id) {
+  HS_CHECK_MSG(id != running_lane_, "a lane cannot be removed by its own timer");
+  Lane& lane = LaneAt(id);
+  pending_ -= static_cast<int64_t>(lane.heap.size());
+  lane.heap.clear();
+  lane.position.clear();
+  lane.fire = nullptr;
+}
+
+Engine::Lane& Engine::LaneAt(LaneId id) {
+  HS_CHECK_MSG(id >= 0 && static_cast<size_t>(id) < lanes_.size() &&
+                   lanes_[static_cast<size_t>(id)].fire != nullptr,
+               "unknown or removed timer lane");
+  return lanes_[static_cast<size_t>(id)];
+}
+
+const Engine::Lane& Engine::LaneAt(LaneId id) const {
+  HS_CHECK_MSG(id >= 0 && static_cast<size_t>(id) < lanes_.size() &&
+                   lanes_[static_cast<size_t>(id)].fire != nullptr,
+               "unknown or removed timer lane");
+  return lanes_[static_cast<size_t>(id)];
+}
+
+void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
+  HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
+  HS_CHECK_MSG(handle < kNotInLane / 2, "lane timer handle out of range");
+  Lane& lane = LaneAt(id);
+  const uint64_t sequence = NextSequence();
+  if (handle < lane.position.size() && lane.position[handle] != kNotInLane) {
+    // Moved: the sequence only grows, the time may go either way.
+    const uint32_t i = lane.position[handle];
+    LaneEntry& e = lane.heap[i];
+    const bool earlier = t < e.time;
+    e.time = t;
+    e.sequence = sequence;
+    if (earlier) {
+      LaneSiftUp(lane, i);
+    } else {
+      LaneSiftDown(lane, i);
+    }
+    return;
+  }
+  if (pending_ >= knobs_.events_pending_max) {
+    if (status_.ok()) {
+      status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "events_pending_max (", knobs_.events_pending_max, ") reached at t_ns=", now_ns_));
+    }
+    return;
+  }
+  if (handle >= lane.position.size()) lane.position.resize(handle + size_t{1}, kNotInLane);
+  const auto i = static_cast<uint32_t>(lane.heap.size());
+  lane.heap.push_back(LaneEntry{t, sequence, handle});
+  lane.position[handle] = i;
+  LaneSiftUp(lane, i);
+  ++pending_;
+}
+
+bool Engine::CancelLaneTimer(LaneId id, uint32_t handle) {
+  Lane& lane = LaneAt(id);
+  if (handle >= lane.position.size() || lane.position[handle] == kNotInLane) return false;
+  LaneRemoveAt(lane, lane.position[handle]);
+  --pending_;
+  return true;
+}
+
+bool Engine::LaneTimerPending(LaneId id, uint32_t handle) const {
+  const Lane& lane = LaneAt(id);
+  return handle < lane.position.size() && lane.position[handle] != kNotInLane;
+}
+
+namespace {
+
+bool LaneBefore(TimeNs time_a, uint64_t sequence_a, TimeNs time_b, uint64_t sequence_b) {
+  return time_a < time_b || (time_a == time_b && sequence_a < sequence_b);
+}
+
+}  // namespace
+
+void Engine::LaneSiftUp(Lane& lane, uint32_t i) {
+  const LaneEntry moving = lane.heap[i];
+  while (i > 0) {
+    const uint32_t parent = (i - 1) / 2;
+    const LaneEntry& p = lane.heap[parent];
+    if (!LaneBefore(moving.time, moving.sequence, p.time, p.sequence)) break;
+    lane.heap[i] = p;
+    lane.position[p.handle] = i;
+    i = parent;
+  }
+  lane.heap[i] = moving;
+  lane.position[moving.handle] = i;
+}
+
+void Engine::LaneSiftDown(Lane& lane, uint32_t i) {
+  const LaneEntry moving = lane.heap[i];
+  const auto n = static_cast<uint32_t>(lane.heap.size());
+  for (;;) {
+    uint32_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && LaneBefore(lane.heap[child + 1].time, lane.heap[child + 1].sequence,
+                                    lane.heap[child].time, lane.heap[child].sequence)) {
+      ++child;
+    }
+    const LaneEntry& c = lane.heap[child];
+    if (!LaneBefore(c.time, c.sequence, moving.time, moving.sequence)) break;
+    lane.heap[i] = c;
+    lane.position[c.handle] = i;
+    i = child;
+  }
+  lane.heap[i] = moving;
+  lane.position[moving.handle] = i;
+}
+
+void Engine::LaneRemoveAt(Lane& lane, uint32_t i) {
+  lane.position[lane.heap[i].handle] = kNotInLane;
+  const LaneEntry last = lane.heap.back();
+  lane.heap.pop_back();
+  if (i == lane.heap.size()) return;
+  // The last entry fills the hole and moves whichever way its order says.
+  lane.heap[i] = last;
+  lane.position[last.handle] = i;
+  if (i > 0) {
+    const LaneEntry& parent = lane.heap[(i - 1) / 2];
+    if (LaneBefore(last.time, last.sequence, parent.time, parent.sequence)) {
+      LaneSiftUp(lane, i);
+      return;
+    }
+  }
+  LaneSiftDown(lane, i);
 }
 
 TimerId SimExecutor::PostAfter(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn) {

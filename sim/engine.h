@@ -12,8 +12,10 @@
 // through a free list. An event id is its key, so Cancel is O(1): it empties
 // the slot and leaves a stale heap entry that the run loop skips (lazy
 // cancellation). When stale entries outnumber live ones the heap is compacted,
-// which keeps memory bounded for reschedule-heavy users such as flow
-// completion timers.
+// which keeps memory bounded for cancel-heavy users such as timeouts.
+// Timers that move on almost every event (flow completions) live in timer
+// lanes instead (AddLane): indexed heaps moved in place, merged with the main
+// heap by (time, sequence) when the next event is chosen.
 //
 // Limits: at most `events_pending_max` events wait at once (<= 2^24 - 1, the
 // slot space). Scheduling beyond it drops the event and latches
@@ -50,6 +52,8 @@ namespace heatsink::sim {
 using EventFn = absl::AnyInvocable<void() &&>;
 // Same space as core's TimerId: never kNoTimer for a scheduled event.
 using EventId = TimerId;
+// A timer lane of one engine (see Engine::AddLane).
+using LaneId = int32_t;
 
 struct EngineKnobs {
   // Most events that may wait in the queue at once. Reaching it is a runaway
@@ -96,12 +100,30 @@ class Engine {
   // True if the event was pending and now never runs. False for unknown ids,
   // events that already ran or started, and ids already cancelled.
   bool Cancel(EventId id);
-  // Moves pending event `id` to time `t` (REQUIRES: t >= NowNs()) and returns
-  // its new id: exactly what Cancel(id) followed by ScheduleAt(t, the same
-  // callback) would do -- the same new sequence number and slot, so the same
-  // order -- without destroying and rebuilding the callback. kNoTimer, and
-  // nothing done, when `id` is not pending.
-  EventId Reschedule(EventId id, TimeNs t);
+  // Timer lanes. A client with many timers that move often (the network's
+  // flow completions, re-timed on every rate change) keeps them in a lane:
+  // an indexed heap inside the engine, one timer per integer handle, all
+  // firing one callback with the handle. A lane timer moves in place, with
+  // no stale entry left behind and no callback rebuilt. Lane timers run
+  // interleaved with every other event in (time, sequence) order, and
+  // setting one (new or moved) takes the next sequence number exactly as
+  // ScheduleAt does, so a lane timer runs exactly where Cancel + ScheduleAt
+  // of the same work would have run it. They count in pending(),
+  // events_run() and the pending limit like any event.
+  //
+  // Adds a lane whose timers call `fire(handle)`; the lane lives until
+  // RemoveLane or the engine's end. REQUIRES: not called from an event.
+  LaneId AddLane(absl::AnyInvocable<void(uint32_t handle)> fire);
+  // Drops the lane's pending timers (they never run) and its callback.
+  // REQUIRES: not called from one of the lane's own timers.
+  void RemoveLane(LaneId lane);
+  // Sets `handle`'s timer to `t` (REQUIRES: t >= NowNs(); handle < 2^31),
+  // scheduling it or moving it if pending. At the pending limit a new timer
+  // is dropped and status() becomes RESOURCE_EXHAUSTED, as for ScheduleAt.
+  void SetLaneTimer(LaneId lane, uint32_t handle, TimeNs t);
+  // True if the timer was pending and now never runs.
+  bool CancelLaneTimer(LaneId lane, uint32_t handle);
+  bool LaneTimerPending(LaneId lane, uint32_t handle) const;
 
   // Runs the next pending event (whatever its time), then the after-event
   // hook. Returns false when nothing ran: queue empty or status() not OK.
@@ -152,11 +174,39 @@ class Engine {
   };
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 
+  struct LaneEntry {
+    TimeNs time;
+    uint64_t sequence;
+    uint32_t handle;
+  };
+  struct Lane {
+    absl::AnyInvocable<void(uint32_t)> fire;  // empty once removed
+    std::vector<LaneEntry> heap;              // min-heap on (time, sequence)
+    std::vector<uint32_t> position;           // by handle; kNotInLane if none
+  };
+  static constexpr uint32_t kNotInLane = ~uint32_t{0};
+
   // Drops cancelled entries from the top; returns the live top or nullptr.
   const HeapEntry* PeekLive();
+  // The lane whose top runs before the heap's live top (`top`, may be null)
+  // and every other lane's top, or -1 when the heap's top goes first.
+  LaneId FirstLane(const HeapEntry* top) const;
+  // Time of the next event to run, if any (drops stale heap entries).
+  std::optional<TimeNs> PeekNextTime();
+  // Runs the next event (REQUIRES: one is pending) and the hook.
+  void RunNext();
   // Pops the live top (REQUIRES: PeekLive() != nullptr), runs it and the hook.
   void RunTop();
+  void RunLaneTop(LaneId lane);
+  void RunHook();
   void MaybeCompact();
+  Lane& LaneAt(LaneId lane);
+  const Lane& LaneAt(LaneId lane) const;
+  uint64_t NextSequence();
+  // Lane heap maintenance: restores the order around position `i`.
+  static void LaneSiftUp(Lane& lane, uint32_t i);
+  static void LaneSiftDown(Lane& lane, uint32_t i);
+  static void LaneRemoveAt(Lane& lane, uint32_t i);
 
   const EngineKnobs knobs_;
   TimeNs now_ns_ = 0;
@@ -164,10 +214,12 @@ class Engine {
   std::vector<HeapEntry> heap_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
+  std::vector<Lane> lanes_;
   int64_t pending_ = 0;
   int64_t stale_ = 0;  // cancelled entries still in heap_
   uint64_t events_run_ = 0;
   bool running_ = false;
+  LaneId running_lane_ = -1;  // the lane whose timer is running, if any
   absl::Status status_;
   absl::AnyInvocable<absl::Status()> after_event_hook_;
   absl::AnyInvocable<bool()> stop_predicate_;

@@ -38,6 +38,9 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(Engine* engine, Rng* rn
 
 Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const NetworkKnobs& knobs)
     : engine_(engine), rng_(rng), topology_(std::move(topology)), knobs_(knobs) {
+  // A flow slot keeps its timer until the flow completes or fails, and a
+  // freed slot has none, so the slot alone names the flow.
+  completion_lane_ = engine_->AddLane([this](uint32_t slot) { Complete(slot, flows_[slot].id); });
   routes_ = ComputeRoutes(topology_);
   auto add_resource = [this](int64_t capacity) {
     resources_.emplace_back();
@@ -78,6 +81,7 @@ Network::~Network() {
     if (flow.id != 0) engine_->Cancel(flow.event);
   }
   if (reshare_event_ != kNoTimer) engine_->Cancel(reshare_event_);
+  engine_->RemoveLane(completion_lane_);
 }
 
 std::optional<int> Network::FindHost(absl::string_view name) const {
@@ -360,6 +364,7 @@ void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& to
   HS_CHECK_MSG(!status.ok(), "a flow is failed with an error status");
   Flow& flow = flows_[slot];
   engine_->Cancel(flow.event);
+  engine_->CancelLaneTimer(completion_lane_, slot);
   if (flow.moving) {
     Settle(flow);
     Detach(slot, touched);
@@ -585,15 +590,8 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
     const TimeNs completion = CompletionTime(flow);
     if (completion == flow.completion_ns) continue;
     flow.completion_ns = completion;
-    // A moving flow's pending event is its completion: moved, it keeps its
-    // callback. A flow re-timed for the first time gets one.
-    EventId event = engine_->Reschedule(flow.event, completion);
-    if (event == kNoTimer) {
-      const uint64_t token = FlowToken(slot, flow.id);
-      event = engine_->ScheduleAt(completion,
-                                  [this, token] { Complete(TokenSlot(token), TokenId(token)); });
-    }
-    flow.event = event;
+    // Set or moved in place; it runs where Cancel + ScheduleAt would have.
+    engine_->SetLaneTimer(completion_lane_, slot, completion);
   }
   last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
   flows_recomputed_total_ += component_flows_.size();

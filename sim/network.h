@@ -196,7 +196,7 @@ class Network {
     int64_t next_rate_bytes_per_sec = 0;
     TimeNs settled_ns = 0;
     TimeNs completion_ns = -1;
-    EventId event = kNoTimer;  // activation while in setup, then completion
+    EventId event = kNoTimer;  // activation, while in setup (completion: the lane)
     uint64_t bytes_counted = 0;
     uint32_t visit_epoch = 0;
     uint32_t fixed_epoch = 0;
@@ -283,6 +283,9 @@ class Network {
   // re-solve scheduled for it (see RequestReshare).
   std::vector<uint32_t> pending_seeds_;
   TimerId reshare_event_ = kNoTimer;
+  // Flow completion timers, by flow slot: re-timed on most re-solves, so they
+  // move in place in an engine timer lane.
+  LaneId completion_lane_ = -1;
   int64_t last_update_flows_recomputed_ = 0;
   uint64_t rate_updates_ = 0;
   uint64_t flows_recomputed_total_ = 0;

@@ -1,7 +1,8 @@
 // Covers sim/engine: events run in (time, sequence) order with FIFO ties,
 // zero-delay work is queued behind what is already due (never re-entrant),
 // cancellation (including heavy cancel-and-reschedule that triggers heap
-// compaction), Reschedule as an exact Cancel + ScheduleAt, RunUntil/Run/Step semantics, the
+// compaction), timer lanes (moved in place, yet run exactly where Cancel + ScheduleAt would
+// run them; counted like events), RunUntil/Run/Step semantics, the
 // after-event hook and stop predicate, the pending-event limit, the core/env adapters, and
 // determinism: two runs of a seeded random workload produce identical traces.
 #include "sim/engine.h"
@@ -115,65 +116,120 @@ TEST(Engine, HeavyRescheduleStaysOrderedAndBounded) {
   for (int i = 0; i < 5000; ++i) EXPECT_EQ(ticks[i], i + 1);
 }
 
-// Runs a seeded workload of events that move other pending events, either
-// with Reschedule or with Cancel + ScheduleAt of the same callback; returns
-// the order events ran in, as "time:event" strings, and every id handed out.
-std::vector<std::string> MovingEventsTrace(bool use_reschedule, std::vector<EventId>* ids_out) {
+// Runs a seeded workload of events that move other pending events, kept
+// either as timers of one lane (moved with SetLaneTimer) or as plain events
+// (moved with Cancel + ScheduleAt of the same work); every event also
+// schedules a plain event, so lane timers and heap events interleave, with
+// ties at equal times. Returns the order events ran in, as "time:event".
+std::vector<std::string> MovingEventsTrace(bool use_lane) {
   Engine engine;
   Rng rng(7);
   constexpr int kEvents = 400;
   std::vector<EventId> ids(kEvents, kNoTimer);
   std::vector<std::string> trace;
-  std::function<void(int)> body = [&](int n) {
+  std::function<void(int)> body;
+  LaneId lane = -1;
+  if (use_lane) lane = engine.AddLane([&](uint32_t handle) { body(static_cast<int>(handle)); });
+  body = [&](int n) {
     trace.push_back(absl::StrCat(engine.NowNs(), ":", n));
-    // Move three other events (pending or not) to a later time; ties at
-    // equal times are common (times in [now, now + 20)).
+    // Move three other events (pending or not) to a time in [now, now + 20).
     for (int k = 0; k < 3; ++k) {
       const int other = static_cast<int>(rng.Uniform(kEvents));
       const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
-      if (use_reschedule) {
-        const EventId moved = engine.Reschedule(ids[other], t);
-        if (moved != kNoTimer) ids[other] = moved;
+      if (use_lane) {
+        if (engine.LaneTimerPending(lane, static_cast<uint32_t>(other))) {
+          engine.SetLaneTimer(lane, static_cast<uint32_t>(other), t);
+        }
       } else if (engine.Cancel(ids[other])) {
         ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
       }
-      ids_out->push_back(ids[other]);
     }
+    const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
+    engine.ScheduleAt(t, [&trace, &engine, n] {
+      trace.push_back(absl::StrCat(engine.NowNs(), ":plain-after-", n));
+    });
   };
   for (int n = 0; n < kEvents; ++n) {
-    ids[n] = engine.ScheduleAt(static_cast<TimeNs>(rng.Uniform(50)), [&, n] { body(n); });
+    const TimeNs t = static_cast<TimeNs>(rng.Uniform(50));
+    if (use_lane) {
+      engine.SetLaneTimer(lane, static_cast<uint32_t>(n), t);
+    } else {
+      ids[n] = engine.ScheduleAt(t, [&, n] { body(n); });
+    }
   }
+  EXPECT_EQ(engine.pending(), kEvents);
   EXPECT_TRUE(engine.Run().ok());
+  EXPECT_EQ(engine.pending(), 0);
+  EXPECT_EQ(engine.events_run(), trace.size());
   return trace;
 }
 
-TEST(Engine, RescheduleIsCancelPlusScheduleOfTheSameCallback) {
-  std::vector<EventId> rescheduled_ids;
-  std::vector<EventId> cancelled_ids;
-  const std::vector<std::string> rescheduled = MovingEventsTrace(true, &rescheduled_ids);
-  const std::vector<std::string> cancelled = MovingEventsTrace(false, &cancelled_ids);
-  // Same events in the same order, with the same ids.
-  EXPECT_EQ(rescheduled.size(), 400u);
-  EXPECT_EQ(rescheduled, cancelled);
-  EXPECT_EQ(rescheduled_ids, cancelled_ids);
+TEST(Engine, LaneTimersRunWhereCancelPlusScheduleWould) {
+  const std::vector<std::string> lane = MovingEventsTrace(true);
+  const std::vector<std::string> plain = MovingEventsTrace(false);
+  EXPECT_EQ(lane.size(), 800u);  // every event once, and its plain follower
+  EXPECT_EQ(lane, plain);
+}
 
-  // Only a pending event moves; the old id is dead afterwards.
+TEST(Engine, LaneTimersMoveCancelAndCount) {
   Engine engine;
-  int ran = 0;
-  const EventId a = engine.ScheduleAt(10, [&] { ran += 1; });
-  EXPECT_EQ(engine.Reschedule(kNoTimer, 5), kNoTimer);
-  const EventId moved = engine.Reschedule(a, 30);
-  ASSERT_NE(moved, kNoTimer);
-  EXPECT_NE(moved, a);
-  EXPECT_EQ(engine.Reschedule(a, 40), kNoTimer);
-  EXPECT_FALSE(engine.Cancel(a));
-  EXPECT_EQ(engine.pending(), 1);
+  std::vector<std::string> trace;
+  const LaneId lane = engine.AddLane(
+      [&](uint32_t handle) { trace.push_back(absl::StrCat(engine.NowNs(), ":lane", handle)); });
+  engine.SetLaneTimer(lane, 3, 30);
+  engine.SetLaneTimer(lane, 1, 10);
+  engine.ScheduleAt(10, [&] { trace.push_back(absl::StrCat(engine.NowNs(), ":plain")); });
+  engine.SetLaneTimer(lane, 2, 40);
+  EXPECT_EQ(engine.pending(), 4);
+  EXPECT_EQ(engine.NextEventTimeNs(), std::optional<TimeNs>(10));
+  // Moving a timer gives it a new sequence number: at 10 it now runs after
+  // the plain event scheduled before the move.
+  engine.SetLaneTimer(lane, 1, 10);
+  engine.SetLaneTimer(lane, 2, 5);   // earlier
+  engine.SetLaneTimer(lane, 3, 50);  // later
+  EXPECT_EQ(engine.pending(), 4);
+  EXPECT_TRUE(engine.LaneTimerPending(lane, 3));
+  EXPECT_FALSE(engine.LaneTimerPending(lane, 7));
+  EXPECT_FALSE(engine.CancelLaneTimer(lane, 7));
   ASSERT_TRUE(engine.RunUntil(20).ok());
-  EXPECT_EQ(ran, 0);  // not at its old time
+  EXPECT_EQ(trace, (std::vector<std::string>{"5:lane2", "10:plain", "10:lane1"}));
+  EXPECT_FALSE(engine.LaneTimerPending(lane, 2));  // ran
+  EXPECT_TRUE(engine.CancelLaneTimer(lane, 3));
+  EXPECT_FALSE(engine.CancelLaneTimer(lane, 3));
+  EXPECT_EQ(engine.pending(), 0);
   ASSERT_TRUE(engine.Run().ok());
-  EXPECT_EQ(ran, 1);
-  EXPECT_EQ(engine.NowNs(), 30);
-  EXPECT_EQ(engine.Reschedule(moved, 50), kNoTimer);  // already ran
+  EXPECT_EQ(engine.events_run(), 3u);
+  EXPECT_EQ(engine.NowNs(), 20);
+
+  // RemoveLane drops what is pending; a timer may re-arm itself.
+  int fired = 0;
+  const LaneId again = engine.AddLane([&](uint32_t handle) {
+    ++fired;
+    if (fired < 3) engine.SetLaneTimer(again, handle, engine.NowNs() + 1);
+  });
+  engine.SetLaneTimer(again, 0, 25);
+  engine.SetLaneTimer(lane, 9, 100);
+  ASSERT_TRUE(engine.RunUntil(50).ok());
+  EXPECT_EQ(fired, 3);
+  EXPECT_EQ(engine.pending(), 1);
+  engine.RemoveLane(lane);
+  EXPECT_EQ(engine.pending(), 0);
+  EXPECT_EQ(engine.NextEventTimeNs(), std::nullopt);
+}
+
+TEST(Engine, LaneTimersCountTowardsThePendingLimit) {
+  EngineKnobs knobs;
+  knobs.events_pending_max = 2;
+  Engine engine(knobs);
+  const LaneId lane = engine.AddLane([](uint32_t) {});
+  engine.SetLaneTimer(lane, 0, 10);
+  engine.ScheduleAt(10, [] {});
+  engine.SetLaneTimer(lane, 0, 20);  // a move adds nothing
+  EXPECT_TRUE(engine.status().ok());
+  engine.SetLaneTimer(lane, 1, 10);  // a third event: dropped
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(engine.LaneTimerPending(lane, 1));
+  EXPECT_EQ(engine.pending(), 2);
 }
 
 TEST(Engine, RunUntilRunsDueEventsAndSetsClock) {
