@@ -600,47 +600,46 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
 
 void Network::Solve() {
   // Progressive filling: repeatedly take the resource with the smallest fair
-  // share (capacity left / flows not yet fixed), give that share to its
-  // unfixed flows, and charge it to their other resources.
-  //
-  // A resource's share never falls while filling (charging it a share no
-  // larger than its own leaves (c - s) / (n - 1) >= c / n), so a heap entry's
-  // snapshot is a lower bound of the resource's current share. Entries are
-  // therefore not pushed on every change: a popped entry whose snapshot is out
-  // of date is pushed back with the current share, and only a current entry
-  // is a bottleneck. Each resource has at most one entry in the heap. (Only
-  // in the degenerate overload where the 1 B/s floor exceeds a fair share can
-  // a share fall; the order is then approximate, and still deterministic.)
-  auto later = [](const SolveEntry& a, const SolveEntry& b) {
-    // a.capacity / a.unfixed > b.capacity / b.unfixed, exactly.
-    const __int128 lhs = static_cast<__int128>(a.capacity) * b.unfixed;
-    const __int128 rhs = static_cast<__int128>(b.capacity) * a.unfixed;
-    if (lhs != rhs) return lhs > rhs;
-    return a.resource > b.resource;
-  };
-  solve_heap_.clear();
-  auto push = [this, &later](uint32_t r) {
-    Resource& res = resources_[r];
-    solve_heap_.push_back(SolveEntry{res.solve_capacity, res.solve_unfixed, r, res.solve_version});
-    std::push_heap(solve_heap_.begin(), solve_heap_.end(), later);
-  };
+  // share (capacity left / flows not yet fixed; ties to the lower resource
+  // index), give that share to its unfixed flows, and charge it to their
+  // other resources. A component has a few dozen resources, so the smallest
+  // share is found by a scan of the resources that still have unfixed flows
+  // (they drop out of the scan as their last flow is fixed), which is cheaper
+  // than keeping a heap in order while every fix changes other shares.
+  solve_active_.clear();
   for (uint32_t r : component_resources_) {
     Resource& res = resources_[r];
     res.solve_capacity = res.capacity_bytes_per_sec;
     res.solve_unfixed = static_cast<int64_t>(res.flows.size());
-    ++res.solve_version;
-    if (res.solve_unfixed > 0) push(r);
+    if (res.solve_unfixed > 0) solve_active_.push_back(r);
   }
-  while (!solve_heap_.empty()) {
-    std::pop_heap(solve_heap_.begin(), solve_heap_.end(), later);
-    const SolveEntry entry = solve_heap_.back();
-    solve_heap_.pop_back();
-    Resource& bottleneck = resources_[entry.resource];
-    if (bottleneck.solve_unfixed == 0) continue;
-    if (entry.version != bottleneck.solve_version) {
-      push(entry.resource);
-      continue;
+  // a's share < b's share, exactly: a.capacity / a.unfixed < b.capacity / b.unfixed.
+  auto smaller = [this](uint32_t a, uint32_t b) {
+    const Resource& ra = resources_[a];
+    const Resource& rb = resources_[b];
+    const __int128 lhs = static_cast<__int128>(ra.solve_capacity) * rb.solve_unfixed;
+    const __int128 rhs = static_cast<__int128>(rb.solve_capacity) * ra.solve_unfixed;
+    if (lhs != rhs) return lhs < rhs;
+    return a < b;
+  };
+  while (!solve_active_.empty()) {
+    // One pass drops the resources left without unfixed flows and finds the
+    // bottleneck among the others.
+    size_t kept = 0;
+    size_t best = 0;
+    for (uint32_t r : solve_active_) {
+      if (resources_[r].solve_unfixed == 0) continue;
+      if (kept > 0 && !smaller(r, solve_active_[best])) {
+        solve_active_[kept++] = r;
+        continue;
+      }
+      solve_active_[kept] = r;
+      best = kept++;
     }
+    solve_active_.resize(kept);
+    if (kept == 0) break;
+    const uint32_t bottleneck_index = solve_active_[best];
+    Resource& bottleneck = resources_[bottleneck_index];
     const int64_t share =
         std::max<int64_t>(1, bottleneck.solve_capacity / bottleneck.solve_unfixed);
     for (uint32_t slot : bottleneck.flows) {
@@ -649,11 +648,10 @@ void Network::Solve() {
       flow.fixed_epoch = epoch_;
       flow.next_rate_bytes_per_sec = share;
       for (const ResourceRef& ref : flow.resources) {
-        if (ref.resource == entry.resource) continue;
+        if (ref.resource == bottleneck_index) continue;
         Resource& other = resources_[ref.resource];
         other.solve_capacity = std::max<int64_t>(0, other.solve_capacity - share);
         --other.solve_unfixed;
-        ++other.solve_version;
       }
     }
     bottleneck.solve_unfixed = 0;

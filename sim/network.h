@@ -176,7 +176,6 @@ class Network {
     // Progressive-filling scratch, valid during Solve().
     int64_t solve_capacity = 0;
     int64_t solve_unfixed = 0;
-    uint32_t solve_version = 0;
   };
   struct ResourceRef {
     uint32_t resource;
@@ -218,12 +217,6 @@ class Network {
     DurationNs extra_latency_ns = 0;
     uint32_t resource_a_to_b = 0;
     uint32_t resource_b_to_a = 0;
-  };
-  struct SolveEntry {
-    int64_t capacity;
-    int64_t unfixed;
-    uint32_t resource;
-    uint32_t version;
   };
 
   Network(Engine* engine, Rng* rng, NetworkTopology topology, const NetworkKnobs& knobs);
@@ -277,7 +270,7 @@ class Network {
   std::vector<uint32_t> component_flows_;
   std::vector<uint32_t> component_resources_;
   std::vector<uint32_t> stack_;
-  std::vector<SolveEntry> solve_heap_;
+  std::vector<uint32_t> solve_active_;  // resources with unfixed flows
   std::vector<uint32_t> touched_;
   // Resources whose flows changed at the current time and wait for the one
   // re-solve scheduled for it (see RequestReshare).
