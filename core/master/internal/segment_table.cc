@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 
@@ -130,7 +131,8 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
   HS_CHECK(size > 0 && replica_num > 0);
   MutexLock lock(&mu_);
   std::vector<Allocation> out;
-  std::vector<SegmentId> chosen;
+  out.reserve(replica_num);
+  absl::InlinedVector<SegmentId, 4> chosen;
   auto is_chosen = [&chosen](SegmentId id) {
     return std::find(chosen.begin(), chosen.end(), id) != chosen.end();
   };
@@ -155,6 +157,7 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
     // Candidates in segment id order (btree), so the strategy sees the same
     // list in every process.
     std::vector<std::pair<SegmentId, SegmentRecord*>> candidates;
+    candidates.reserve(segments_.size());
     for (auto& [id, r] : segments_) {
       if (Usable(r, size) && !is_chosen(id)) candidates.emplace_back(id, &r);
     }
