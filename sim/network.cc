@@ -299,7 +299,6 @@ void Network::Settle(Flow& flow) {
       static_cast<Work>(flow.rate_bytes_per_sec) * static_cast<Work>(now - flow.settled_ns);
   flow.remaining_work = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
   flow.settled_ns = now;
-  CountProgress(flow);
 }
 
 void Network::CountProgress(Flow& flow) {
@@ -369,6 +368,7 @@ void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& to
     Settle(flow);
     Detach(slot, touched);
   }
+  CountProgress(flow);
   FlowDone done = std::move(flow.done);
   FreeSlot(slot);
   ++counters_.flows_failed;
@@ -523,9 +523,8 @@ Network::Work Network::RemainingWorkNow(const Flow& flow) const {
 
 NetworkCounters Network::Counters() const {
   NetworkCounters out = counters_;
-  const TimeNs now = engine_->NowNs();
   for (const Flow& flow : flows_) {
-    if (flow.id == 0 || !flow.moving || now == flow.settled_ns) continue;
+    if (flow.id == 0 || !flow.moving) continue;
     const Work remaining = RemainingWorkNow(flow);
     const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
     const uint64_t delta =

@@ -196,7 +196,7 @@ class Network {
     TimeNs settled_ns = 0;
     TimeNs completion_ns = -1;
     EventId event = kNoTimer;  // activation, while in setup (completion: the lane)
-    uint64_t bytes_counted = 0;
+    uint64_t bytes_counted = 0;  // bytes already in counters_
     uint32_t visit_epoch = 0;
     uint32_t fixed_epoch = 0;
     absl::InlinedVector<ResourceRef, 4> resources;
@@ -237,6 +237,9 @@ class Network {
   // rate is unchanged by an update are settled lazily (see Reshare).
   void Settle(Flow& flow);
   Work RemainingWorkNow(const Flow& flow) const;
+  // Moves the flow's whole bytes done so far (as of its last Settle) into
+  // counters_. Called when a flow ends; Counters() adds the part of live
+  // flows, so settling does not divide on every rate change.
   void CountProgress(Flow& flow);
   // Re-solves the component reachable from `seeds` (every moving flow when
   // selective_update is off) and reschedules completions that moved.
