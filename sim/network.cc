@@ -316,7 +316,14 @@ TimeNs Network::CompletionTime(const Flow& flow) const {
   const TimeNs now = engine_->NowNs();
   if (flow.remaining_work == 0) return now;
   const Work rate = static_cast<Work>(flow.rate_bytes_per_sec);
-  const Work wait = (flow.remaining_work + rate - 1) / rate;
+  Work wait;
+  if (flow.remaining_work <= std::numeric_limits<uint64_t>::max() - rate) {
+    // The usual case (below 18 GB left): one 64-bit division.
+    const auto rate64 = static_cast<uint64_t>(rate);
+    wait = (static_cast<uint64_t>(flow.remaining_work) + rate64 - 1) / rate64;
+  } else {
+    wait = (flow.remaining_work + rate - 1) / rate;
+  }
   const Work limit = static_cast<Work>(kFarFutureNs - now);
   return now + static_cast<TimeNs>(std::min(wait, limit));
 }
