@@ -66,6 +66,7 @@ absl::StatusOr<bool> SegmentTable::Mount(ClientId owner, const MountSegmentReque
   r.allocatable = req.allocatable;
   totals_.capacity_bytes += req.capacity_bytes;
   segments_.emplace(req.segment_id, std::move(r));
+  RebuildOrder();
   return true;
 }
 
@@ -119,6 +120,13 @@ void SegmentTable::FinishUnmount(const std::shared_ptr<SegmentHandle>& handle) {
   totals_.capacity_bytes -= it->second.allocator.capacity_bytes();
   totals_.used_bytes -= it->second.used_bytes;
   segments_.erase(it);
+  RebuildOrder();
+}
+
+void SegmentTable::RebuildOrder() {
+  ordered_.clear();
+  ordered_.reserve(segments_.size());
+  for (auto& [id, r] : segments_) ordered_.emplace_back(id, &r);
 }
 
 bool SegmentTable::Usable(const SegmentRecord& r, uint64_t size) const {
@@ -154,12 +162,12 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
     if (it != segments_.end()) try_allocate(id, it->second);
   }
   if (out.size() < replica_num) {
-    // Candidates in segment id order (btree), so the strategy sees the same
-    // list in every process.
+    // Candidates in segment id order, so the strategy sees the same list in
+    // every process.
     std::vector<std::pair<SegmentId, SegmentRecord*>> candidates;
-    candidates.reserve(segments_.size());
-    for (auto& [id, r] : segments_) {
-      if (Usable(r, size) && !is_chosen(id)) candidates.emplace_back(id, &r);
+    candidates.reserve(ordered_.size());
+    for (const auto& [id, r] : ordered_) {
+      if (Usable(*r, size) && !is_chosen(id)) candidates.emplace_back(id, r);
     }
     if (knobs_.allocation_strategy == AllocationStrategy::kFreeRatioFirst) {
       // free_a / cap_a > free_b / cap_b, compared exactly in integers.

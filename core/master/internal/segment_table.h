@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
@@ -179,11 +178,16 @@ class SegmentTable {
   bool Usable(const SegmentRecord& r, uint64_t size) const;
   SegmentView ViewOf(const SegmentRecord& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   SegmentRecord& MustFind(SegmentId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RebuildOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MasterKnobs knobs_;
   mutable Mutex mu_;
   Rng rng_ ABSL_GUARDED_BY(mu_);
-  absl::btree_map<SegmentId, SegmentRecord> segments_ ABSL_GUARDED_BY(mu_);
+  // Node-based, so records never move: `ordered_` lists them in id order
+  // (rebuilt on mount and unmount) and AllocateForPut scans that array
+  // instead of walking the tree.
+  std::map<SegmentId, SegmentRecord> segments_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<SegmentId, SegmentRecord*>> ordered_ ABSL_GUARDED_BY(mu_);
   UsageTotals totals_ ABSL_GUARDED_BY(mu_);
   uint64_t next_discard_seq_ ABSL_GUARDED_BY(mu_) = 1;
   // (release time, sequence) -> ranges; released in that order.
