@@ -40,7 +40,11 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
     : engine_(engine), rng_(rng), topology_(std::move(topology)), knobs_(knobs) {
   // A flow slot keeps its timer until the flow completes or fails, and a
   // freed slot has none, so the slot alone names the flow.
-  completion_lane_ = engine_->AddLane([this](uint32_t slot) { Complete(slot, flows_[slot].id); });
+  completion_lane_ = engine_->AddLane([this](uint32_t slot) {
+    HS_CHECK_MSG(slot < flows_.size() && flows_[slot].id != 0 && flows_[slot].moving,
+                 "completion timer of a flow that is gone");
+    Complete(slot, flows_[slot].id);
+  });
   routes_ = ComputeRoutes(topology_);
   auto add_resource = [this](int64_t capacity) {
     resources_.emplace_back();
