@@ -29,18 +29,18 @@ KeyIndex::Shard& KeyIndex::ShardOf(size_t hash) const {
 }
 
 IndexEntry* KeyIndex::Find(const TierKey& key) const {
-  const HashedKey hashed{key, KeyHash{}(key)};
+  const HashedKey hashed{key, absl::Hash<TierKey>{}(key)};
   Shard& s = ShardOf(hashed.hash);
   ReaderMutexLock lock(&s.mu);
-  auto it = s.map.find(hashed);
-  return it == s.map.end() ? nullptr : it->second;
+  auto it = s.by_key.find(hashed);
+  return it == s.by_key.end() ? nullptr : *it;
 }
 
 absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarnation) {
-  const HashedKey hashed{key, KeyHash{}(key)};
+  const HashedKey hashed{key, absl::Hash<TierKey>{}(key)};
   Shard& s = ShardOf(hashed.hash);
   MutexLock lock(&s.mu);
-  if (s.map.find(hashed) != s.map.end()) {
+  if (s.by_key.find(hashed) != s.by_key.end()) {
     return absl::AlreadyExistsError(absl::StrCat("key ", FormatTierKey(key), " already indexed"));
   }
   if (size_.fetch_add(1, std::memory_order_relaxed) >= keys_max_) {
@@ -60,6 +60,7 @@ absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarn
     entry = &s.chunks.back()[s.used_in_last_chunk++];
   }
   entry->key = key;
+  entry->key_hash = hashed.hash;
   entry->incarnation = incarnation;
   entry->residence = Residence::kEvicted;
   entry->region = -1;
@@ -69,18 +70,18 @@ absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarn
   entry->live = true;
   // Absent (checked above): constructs the element in the probed slot
   // without hashing the key again.
-  s.map.lazy_emplace(hashed, [&](const auto& construct) { construct(key, entry); });
+  s.by_key.lazy_emplace(hashed, [&](const auto& construct) { construct(entry); });
   return entry;
 }
 
 bool KeyIndex::Erase(const TierKey& key) {
-  const HashedKey hashed{key, KeyHash{}(key)};
+  const HashedKey hashed{key, absl::Hash<TierKey>{}(key)};
   Shard& s = ShardOf(hashed.hash);
   MutexLock lock(&s.mu);
-  auto it = s.map.find(hashed);
-  if (it == s.map.end()) return false;
-  IndexEntry* entry = it->second;
-  s.map.erase(it);
+  auto it = s.by_key.find(hashed);
+  if (it == s.by_key.end()) return false;
+  IndexEntry* entry = *it;
+  s.by_key.erase(it);
   entry->live = false;
   entry->key = TierKey{};  // release the name's heap bytes, if any
   s.free.push_back(entry);

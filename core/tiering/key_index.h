@@ -14,7 +14,8 @@
 //                head was evicted)
 //
 // Storage: each shard keeps its entries in chunks (stable addresses, reused
-// through a free list) beside a hash map from key to entry. Chunks grow
+// through a free list) beside a hash set of pointers to them, probed by key
+// (a key is stored once, in its entry, with its hash). Chunks grow
 // geometrically from kChunkEntriesMin to kChunkEntriesMax entries, so a shard
 // holding a few keys (a small host, or many shards) does not construct and
 // touch a full chunk. Decay and iteration walk the chunks in storage order --
@@ -45,7 +46,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -79,6 +80,7 @@ struct IndexEntry {
 
   // Set by KeyIndex::Insert and constant while the entry is live.
   TierKey key;
+  size_t key_hash = 0;  // KeyIndex's hash of `key`
   // Distinguishes a key from an earlier one of the same name: a delete and
   // recreate gets a new incarnation (and a score of zero); a replacement keeps
   // both.
@@ -138,29 +140,32 @@ class KeyIndex {
   }
 
   // A key with its absl::Hash, for lookups that hash once (heterogeneous
-  // lookup: the map's hasher returns `hash` instead of hashing `key` again).
+  // lookup: the set's hasher returns `hash` instead of hashing `key` again).
   struct HashedKey {
     const TierKey& key;
     size_t hash;
   };
-  struct KeyHash {
+  // The shard's set holds entry pointers and finds them by key: the key is
+  // stored once, in the entry (constant while it is live), and the set's
+  // slots are one pointer each. An entry keeps its key's hash, so growing the
+  // set does not hash keys again.
+  struct EntryHash {
     using is_transparent = void;
-    size_t operator()(const TierKey& key) const { return absl::Hash<TierKey>{}(key); }
+    size_t operator()(const IndexEntry* e) const { return e->key_hash; }
     size_t operator()(const HashedKey& key) const { return key.hash; }
   };
-  struct KeyEq {
+  struct EntryEq {
     using is_transparent = void;
-    static const TierKey& Of(const TierKey& key) { return key; }
-    static const TierKey& Of(const HashedKey& key) { return key.key; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return Of(a) == Of(b);
+    bool operator()(const IndexEntry* a, const IndexEntry* b) const { return a == b; }
+    bool operator()(const IndexEntry* a, const HashedKey& b) const {
+      return a->key_hash == b.hash && a->key == b.key;
     }
+    bool operator()(const HashedKey& a, const IndexEntry* b) const { return (*this)(b, a); }
   };
 
   struct Shard {
     mutable Mutex mu;
-    absl::flat_hash_map<TierKey, IndexEntry*, KeyHash, KeyEq> map ABSL_GUARDED_BY(mu);
+    absl::flat_hash_set<IndexEntry*, EntryHash, EntryEq> by_key ABSL_GUARDED_BY(mu);
     std::vector<std::unique_ptr<IndexEntry[]>> chunks ABSL_GUARDED_BY(mu);
     size_t used_in_last_chunk ABSL_GUARDED_BY(mu) = 0;
     std::vector<IndexEntry*> free ABSL_GUARDED_BY(mu);
