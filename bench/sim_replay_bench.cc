@@ -9,13 +9,19 @@
 //                             (ratio_enforce_vs_off).
 //   BM_TraceLengthScaling     the same topology replaying the first tenth of
 //                             the trace (1x) and the whole trace (10x):
-//                             ratio_time_10x_vs_1x (target <= 11) and the
-//                             events of each, so growth per event shows too.
+//                             ratio_time_10x_vs_1x (target <= 11), the events
+//                             of each, so growth per event shows too, and the
+//                             peak heap each run adds (heap bytes in use,
+//                             sampled every 65,536 events and at the end,
+//                             minus those in use before it):
+//                             peak_heap_mib_1x/10x, ratio_memory_10x_vs_1x.
 // Every replay runs the real core (master, dynamic replication, store
 // workers, tiering) through the driver, exactly as `heatsink-sim run` does,
 // without writing output files.
+#include <malloc.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -91,7 +97,15 @@ struct Replay {
   int64_t events = 0;
   int64_t reads = 0;
   int64_t copies = 0;
+  double peak_heap_bytes = 0;  // above the heap in use before the run
 };
+
+// Heap bytes in use now: the allocator's arena bytes in use plus its
+// mmap-ed blocks (glibc).
+double HeapBytesInUse() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
 
 Replay RunReplay(int64_t request_limit, const std::string& mode) {
   absl::StatusOr<Scenario> scenario = ParseScenario(
@@ -100,11 +114,17 @@ Replay RunReplay(int64_t request_limit, const std::string& mode) {
   RunOptions options;
   options.overrides.push_back({"dynamic_replication_mode", mode});
   options.keep_scenario_echo = false;
+  const double heap_before = HeapBytesInUse();
+  double heap_peak = heap_before;
+  options.progress = [&heap_peak](TimeNs, TimeNs, uint64_t) {
+    heap_peak = std::max(heap_peak, HeapBytesInUse());
+  };
   const double start = ThreadSeconds();
   absl::StatusOr<RunResult> run = RunScenario(*scenario, options);
   const double seconds = ThreadSeconds() - start;
   HS_CHECK_OK(run.status());
-  return Replay{seconds, run->events_simulated, run->reads, run->copies_completed};
+  return Replay{seconds, run->events_simulated, run->reads, run->copies_completed,
+                heap_peak - heap_before};
 }
 
 constexpr int64_t kFullTrace = 12'031;
@@ -142,6 +162,10 @@ void BM_TraceLengthScaling(benchmark::State& state) {
   state.counters["events_10x"] = static_cast<double>(ten.events);
   state.counters["ratio_events_10x_vs_1x"] =
       static_cast<double>(ten.events) / static_cast<double>(one.events);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  state.counters["peak_heap_mib_1x"] = one.peak_heap_bytes / kMiB;
+  state.counters["peak_heap_mib_10x"] = ten.peak_heap_bytes / kMiB;
+  state.counters["ratio_memory_10x_vs_1x"] = ten.peak_heap_bytes / one.peak_heap_bytes;
 }
 BENCHMARK(BM_TraceLengthScaling)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 
