@@ -307,20 +307,12 @@ bool Engine::LaneTimerPending(LaneId id, uint32_t handle) const {
   return handle < lane.position.size() && lane.position[handle] != kNotInLane;
 }
 
-namespace {
-
-bool LaneBefore(TimeNs time_a, uint64_t sequence_a, TimeNs time_b, uint64_t sequence_b) {
-  return time_a < time_b || (time_a == time_b && sequence_a < sequence_b);
-}
-
-}  // namespace
-
 void Engine::LaneSiftUp(Lane& lane, uint32_t i) {
   const LaneEntry moving = lane.heap[i];
   while (i > 0) {
     const uint32_t parent = (i - 1) / 2;
     const LaneEntry& p = lane.heap[parent];
-    if (!LaneBefore(moving.time, moving.sequence, p.time, p.sequence)) break;
+    if (!(moving < p)) break;
     lane.heap[i] = p;
     lane.position[p.handle] = i;
     i = parent;
@@ -335,12 +327,9 @@ void Engine::LaneSiftDown(Lane& lane, uint32_t i) {
   for (;;) {
     uint32_t child = 2 * i + 1;
     if (child >= n) break;
-    if (child + 1 < n && LaneBefore(lane.heap[child + 1].time, lane.heap[child + 1].sequence,
-                                    lane.heap[child].time, lane.heap[child].sequence)) {
-      ++child;
-    }
+    if (child + 1 < n && lane.heap[child + 1] < lane.heap[child]) ++child;
     const LaneEntry& c = lane.heap[child];
-    if (!LaneBefore(c.time, c.sequence, moving.time, moving.sequence)) break;
+    if (!(c < moving)) break;
     lane.heap[i] = c;
     lane.position[c.handle] = i;
     i = child;
@@ -357,14 +346,11 @@ void Engine::LaneRemoveAt(Lane& lane, uint32_t i) {
   // The last entry fills the hole and moves whichever way its order says.
   lane.heap[i] = last;
   lane.position[last.handle] = i;
-  if (i > 0) {
-    const LaneEntry& parent = lane.heap[(i - 1) / 2];
-    if (LaneBefore(last.time, last.sequence, parent.time, parent.sequence)) {
-      LaneSiftUp(lane, i);
-      return;
-    }
+  if (i > 0 && last < lane.heap[(i - 1) / 2]) {
+    LaneSiftUp(lane, i);
+  } else {
+    LaneSiftDown(lane, i);
   }
-  LaneSiftDown(lane, i);
 }
 
 TimerId SimExecutor::PostAfter(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn) {

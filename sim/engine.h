@@ -178,6 +178,10 @@ class Engine {
     TimeNs time;
     uint64_t sequence;
     uint32_t handle;
+    // Runs first: (time, sequence) order, as the event heap.
+    bool operator<(const LaneEntry& other) const {
+      return time < other.time || (time == other.time && sequence < other.sequence);
+    }
   };
   struct Lane {
     absl::AnyInvocable<void(uint32_t)> fire;  // empty once removed
