@@ -105,41 +105,30 @@ const Engine::HeapEntry* Engine::PeekLive() {
   return nullptr;
 }
 
-LaneId Engine::FirstLane(const HeapEntry* top) const {
-  LaneId first = -1;
-  TimeNs time = 0;
+std::optional<Engine::NextEvent> Engine::PeekNext() {
+  const HeapEntry* top = PeekLive();
+  std::optional<NextEvent> next;
   uint64_t sequence = 0;
   if (top != nullptr) {
-    time = top->time;
+    next = NextEvent{-1, top->time};
     sequence = top->key >> kSlotBits;
   }
-  bool have = top != nullptr;
   for (size_t i = 0; i < lanes_.size(); ++i) {
     const std::vector<LaneEntry>& heap = lanes_[i].heap;
     if (heap.empty()) continue;
     const LaneEntry& e = heap.front();
-    if (!have || e.time < time || (e.time == time && e.sequence < sequence)) {
-      first = static_cast<LaneId>(i);
-      time = e.time;
+    if (!next.has_value() || e.time < next->time ||
+        (e.time == next->time && e.sequence < sequence)) {
+      next = NextEvent{static_cast<LaneId>(i), e.time};
       sequence = e.sequence;
-      have = true;
     }
   }
-  return first;
+  return next;
 }
 
-std::optional<TimeNs> Engine::PeekNextTime() {
-  const HeapEntry* top = PeekLive();
-  const LaneId lane = FirstLane(top);
-  if (lane >= 0) return lanes_[static_cast<size_t>(lane)].heap.front().time;
-  if (top != nullptr) return top->time;
-  return std::nullopt;
-}
-
-void Engine::RunNext() {
-  const LaneId lane = FirstLane(PeekLive());
-  if (lane >= 0) {
-    RunLaneTop(lane);
+void Engine::RunEvent(const NextEvent& next) {
+  if (next.lane >= 0) {
+    RunLaneTop(next.lane);
   } else {
     RunTop();
   }
@@ -190,8 +179,10 @@ void Engine::RunHook() {
 
 bool Engine::Step() {
   HS_CHECK_MSG(!running_, "Step called from inside an event");
-  if (!status_.ok() || !PeekNextTime().has_value()) return false;
-  RunNext();
+  if (!status_.ok()) return false;
+  const std::optional<NextEvent> next = PeekNext();
+  if (!next.has_value()) return false;
+  RunEvent(*next);
   return true;
 }
 
@@ -199,20 +190,12 @@ absl::StatusOr<StopReason> Engine::RunUntil(TimeNs t) {
   HS_CHECK_MSG(!running_, "RunUntil called from inside an event");
   HS_CHECK_MSG(t >= now_ns_, "RunUntil limit is in the past");
   while (status_.ok()) {
-    const HeapEntry* top = PeekLive();
-    const LaneId lane = FirstLane(top);
-    const bool any = lane >= 0 || top != nullptr;
-    const TimeNs next = lane >= 0 ? lanes_[static_cast<size_t>(lane)].heap.front().time
-                                  : (top != nullptr ? top->time : t);
-    if (!any || next > t) {
+    const std::optional<NextEvent> next = PeekNext();
+    if (!next.has_value() || next->time > t) {
       now_ns_ = t;
       return StopReason::kTimeReached;
     }
-    if (lane >= 0) {
-      RunLaneTop(lane);
-    } else {
-      RunTop();
-    }
+    RunEvent(*next);
     if (status_.ok() && stop_predicate_ && stop_predicate_()) return StopReason::kPredicate;
   }
   return status_;
@@ -221,14 +204,19 @@ absl::StatusOr<StopReason> Engine::RunUntil(TimeNs t) {
 absl::StatusOr<StopReason> Engine::Run() {
   HS_CHECK_MSG(!running_, "Run called from inside an event");
   while (status_.ok()) {
-    if (!PeekNextTime().has_value()) return StopReason::kIdle;
-    RunNext();
+    const std::optional<NextEvent> next = PeekNext();
+    if (!next.has_value()) return StopReason::kIdle;
+    RunEvent(*next);
     if (status_.ok() && stop_predicate_ && stop_predicate_()) return StopReason::kPredicate;
   }
   return status_;
 }
 
-std::optional<TimeNs> Engine::NextEventTimeNs() { return PeekNextTime(); }
+std::optional<TimeNs> Engine::NextEventTimeNs() {
+  const std::optional<NextEvent> next = PeekNext();
+  if (!next.has_value()) return std::nullopt;
+  return next->time;
+}
 
 LaneId Engine::AddLane(absl::AnyInvocable<void(uint32_t handle)> fire) {
   HS_CHECK_MSG(fire != nullptr, "a lane needs a callback");

@@ -192,13 +192,16 @@ class Engine {
 
   // Drops cancelled entries from the top; returns the live top or nullptr.
   const HeapEntry* PeekLive();
-  // The lane whose top runs before the heap's live top (`top`, may be null)
-  // and every other lane's top, or -1 when the heap's top goes first.
-  LaneId FirstLane(const HeapEntry* top) const;
-  // Time of the next event to run, if any (drops stale heap entries).
-  std::optional<TimeNs> PeekNextTime();
-  // Runs the next event (REQUIRES: one is pending) and the hook.
-  void RunNext();
+  // The event that runs next: the heap's live top (lane -1) or a lane's top,
+  // whichever is first in (time, sequence) order.
+  struct NextEvent {
+    LaneId lane;
+    TimeNs time;
+  };
+  // The next event, if any (drops stale heap entries on the way).
+  std::optional<NextEvent> PeekNext();
+  // Runs `next` (as PeekNext returned it, nothing run since) and the hook.
+  void RunEvent(const NextEvent& next);
   // Pops the live top (REQUIRES: PeekLive() != nullptr), runs it and the hook.
   void RunTop();
   void RunLaneTop(LaneId lane);
