@@ -39,11 +39,7 @@ Engine::Engine(const EngineKnobs& knobs) : knobs_(knobs) { HS_CHECK_OK(knobs_.Va
 EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
   const uint64_t sequence = NextSequence();
-  if (pending_ >= knobs_.events_pending_max) {
-    if (status_.ok()) {
-      status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "events_pending_max (", knobs_.events_pending_max, ") reached at t_ns=", now_ns_));
-    }
+  if (RefuseAtPendingLimit()) {
     // kSlotMask is never a live slot index, so this id cancels nothing.
     return (sequence << kSlotBits) | kSlotMask;
   }
@@ -87,6 +83,15 @@ void Engine::MaybeCompact() {
   heap_.erase(live_end, heap_.end());
   std::make_heap(heap_.begin(), heap_.end(), Later());
   stale_ = 0;
+}
+
+bool Engine::RefuseAtPendingLimit() {
+  if (pending_ < knobs_.events_pending_max) return false;
+  if (status_.ok()) {
+    status_ = absl::ResourceExhaustedError(absl::StrCat(
+        "events_pending_max (", knobs_.events_pending_max, ") reached at t_ns=", now_ns_));
+  }
+  return true;
 }
 
 uint64_t Engine::NextSequence() {
@@ -235,10 +240,7 @@ void Engine::RemoveLane(LaneId id) {
 }
 
 Engine::Lane& Engine::LaneAt(LaneId id) {
-  HS_CHECK_MSG(id >= 0 && static_cast<size_t>(id) < lanes_.size() &&
-                   lanes_[static_cast<size_t>(id)].fire != nullptr,
-               "unknown or removed timer lane");
-  return lanes_[static_cast<size_t>(id)];
+  return const_cast<Lane&>(static_cast<const Engine*>(this)->LaneAt(id));
 }
 
 const Engine::Lane& Engine::LaneAt(LaneId id) const {
@@ -267,11 +269,7 @@ void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
     }
     return;
   }
-  if (pending_ >= knobs_.events_pending_max) {
-    if (status_.ok()) {
-      status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "events_pending_max (", knobs_.events_pending_max, ") reached at t_ns=", now_ns_));
-    }
+  if (RefuseAtPendingLimit()) {
     return;
   }
   if (handle >= lane.position.size()) lane.position.resize(handle + size_t{1}, kNotInLane);

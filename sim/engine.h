@@ -210,6 +210,9 @@ class Engine {
   Lane& LaneAt(LaneId lane);
   const Lane& LaneAt(LaneId lane) const;
   uint64_t NextSequence();
+  // True, latching RESOURCE_EXHAUSTED into status(), when no event may be
+  // added (events_pending_max are waiting).
+  bool RefuseAtPendingLimit();
   // Lane heap maintenance: restores the order around position `i`.
   static void LaneSiftUp(Lane& lane, uint32_t i);
   static void LaneSiftDown(Lane& lane, uint32_t i);
