@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -22,11 +23,25 @@
 namespace heatsink {
 
 struct CopyRange {
+  CopyRange() = default;
+  // `object` stays empty where no object is involved (raw bytes in a test).
+  CopyRange(SegmentId source_segment, uint64_t source_offset, SegmentId target_segment,
+            uint64_t target_offset, uint64_t size_bytes, ObjectName object = {})
+      : source_segment(source_segment),
+        source_offset(source_offset),
+        target_segment(target_segment),
+        target_offset(target_offset),
+        size_bytes(size_bytes),
+        object(std::move(object)) {}
+
   SegmentId source_segment;
   uint64_t source_offset = 0;
   SegmentId target_segment;
   uint64_t target_offset = 0;
   uint64_t size_bytes = 0;
+  // The object whose replica the range holds, for accounting and logs (the
+  // bytes move by segment and offset alone).
+  ObjectName object;
 };
 
 class DataMover {

@@ -307,8 +307,8 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
         r.lease_id = p.lease_id;
         CopyStartResponse response;
         response.target_replica = r.id;
-        response.range = CopyRange{p.source_segment, source->offset, p.target_segment,
-                                   r.offset, p.size_bytes};
+        response.range = CopyRange(p.source_segment, source->offset, p.target_segment, r.offset,
+                                   p.size_bytes, object);
         HS_CHECK(tasks_.MarkStarted(fence.task_id, r.id, Now()));
         record.source->copies_in_flight_as_source.fetch_add(1, std::memory_order_relaxed);
         reserved->segment->copies_in_flight_as_target.fetch_add(1, std::memory_order_relaxed);

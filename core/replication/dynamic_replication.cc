@@ -882,6 +882,7 @@ absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const Co
     record.domain = target.has_value() ? target->location.domain : lease.target_domain;
     record.lease_id = lease.lease_id;
     record.version = lease.version;
+    record.size_bytes = lease.size_bytes;
     if (dynamic_[lease.name].emplace(lease.target_segment, std::move(record)).second) {
       ++dynamic_count_;
       metrics_.dynamic_replicas.Add(1);
@@ -1096,7 +1097,8 @@ std::vector<DynamicReplicaView> DynamicReplication::DynamicReplicas() const {
   std::vector<DynamicReplicaView> out;
   for (const auto& [name, replicas] : dynamic_) {
     for (const auto& [segment, r] : replicas) {
-      out.push_back(DynamicReplicaView{name, segment, r.domain, r.lease_id, r.version});
+      out.push_back(
+          DynamicReplicaView{name, segment, r.domain, r.lease_id, r.version, r.size_bytes});
     }
   }
   return out;
@@ -1203,11 +1205,13 @@ absl::Status DynamicReplication::CheckInvariants() const {
       bool found = false;
       for (const ReplicaDescriptor& d : object->replicas) {
         found |= d.segment_id == segment && d.dynamic && d.status == ReplicaStatus::kComplete &&
-                 d.version == object->version && d.version == record.version;
+                 d.version == object->version && d.version == record.version &&
+                 d.size_bytes == record.size_bytes;
       }
       if (!found) {
         return violation(absl::StrCat("dynamic replica record of '", name.key, "' on segment ",
-                                      segment.value, " has no COMPLETE dynamic replica"));
+                                      segment.value,
+                                      " has no COMPLETE dynamic replica of its version and size"));
       }
     }
   }

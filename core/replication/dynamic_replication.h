@@ -145,6 +145,7 @@ struct DynamicReplicaView {
   Domain domain;
   LeaseId lease_id;
   Version version = 0;
+  uint64_t size_bytes = 0;  // the object's size, the bytes the replica holds
 };
 
 struct WarmupRequestResult {
@@ -278,6 +279,7 @@ class DynamicReplication final : public ReadObserver,
     Domain domain;
     LeaseId lease_id;
     Version version = 0;
+    uint64_t size_bytes = 0;
   };
   // What an admission needs to know about its origin.
   struct AdmissionInput {

@@ -249,6 +249,7 @@ void ToProto(const CopyStartResponse& in, v1::CopyStartResponse* out) {
   out->set_target_segment(in.range.target_segment.value);
   out->set_target_offset(in.range.target_offset);
   out->set_size_bytes(in.range.size_bytes);
+  ToProto(in.range.object, out->mutable_object());
 }
 
 CopyStartResponse FromProto(const v1::CopyStartResponse& in) {
@@ -259,6 +260,7 @@ CopyStartResponse FromProto(const v1::CopyStartResponse& in) {
   out.range.target_segment = SegmentId(in.target_segment());
   out.range.target_offset = in.target_offset();
   out.range.size_bytes = in.size_bytes();
+  out.range.object = FromProto(in.object());
   return out;
 }
 

@@ -68,6 +68,7 @@ TEST_F(MasterCopyTest, FullLifecycleMakesTheTargetReadable) {
   EXPECT_EQ(started->range.source_segment, SegmentId(1));
   EXPECT_EQ(started->range.target_segment, SegmentId(2));
   EXPECT_EQ(started->range.size_bytes, 100u);
+  EXPECT_EQ(started->range.object, Name("k", "default"));
   EXPECT_EQ(master().GetSegment(SegmentId(2))->reserved_bytes, 100u);
   EXPECT_EQ(master().GetSegmentLoad(SegmentId(1))->copies_in_flight_as_source, 1);
   EXPECT_EQ(master().GetSegmentLoad(SegmentId(2))->copies_in_flight_as_target, 1);

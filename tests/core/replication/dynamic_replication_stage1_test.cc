@@ -275,6 +275,7 @@ TEST_F(DynamicReplicationRfcStage1, CopyLifecycleMarksDynamicReplicaCompletion) 
   ASSERT_EQ(dynamic.size(), 1u);
   EXPECT_EQ(dynamic[0].segment, SegmentId(2));
   EXPECT_EQ(dynamic[0].lease_id, lease.lease_id);
+  EXPECT_EQ(dynamic[0].size_bytes, 1000u);
   EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas"), 1);
   EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_completed_total"), 1);
   EXPECT_EQ(h_.metrics().Value("dynamic_replication_same_domain_copies_total"), 1);

@@ -455,6 +455,7 @@ class FenceTest : public ControlPlaneTest {
             owner_->CopyStart(caller, fence, std::move(done));
           }
         });
+    if (r.ok()) last_range_ = r->range;
     return r.status().code();
   }
 
@@ -466,6 +467,7 @@ class FenceTest : public ControlPlaneTest {
   ObjectName name_{"t1", "fenced"};
   Version version_ = 0;
   std::unique_ptr<GrpcMasterClient> owner_;
+  CopyRange last_range_;  // of the last successful start
 };
 
 TEST_F(FenceTest, OrdinaryCopyFencesAreCheckedOverTheWire) {
@@ -489,6 +491,11 @@ TEST_F(FenceTest, OrdinaryCopyFencesAreCheckedOverTheWire) {
 
   EXPECT_EQ(StartCode(false, kOwner, good), absl::StatusCode::kOk);
   EXPECT_EQ(ReplicaCount(), 2u);  // the PROCESSING target
+  // The range crosses the wire whole, the object's name included.
+  EXPECT_EQ(last_range_.source_segment, kOwnerSegment);
+  EXPECT_EQ(last_range_.target_segment, target);
+  EXPECT_EQ(last_range_.size_bytes, 100u);
+  EXPECT_EQ(last_range_.object, name_);
   EXPECT_EQ(Call([&](auto done) {
               owner_->CopyEnd(kOwner, {task->task_id, version_ + 1, LeaseId()}, std::move(done));
             }).code(),
