@@ -263,10 +263,12 @@ void Network::RequestReshare(absl::Span<const uint32_t> seeds) {
   if (reshare_event_ != kNoTimer) return;
   reshare_event_ = engine_->ScheduleAfter(0, [this] {
     reshare_event_ = kNoTimer;
-    std::vector<uint32_t> seeds;
-    seeds.swap(pending_seeds_);
-    for (uint32_t r : seeds) resources_[r].reshare_pending = false;
-    Reshare(seeds);
+    // Swapped with a member, not a local, so neither vector gives up its
+    // capacity (this runs once per coalesced re-solve).
+    resharing_seeds_.clear();
+    resharing_seeds_.swap(pending_seeds_);
+    for (uint32_t r : resharing_seeds_) resources_[r].reshare_pending = false;
+    Reshare(resharing_seeds_);
   });
 }
 

@@ -278,6 +278,7 @@ class Network {
   // Resources whose flows changed at the current time and wait for the one
   // re-solve scheduled for it (see RequestReshare).
   std::vector<uint32_t> pending_seeds_;
+  std::vector<uint32_t> resharing_seeds_;  // the seeds of the re-solve running now
   TimerId reshare_event_ = kNoTimer;
   // Flow completion timers, by flow slot: re-timed on most re-solves, so they
   // move in place in an engine timer lane.

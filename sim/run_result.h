@@ -88,6 +88,9 @@ struct RunResult {
   int64_t numa_reads = 0;
   int64_t numa_local_reads = 0;
   int64_t events_simulated = 0;
+  // Audits of the core's invariants at sampling steps (see Sample in
+  // sim/runner.cc); not written to the outputs.
+  int64_t audits = 0;
   int64_t wall_time_ms = 0;                           // not deterministic; see file comment
 
   std::vector<IntervalSample> intervals;

@@ -445,8 +445,6 @@ class Simulation {
   absl::flat_hash_map<std::string, SegmentId> segment_by_name_;  // lookup only
   // Where each object's bytes start in a segment, to name the object a copy
   // moves (fail_copy by key) and where copied bytes land (NUMA model).
-  absl::flat_hash_map<SegmentId, absl::flat_hash_map<uint64_t, ObjectName>> located_;
-  absl::flat_hash_map<ObjectName, uint64_t> object_size_;  // lookup only
   // Puts in flight by object, with the reads waiting for them (a decode
   // instance reads a block once its prefill's put has landed). Lookup only;
   // waiters run in registration order.
@@ -470,6 +468,7 @@ class Simulation {
   uint64_t extra_memory_peak_ = 0;
   uint64_t extra_memory_now_ = 0;
   size_t sampled_intervals_ = 0;
+  uint64_t audited_at_events_ = 0;  // events run at the last sample-time audit
 };
 
 void ScriptedDataMover::StartCopy(const CopyRange& range,
@@ -880,7 +879,7 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
         flow.src_host = writer_host;
         flow.dst_host = *target;
         flow.bytes = static_cast<int64_t>(size);
-        auto finish = [this, writer, writer_host, name, size, version, replica, target,
+        auto finish = [this, writer, writer_host, name, size, version, target,
                        request_row](absl::Status moved) {
           SimMasterClient* mc = hosts_[static_cast<size_t>(writer_host)].master_client.get();
           if (!moved.ok()) {
@@ -891,11 +890,9 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
             return;
           }
           mc->PutEnd(writer, PutEndRequest{name, version},
-                     [this, name, size, replica, target, request_row](absl::Status ended) {
+                     [this, name, size, target, request_row](absl::Status ended) {
                        if (ended.ok()) {
                          CountMetric("sim_puts_total");
-                         object_size_[name] = size;
-                         located_[replica.segment_id][replica.offset] = name;
                          HostRt& h = hosts_[static_cast<size_t>(*target)];
                          if (h.numa != nullptr) h.numa->Store(name, size);
                        } else {
@@ -926,15 +923,16 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
   for (const std::string& k : op.keys) names.push_back(ObjectName{op.tenant, k});
   read->keys_outstanding = static_cast<int64_t>(names.size());
   // Keys whose put is still in flight are read once it has landed.
-  auto waiting = std::make_shared<int64_t>(0);
+  int64_t in_flight = 0;
   for (const ObjectName& name : names) {
-    if (puts_in_flight_.contains(name)) ++*waiting;
+    if (puts_in_flight_.contains(name)) ++in_flight;
   }
-  if (*waiting == 0) {
+  if (in_flight == 0) {
     ReadKeys(std::move(read), std::move(names), 0);
     return;
   }
   CountMetric("sim_reads_waited_for_put_total");
+  auto waiting = std::make_shared<int64_t>(in_flight);
   auto shared_names = std::make_shared<std::vector<ObjectName>>(std::move(names));
   for (const ObjectName& name : *shared_names) {
     const auto it = puts_in_flight_.find(name);
@@ -1231,18 +1229,12 @@ absl::Status Simulation::ScriptedPropose(const SimOp& op) {
 // ------------------------------------------------------- copies and observers
 
 void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) {
-  std::optional<ObjectName> name;
-  if (auto seg = located_.find(range.source_segment); seg != located_.end()) {
-    if (auto it = seg->second.find(range.source_offset); it != seg->second.end()) {
-      name = it->second;
-    }
-  }
   bool doomed = false;
   if (fail_any_copies_ > 0) {
     --fail_any_copies_;
     doomed = true;
-  } else if (name.has_value()) {
-    if (auto it = fail_copies_by_key_.find(*name); it != fail_copies_by_key_.end()) {
+  } else {
+    if (auto it = fail_copies_by_key_.find(range.object); it != fail_copies_by_key_.end()) {
       doomed = true;
       if (--it->second == 0) fail_copies_by_key_.erase(it);
     }
@@ -1250,7 +1242,7 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
   const std::optional<int> src = HostOfSegment(range.source_segment);
   const std::optional<int> dst = HostOfSegment(range.target_segment);
   const DurationNs delay = src.has_value() ? hosts_[static_cast<size_t>(*src)].copy_delay_ns : 0;
-  sim_mover_->StartCopy(range, [this, range, name, doomed, src, dst, delay,
+  sim_mover_->StartCopy(range, [this, range, doomed, src, dst, delay,
                                 done = std::move(done)](absl::Status status) mutable {
     if (status.ok() && doomed) {
       status = absl::UnavailableError("copy failed by the scenario (fail_copy)");
@@ -1265,12 +1257,9 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
           network_->DistanceBetween(*src, *dst) == Distance::kCrossDomain) {
         result_.copy_bytes_cross_domain += range.size_bytes;
       }
-      if (name.has_value()) {
-        located_[range.target_segment][range.target_offset] = *name;
-        if (dst.has_value()) {
-          HostRt& h = hosts_[static_cast<size_t>(*dst)];
-          if (h.numa != nullptr) h.numa->Store(*name, range.size_bytes);
-        }
+      if (dst.has_value()) {
+        HostRt& h = hosts_[static_cast<size_t>(*dst)];
+        if (h.numa != nullptr) h.numa->Store(range.object, range.size_bytes);
       }
     } else {
       ++result_.copies_failed;
@@ -1305,9 +1294,6 @@ void Simulation::OnKeyRead(const ReadObservation& read) {
 
 void Simulation::OnReplicaRemoved(const ReplicaRemoval& removal) {
   const SegmentId segment = removal.replica.segment_id;
-  if (auto seg = located_.find(segment); seg != located_.end()) {
-    seg->second.erase(removal.replica.offset);
-  }
   if (removal.replica.status != ReplicaStatus::kComplete) return;
   const std::optional<int> host = HostOfSegment(segment);
   if (host.has_value()) {
@@ -1336,8 +1322,7 @@ void Simulation::Sample(size_t interval) {
   int64_t dynamic = 0;
   for (const DynamicReplicaView& d : replicated_->replication().DynamicReplicas()) {
     ++dynamic;
-    const auto it = object_size_.find(d.name);
-    if (it != object_size_.end()) dynamic_bytes += it->second;
+    dynamic_bytes += d.size_bytes;
   }
   s.replica_count = replicas;
   s.dynamic_replica_count = dynamic;
@@ -1345,7 +1330,21 @@ void Simulation::Sample(size_t interval) {
   s.extra_memory_bytes = extra_memory_now_;
   extra_memory_peak_ = std::max(extra_memory_peak_, extra_memory_now_);
   sampled_intervals_ = interval + 1;
-  if (absl::Status st = CheckInvariants(); !st.ok()) Fail(st);
+  // The core's audit (CheckInvariants) visits every object and heat-window
+  // entry. It runs at a sample once at least that many events ran since the
+  // last audit, so auditing costs about one entry visit per event however
+  // large the state grows (a small run is audited at every sample), and it
+  // always runs at the last sample. invariant_check_events adds audits every
+  // N events.
+  const uint64_t events = env_.engine().events_run();
+  const uint64_t audit_entries =
+      static_cast<uint64_t>(master().Stats().objects) +
+      static_cast<uint64_t>(replicated_->replication().heat_window().Memory().tracked_keys);
+  if (interval + 1 == result_.intervals.size() || events - audited_at_events_ >= audit_entries) {
+    audited_at_events_ = events;
+    ++result_.audits;
+    if (absl::Status st = CheckInvariants(); !st.ok()) Fail(st);
+  }
 }
 
 absl::Status Simulation::CheckInvariants() { return replicated_->CheckInvariants(); }

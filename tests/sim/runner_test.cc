@@ -5,8 +5,9 @@
 // trip, transfer, NUMA) adds up; scripted faults (fail_copy, kill_worker)
 // reach the core; scripted proposal bursts get idempotent leases and their
 // rejection reasons, and propose op errors name the field; scenario checks
-// are evaluated against summary.json; and each example scenario in
-// scenarios/ shows the effect it exists for. The
+// are evaluated against summary.json; sampling steps audit the core's
+// invariants at most about once per entry's worth of events; and each
+// example scenario in scenarios/ shows the effect it exists for. The
 // example runs shorten some scenarios (duration or rates, stated in each test)
 // so the suite stays quick in a debug build; the files themselves are run in
 // full by the CLI and the benchmarks.
@@ -403,6 +404,39 @@ TEST(Runner, ChecksReadSummaryPaths) {
   EXPECT_FALSE(out[3].actual.has_value());
   EXPECT_THAT(FormatCheckOutcomes(out),
               HasSubstr("check cross: bytes_read.cross_domain = 0 > 0: FAILED"));
+}
+
+// One host, a Zipf read storm over `objects` objects at `rate_per_s` reads/s
+// for 10 one-second intervals.
+Scenario ZipfOnOneHost(int64_t objects, int64_t rate_per_s) {
+  return Parse(absl::StrCat(R"({
+  "name": "audits", "seed": 5, "duration_s": 10, "time_step_ms": 1000,
+  "topology": {"domains": [{"name": "a", "hosts": [{"name": "h",
+    "segments": [{"name": "mem", "capacity_bytes": "4GiB"}], "clients": [{"name": "c"}]}]}]},
+  "knobs": {"dynamic_replication_mode": "observe", "numa_model": false},
+  "workloads": [{"type": "zipf", "name": "z", "objects": )",
+                            objects, R"(, "object_size_bytes": "4KiB", "rate_per_s": )", rate_per_s,
+                            R"(}]
+})"));
+}
+
+TEST(Runner, AuditsEverySampleWhileTheStateIsSmallerThanAnIntervalsEvents) {
+  // 20 objects and at most 40 heat-window keys against ~500 reads (several
+  // events each) per interval: every sample audits the core.
+  const RunResult run = MustRun(ZipfOnOneHost(20, 500));
+  ASSERT_EQ(run.intervals.size(), 10u);
+  EXPECT_EQ(run.audits, 10);
+}
+
+TEST(Runner, AuditsAtMostOneEntryVisitPerEventWhenTheStateIsLarge) {
+  // 20,000 objects against ~20 reads per interval: an audit visits every
+  // object, so it waits until as many events ran since the last one; the
+  // last sample audits all the same.
+  const RunResult run = MustRun(ZipfOnOneHost(20'000, 20));
+  ASSERT_EQ(run.intervals.size(), 10u);
+  EXPECT_GE(run.audits, 1);
+  EXPECT_LT(run.audits, 10);
+  EXPECT_LE(run.audits - 1, run.events_simulated / 20'000);
 }
 
 // ---- the example scenarios and their effects --------------------------------
