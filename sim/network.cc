@@ -594,6 +594,7 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
   // (progress is linear in time and the clamps agree), so only the flows whose
   // rate changed are settled at the old rate and re-timed. Settling the others
   // later gives the same integers: max(0, w - r*a - r*b) == max(0, w - r*(a+b)).
+  retimed_.clear();
   for (uint32_t slot : component_flows_) {
     Flow& flow = flows_[slot];
     if (flow.next_rate_bytes_per_sec == flow.rate_bytes_per_sec) continue;
@@ -602,9 +603,11 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
     const TimeNs completion = CompletionTime(flow);
     if (completion == flow.completion_ns) continue;
     flow.completion_ns = completion;
-    // Set or moved in place; it runs where Cancel + ScheduleAt would have.
-    engine_->SetLaneTimer(completion_lane_, slot, completion);
+    retimed_.push_back(Engine::LaneTimerUpdate{slot, completion});
   }
+  // Set or moved in place, in this order; each runs where Cancel + ScheduleAt
+  // would have.
+  if (!retimed_.empty()) engine_->SetLaneTimers(completion_lane_, retimed_);
   last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
   flows_recomputed_total_ += component_flows_.size();
   ++rate_updates_;

@@ -274,6 +274,7 @@ class Network {
   std::vector<uint32_t> component_resources_;
   std::vector<uint32_t> stack_;
   std::vector<uint32_t> solve_active_;  // resources with unfixed flows
+  std::vector<Engine::LaneTimerUpdate> retimed_;  // completion timers a re-solve moves
   std::vector<uint32_t> touched_;
   // Resources whose flows changed at the current time and wait for the one
   // re-solve scheduled for it (see RequestReshare).

@@ -1,8 +1,8 @@
 // Covers sim/engine: events run in (time, sequence) order with FIFO ties,
 // zero-delay work is queued behind what is already due (never re-entrant),
 // cancellation (including heavy cancel-and-reschedule that triggers heap
-// compaction), timer lanes (moved in place, yet run exactly where Cancel + ScheduleAt would
-// run them; counted like events), RunUntil/Run/Step semantics, the
+// compaction), timer lanes (moved in place, one by one or in batches, yet run exactly where
+// Cancel + ScheduleAt would run them; counted like events), RunUntil/Run/Step semantics, the
 // after-event hook and stop predicate, the pending-event limit, the core/env adapters, and
 // determinism: two runs of a seeded random workload produce identical traces.
 #include "sim/engine.h"
@@ -116,12 +116,18 @@ TEST(Engine, HeavyRescheduleStaysOrderedAndBounded) {
   for (int i = 0; i < 5000; ++i) EXPECT_EQ(ticks[i], i + 1);
 }
 
-// Runs a seeded workload of events that move other pending events, kept
-// either as timers of one lane (moved with SetLaneTimer) or as plain events
-// (moved with Cancel + ScheduleAt of the same work); every event also
-// schedules a plain event, so lane timers and heap events interleave, with
-// ties at equal times. Returns the order events ran in, as "time:event".
-std::vector<std::string> MovingEventsTrace(bool use_lane) {
+// How MovingEventsTrace moves events.
+enum class Mover {
+  kPlain,      // plain events, moved with Cancel + ScheduleAt of the same work
+  kLane,       // timers of one lane, moved one by one with SetLaneTimer
+  kLaneBatch,  // timers of one lane, each event's moves in one SetLaneTimers
+};
+
+// Runs a seeded workload of events that move other pending events (`moves`
+// per event), kept as `mover` says; every event also schedules a plain
+// event, so lane timers and heap events interleave, with ties at equal
+// times. Returns the order events ran in, as "time:event".
+std::vector<std::string> MovingEventsTrace(Mover mover, int moves = 3) {
   Engine engine;
   Rng rng(7);
   constexpr int kEvents = 400;
@@ -129,34 +135,44 @@ std::vector<std::string> MovingEventsTrace(bool use_lane) {
   std::vector<std::string> trace;
   std::function<void(int)> body;
   LaneId lane = -1;
-  if (use_lane) lane = engine.AddLane([&](uint32_t handle) { body(static_cast<int>(handle)); });
+  if (mover != Mover::kPlain) {
+    lane = engine.AddLane([&](uint32_t handle) { body(static_cast<int>(handle)); });
+  }
   body = [&](int n) {
     trace.push_back(absl::StrCat(engine.NowNs(), ":", n));
-    // Move three other events (pending or not) to a time in [now, now + 20).
-    for (int k = 0; k < 3; ++k) {
+    // Move other events (pending or not) to a time in [now, now + 20).
+    std::vector<Engine::LaneTimerUpdate> batch;
+    for (int k = 0; k < moves; ++k) {
       const int other = static_cast<int>(rng.Uniform(kEvents));
       const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
-      if (use_lane) {
-        if (engine.LaneTimerPending(lane, static_cast<uint32_t>(other))) {
-          engine.SetLaneTimer(lane, static_cast<uint32_t>(other), t);
+      const auto handle = static_cast<uint32_t>(other);
+      if (mover == Mover::kPlain) {
+        if (engine.Cancel(ids[other])) {
+          ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
         }
-      } else if (engine.Cancel(ids[other])) {
-        ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
+      } else if (engine.LaneTimerPending(lane, handle)) {
+        if (mover == Mover::kLane) engine.SetLaneTimer(lane, handle, t);
+        if (mover == Mover::kLaneBatch) batch.push_back({handle, t});
       }
     }
+    if (!batch.empty()) engine.SetLaneTimers(lane, batch);
     const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
     engine.ScheduleAt(t, [&trace, &engine, n] {
       trace.push_back(absl::StrCat(engine.NowNs(), ":plain-after-", n));
     });
   };
+  std::vector<Engine::LaneTimerUpdate> first;
   for (int n = 0; n < kEvents; ++n) {
     const TimeNs t = static_cast<TimeNs>(rng.Uniform(50));
-    if (use_lane) {
+    if (mover == Mover::kPlain) {
+      ids[n] = engine.ScheduleAt(t, [&, n] { body(n); });
+    } else if (mover == Mover::kLane) {
       engine.SetLaneTimer(lane, static_cast<uint32_t>(n), t);
     } else {
-      ids[n] = engine.ScheduleAt(t, [&, n] { body(n); });
+      first.push_back({static_cast<uint32_t>(n), t});
     }
   }
+  if (!first.empty()) engine.SetLaneTimers(lane, first);  // new timers, one rebuild
   EXPECT_EQ(engine.pending(), kEvents);
   EXPECT_TRUE(engine.Run().ok());
   EXPECT_EQ(engine.pending(), 0);
@@ -165,10 +181,21 @@ std::vector<std::string> MovingEventsTrace(bool use_lane) {
 }
 
 TEST(Engine, LaneTimersRunWhereCancelPlusScheduleWould) {
-  const std::vector<std::string> lane = MovingEventsTrace(true);
-  const std::vector<std::string> plain = MovingEventsTrace(false);
+  const std::vector<std::string> lane = MovingEventsTrace(Mover::kLane);
+  const std::vector<std::string> plain = MovingEventsTrace(Mover::kPlain);
   EXPECT_EQ(lane.size(), 800u);  // every event once, and its plain follower
   EXPECT_EQ(lane, plain);
+}
+
+TEST(Engine, BatchedLaneTimerMovesRunWhereOneByOneWould) {
+  // 3 moves per event sift each timer (the lane holds far more than 8x3);
+  // 120 moves per event rebuild the lane's heap as it drains.
+  for (const int moves : {3, 120}) {
+    const std::vector<std::string> plain = MovingEventsTrace(Mover::kPlain, moves);
+    EXPECT_EQ(plain.size(), 800u);
+    EXPECT_EQ(MovingEventsTrace(Mover::kLane, moves), plain) << moves << " moves per event";
+    EXPECT_EQ(MovingEventsTrace(Mover::kLaneBatch, moves), plain) << moves << " moves per event";
+  }
 }
 
 TEST(Engine, LaneTimersMoveCancelAndCount) {
@@ -230,6 +257,22 @@ TEST(Engine, LaneTimersCountTowardsThePendingLimit) {
   EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_FALSE(engine.LaneTimerPending(lane, 1));
   EXPECT_EQ(engine.pending(), 2);
+}
+
+TEST(Engine, BatchedLaneTimersCountTowardsThePendingLimit) {
+  EngineKnobs knobs;
+  knobs.events_pending_max = 2;
+  Engine engine(knobs);
+  const LaneId lane = engine.AddLane([](uint32_t) {});
+  engine.SetLaneTimer(lane, 0, 10);
+  // A move and two new timers (a batch larger than the lane: it is rebuilt);
+  // the second new timer would be a third event: dropped.
+  engine.SetLaneTimers(lane, std::vector<Engine::LaneTimerUpdate>{{0, 30}, {1, 20}, {2, 5}});
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(engine.LaneTimerPending(lane, 1));
+  EXPECT_FALSE(engine.LaneTimerPending(lane, 2));
+  EXPECT_EQ(engine.pending(), 2);
+  EXPECT_EQ(engine.NextEventTimeNs(), std::optional<TimeNs>(20));
 }
 
 TEST(Engine, RunUntilRunsDueEventsAndSetsClock) {
