@@ -246,33 +246,28 @@ TEST(Engine, LaneTimersMoveCancelAndCount) {
 
 TEST(Engine, LaneTimersCountTowardsThePendingLimit) {
   EngineKnobs knobs;
-  knobs.events_pending_max = 2;
-  Engine engine(knobs);
-  const LaneId lane = engine.AddLane([](uint32_t) {});
-  engine.SetLaneTimer(lane, 0, 10);
-  engine.ScheduleAt(10, [] {});
-  engine.SetLaneTimer(lane, 0, 20);  // a move adds nothing
-  EXPECT_TRUE(engine.status().ok());
-  engine.SetLaneTimer(lane, 1, 10);  // a third event: dropped
-  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_FALSE(engine.LaneTimerPending(lane, 1));
-  EXPECT_EQ(engine.pending(), 2);
-}
-
-TEST(Engine, BatchedLaneTimersCountTowardsThePendingLimit) {
-  EngineKnobs knobs;
-  knobs.events_pending_max = 2;
-  Engine engine(knobs);
-  const LaneId lane = engine.AddLane([](uint32_t) {});
-  engine.SetLaneTimer(lane, 0, 10);
-  // A move and two new timers (a batch larger than the lane: it is rebuilt);
-  // the second new timer would be a third event: dropped.
-  engine.SetLaneTimers(lane, std::vector<Engine::LaneTimerUpdate>{{0, 30}, {1, 20}, {2, 5}});
-  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(engine.LaneTimerPending(lane, 1));
-  EXPECT_FALSE(engine.LaneTimerPending(lane, 2));
-  EXPECT_EQ(engine.pending(), 2);
-  EXPECT_EQ(engine.NextEventTimeNs(), std::optional<TimeNs>(20));
+  knobs.events_pending_max = 3;
+  for (const bool batched : {false, true}) {
+    SCOPED_TRACE(batched ? "one batch" : "one by one");
+    Engine engine(knobs);
+    const LaneId lane = engine.AddLane([](uint32_t) {});
+    engine.SetLaneTimer(lane, 0, 10);
+    engine.ScheduleAt(10, [] {});
+    // A move adds nothing, a new timer is the third event, another new one
+    // would be a fourth: dropped. The batch is larger than the lane, so the
+    // lane's heap is rebuilt.
+    const std::vector<Engine::LaneTimerUpdate> updates = {{0, 20}, {1, 15}, {2, 5}};
+    if (batched) {
+      engine.SetLaneTimers(lane, updates);
+    } else {
+      for (const Engine::LaneTimerUpdate& u : updates) engine.SetLaneTimer(lane, u.handle, u.t);
+    }
+    EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_TRUE(engine.LaneTimerPending(lane, 1));
+    EXPECT_FALSE(engine.LaneTimerPending(lane, 2));
+    EXPECT_EQ(engine.pending(), 3);
+    EXPECT_EQ(engine.NextEventTimeNs(), std::optional<TimeNs>(10));  // the plain event
+  }
 }
 
 TEST(Engine, RunUntilRunsDueEventsAndSetsClock) {
