@@ -250,10 +250,9 @@ const Engine::Lane& Engine::LaneAt(LaneId id) const {
   return lanes_[static_cast<size_t>(id)];
 }
 
-void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
+std::optional<Engine::LanePlacement> Engine::PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t) {
   HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
   HS_CHECK_MSG(handle < kNotInLane / 2, "lane timer handle out of range");
-  Lane& lane = LaneAt(id);
   const uint64_t sequence = NextSequence();
   if (handle < lane.position.size() && lane.position[handle] != kNotInLane) {
     // Moved: the sequence only grows, the time may go either way.
@@ -262,22 +261,26 @@ void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
     const bool earlier = t < e.time;
     e.time = t;
     e.sequence = sequence;
-    if (earlier) {
-      LaneSiftUp(lane, i);
-    } else {
-      LaneSiftDown(lane, i);
-    }
-    return;
+    return LanePlacement{i, earlier};
   }
-  if (RefuseAtPendingLimit()) {
-    return;
-  }
+  if (RefuseAtPendingLimit()) return std::nullopt;
   if (handle >= lane.position.size()) lane.position.resize(handle + size_t{1}, kNotInLane);
   const auto i = static_cast<uint32_t>(lane.heap.size());
   lane.heap.push_back(LaneEntry{t, sequence, handle});
   lane.position[handle] = i;
-  LaneSiftUp(lane, i);
   ++pending_;
+  return LanePlacement{i, true};  // a new last entry can only move up
+}
+
+void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
+  Lane& lane = LaneAt(id);
+  const std::optional<LanePlacement> placed = PlaceLaneTimer(lane, handle, t);
+  if (!placed.has_value()) return;
+  if (placed->earlier) {
+    LaneSiftUp(lane, placed->index);
+  } else {
+    LaneSiftDown(lane, placed->index);
+  }
 }
 
 void Engine::SetLaneTimers(LaneId id, absl::Span<const LaneTimerUpdate> updates) {
@@ -288,22 +291,7 @@ void Engine::SetLaneTimers(LaneId id, absl::Span<const LaneTimerUpdate> updates)
     for (const LaneTimerUpdate& u : updates) SetLaneTimer(id, u.handle, u.t);
     return;
   }
-  for (const LaneTimerUpdate& u : updates) {
-    HS_CHECK_MSG(u.t >= now_ns_, "events cannot be scheduled in the past");
-    HS_CHECK_MSG(u.handle < kNotInLane / 2, "lane timer handle out of range");
-    const uint64_t sequence = NextSequence();
-    if (u.handle < lane.position.size() && lane.position[u.handle] != kNotInLane) {
-      LaneEntry& e = lane.heap[lane.position[u.handle]];
-      e.time = u.t;
-      e.sequence = sequence;
-      continue;
-    }
-    if (RefuseAtPendingLimit()) continue;
-    if (u.handle >= lane.position.size()) lane.position.resize(u.handle + size_t{1}, kNotInLane);
-    lane.position[u.handle] = static_cast<uint32_t>(lane.heap.size());
-    lane.heap.push_back(LaneEntry{u.t, sequence, u.handle});
-    ++pending_;
-  }
+  for (const LaneTimerUpdate& u : updates) PlaceLaneTimer(lane, u.handle, u.t);
   // (time, sequence) is a total order, so the rebuilt heap runs its timers in
   // exactly the order the sifted one would.
   for (auto i = static_cast<uint32_t>(lane.heap.size() / 2); i-- > 0;) LaneSiftDown(lane, i);

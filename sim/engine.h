@@ -224,6 +224,15 @@ class Engine {
   // added (events_pending_max are waiting).
   bool RefuseAtPendingLimit();
   // Lane heap maintenance: restores the order around position `i`.
+  // Where PlaceLaneTimer left a timer, and whether it must move up (an
+  // earlier time, or a new entry) or down to restore the heap.
+  struct LanePlacement {
+    uint32_t index;
+    bool earlier;
+  };
+  // Sets `handle`'s entry to (t, next sequence) in place, or appends it
+  // (nullopt when refused at the pending limit); the caller restores the heap.
+  std::optional<LanePlacement> PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t);
   static void LaneSiftUp(Lane& lane, uint32_t i);
   static void LaneSiftDown(Lane& lane, uint32_t i);
   static void LaneRemoveAt(Lane& lane, uint32_t i);

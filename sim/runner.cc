@@ -1233,11 +1233,9 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
   if (fail_any_copies_ > 0) {
     --fail_any_copies_;
     doomed = true;
-  } else {
-    if (auto it = fail_copies_by_key_.find(range.object); it != fail_copies_by_key_.end()) {
-      doomed = true;
-      if (--it->second == 0) fail_copies_by_key_.erase(it);
-    }
+  } else if (auto it = fail_copies_by_key_.find(range.object); it != fail_copies_by_key_.end()) {
+    doomed = true;
+    if (--it->second == 0) fail_copies_by_key_.erase(it);
   }
   const std::optional<int> src = HostOfSegment(range.source_segment);
   const std::optional<int> dst = HostOfSegment(range.target_segment);
