@@ -1,6 +1,6 @@
 // Driver knobs, the simulator's knob list, scenario loading for runs, knob
 // overrides and scenario checks (sim/runner.h). The run itself is in
-// runner.cc.
+// runner.cc and sim/internal/ (the Simulation class).
 #include <cmath>
 #include <string>
 #include <vector>

@@ -1,0 +1,394 @@
+// File: sim/internal/simulation.h
+//
+// The simulated world of one run (private to the runner, sim/runner.h):
+// Simulation owns the engine, network, master, store workers and NUMA models
+// of one scenario run, feeds them the scenario's operations and measures
+// them. Its methods are split by concern:
+//   sim/internal/simulation_setup.cc  building the world (hosts, master, faults)
+//   sim/internal/simulation_ops.cc    operations: puts, reads, scripted ops, copies
+//   sim/runner.cc                     the run loop, sampling and the result
+//   sim/internal/run_support.cc       knob resolution, topology, the helpers below
+//
+// Thread safety: none (engine thread only).
+#ifndef HEATSINK_SIM_INTERNAL_SIMULATION_H_
+#define HEATSINK_SIM_INTERNAL_SIMULATION_H_
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/base/status_macros.h"
+#include "core/master/master_knobs.h"
+#include "core/master/master_service.h"
+#include "core/replication/decision.h"
+#include "core/replication/replicated_master.h"
+#include "core/replication/replication_knobs.h"
+#include "core/tiering/tiering_knobs.h"
+#include "core/worker/store_worker.h"
+#include "sim/network.h"
+#include "sim/network_topology.h"
+#include "sim/numa_model.h"
+#include "sim/runner.h"
+#include "sim/sim_data_mover.h"
+#include "sim/sim_env.h"
+#include "sim/sim_master_client.h"
+#include "sim/workloads.h"
+
+namespace heatsink::sim::runner_internal {
+
+// "accepted", "would_propose", ... or "rejected/<reason>": the key a
+// decision is counted under in RunResult::decisions_by_outcome.
+std::string DecisionCountKey(const DecisionRecord& r);
+
+// Appends lines to a file through a buffer; the first write error sticks.
+class LineFile {
+ public:
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    out_.open(path, std::ios::out | std::ios::trunc | std::ios::binary);
+    if (!out_) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+    open_ = true;
+    return absl::OkStatus();
+  }
+  bool open() const { return open_; }
+  void Append(absl::string_view line) {
+    buffer_.append(line.data(), line.size());
+    buffer_.push_back('\n');
+    if (buffer_.size() >= (size_t{1} << 20)) Flush();
+  }
+  void Flush() {
+    if (!open_ || buffer_.empty()) return;
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+  }
+  absl::Status Close() {
+    if (!open_) return absl::OkStatus();
+    Flush();
+    out_.close();
+    open_ = false;
+    if (!out_) return absl::DataLossError(absl::StrCat("error writing ", path_));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  std::string buffer_;
+  bool open_ = false;
+};
+
+// Every admission/warmup decision: one decisions.jsonl line and a count.
+class DecisionRecorder final : public DecisionSink {
+ public:
+  DecisionRecorder(LineFile* file, RunObserver* observer) : file_(file), observer_(observer) {}
+  void Record(const DecisionRecord& record) override {
+    if (file_->open()) file_->Append(FormatDecisionJson(record));
+    ++counts_[DecisionCountKey(record)];
+    if (observer_ != nullptr) observer_->OnDecision(record);
+  }
+  const std::map<std::string, int64_t>& counts() const { return counts_; }
+
+ private:
+  LineFile* const file_;
+  RunObserver* const observer_;
+  std::map<std::string, int64_t> counts_;
+};
+
+// The dynamic copy calls of the store workers, forwarded to the master; each
+// CopyEnd is reported to the RunObserver with the lease state it met.
+class ObservedCopyCalls final : public DynamicCopyCalls {
+ public:
+  ObservedCopyCalls(Engine* engine, ReplicatedMaster* master, RunObserver* observer)
+      : engine_(engine), master_(master), observer_(observer) {}
+  absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(ClientId client,
+                                                            const CopyStartRequest& req) override {
+    return master_->DynamicReplicaCopyStart(client, req);
+  }
+  absl::Status DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) override;
+  absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
+    return master_->DynamicReplicaCopyRevoke(client, req);
+  }
+
+ private:
+  Engine* const engine_;
+  ReplicatedMaster* const master_;
+  RunObserver* const observer_;
+};
+
+struct KnobSet {
+  MasterKnobs master;
+  ReplicationKnobs replication;
+  TieringKnobs tiering;
+  NetworkKnobs network;
+  EngineKnobs engine;
+  DriverKnobs driver;
+
+  // Sets one knob by name in whichever registry has it.
+  absl::Status Set(const std::string& name, const std::string& value) {
+    if (MasterKnobs::Registry().Find(name)) return MasterKnobs::Registry().Set(master, name, value);
+    if (ReplicationKnobs::Registry().Find(name)) {
+      return ReplicationKnobs::Registry().Set(replication, name, value);
+    }
+    if (TieringKnobs::Registry().Find(name)) {
+      return TieringKnobs::Registry().Set(tiering, name, value);
+    }
+    if (NetworkKnobs::Registry().Find(name)) {
+      return NetworkKnobs::Registry().Set(network, name, value);
+    }
+    if (EngineKnobs::Registry().Find(name)) return EngineKnobs::Registry().Set(engine, name, value);
+    if (DriverKnobs::Registry().Find(name)) return DriverKnobs::Registry().Set(driver, name, value);
+    return absl::NotFoundError(absl::StrCat("unknown knob '", name, "'"));
+  }
+
+  absl::Status Validate() const {
+    HS_RETURN_IF_ERROR(master.Validate());
+    HS_RETURN_IF_ERROR(replication.Validate());
+    HS_RETURN_IF_ERROR(tiering.Validate());
+    HS_RETURN_IF_ERROR(network.Validate());
+    HS_RETURN_IF_ERROR(engine.Validate());
+    return driver.Validate();
+  }
+
+  std::vector<std::pair<std::string, std::string>> Dump() const {
+    std::vector<std::pair<std::string, std::string>> out = MasterKnobs::Registry().Dump(master);
+    auto append = [&out](std::vector<std::pair<std::string, std::string>> more) {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    };
+    append(ReplicationKnobs::Registry().Dump(replication));
+    append(TieringKnobs::Registry().Dump(tiering));
+    append(NetworkKnobs::Registry().Dump(network));
+    append(EngineKnobs::Registry().Dump(engine));
+    append(DriverKnobs::Registry().Dump(driver));
+    return out;
+  }
+};
+
+// The knobs of a run: the scenario's network latencies and `knobs`, then the
+// --set overrides, validated together. INVALID_ARGUMENT names the setting.
+absl::StatusOr<KnobSet> ResolveKnobs(const Scenario& scenario, const RunOptions& options);
+
+// The network model's topology: the scenario's domains, their hosts with NICs,
+// and the trunks.
+NetworkTopology BuildNetworkTopology(const Scenario& scenario);
+
+class Simulation;
+
+// Copies of the store workers go through the network model (SimDataMover);
+// this layer adds the scripted fault hooks (fail_copy, delay_copies) and tells
+// the simulation where copied bytes landed.
+class ScriptedDataMover final : public DataMover {
+ public:
+  explicit ScriptedDataMover(Simulation* sim) : sim_(sim) {}
+  void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) override;
+
+ private:
+  Simulation* const sim_;
+};
+
+// Sits between the master and dynamic replication: forwards every read and
+// removal, and lets the simulation log reads and follow removals.
+class ObserverTee final : public ReadObserver, public ReplicaRemovalObserver {
+ public:
+  ObserverTee(Simulation* sim, ReadObserver* read_next, ReplicaRemovalObserver* removal_next)
+      : sim_(sim), read_next_(read_next), removal_next_(removal_next) {}
+  // The locked calls go to dynamic replication only, so its heat window is
+  // reached through the handle it keeps in the object's metadata.
+  void BeforeKeyRead(uint64_t object_word) const override {
+    read_next_->BeforeKeyRead(object_word);
+  }
+  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override {
+    read_next_->OnKeyReadLocked(read, object_word);
+  }
+  void OnKeyRead(const ReadObservation& read) override;
+  void OnReplicaRemoved(const ReplicaRemoval& removal) override;
+
+ private:
+  Simulation* const sim_;
+  ReadObserver* const read_next_;
+  ReplicaRemovalObserver* const removal_next_;
+};
+
+class Simulation {
+ public:
+  Simulation(const Scenario& scenario, const RunOptions& options, KnobSet knobs)
+      : scenario_(scenario),
+        options_(options),
+        knobs_(std::move(knobs)),
+        seed_(options.seed.value_or(scenario.seed)),
+        env_(seed_, knobs_.engine),
+        mover_(this) {}
+  ~Simulation() {
+    // Workers and tiering first (their timers live in the engine), then the
+    // master.
+    for (HostRt& h : hosts_) {
+      h.worker.reset();
+      h.numa.reset();
+    }
+    if (replicated_ != nullptr) {
+      replicated_->master().SetReadObserver(&replicated_->replication());
+      replicated_->master().SetReplicaRemovalObserver(&replicated_->replication());
+    }
+  }
+
+  absl::Status Build();
+  absl::StatusOr<RunResult> Run();
+
+  // Hooks for ScriptedDataMover and ObserverTee.
+  void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done);
+  void OnKeyRead(const ReadObservation& read);
+  void OnReplicaRemoved(const ReplicaRemoval& removal);
+
+ private:
+  struct HostRt {
+    const ScenarioHost* spec = nullptr;
+    int index = 0;  // network host index (scenario order)
+    std::string name;
+    Domain domain;
+    TimeNs join_at_ns = 0;
+    ClientId worker_id;
+    std::vector<MountSegmentRequest> segments;
+    std::unique_ptr<StoreWorker> worker;
+    bool worker_up = false;
+    DurationNs copy_delay_ns = 0;
+    std::unique_ptr<NumaHostModel> numa;
+    std::unique_ptr<SimMasterClient> master_client;
+  };
+  struct ClientRt {
+    std::string full_name;
+    ClientId id;
+    int host = 0;
+    Domain domain;
+  };
+  struct SegmentRt {
+    int host = 0;
+    std::string full_name;
+    bool mounted = false;
+  };
+  // One read (Get or BatchGet op) in flight.
+  struct ReadRt {
+    TimeNs issued_ns = 0;
+    int client = 0;
+    std::optional<size_t> request_row;
+    int64_t keys_outstanding = 0;
+  };
+  using ReadHandle = std::shared_ptr<ReadRt>;
+
+  // Setup.
+  absl::Status BuildHosts();
+  absl::Status BuildMaster();
+  void StartWorker(HostRt& host);
+  void ScheduleTrunkFaults();
+  void ScheduleSamples();
+
+  // Operations.
+  void PumpNext();
+  absl::Status Execute(SimOp& op);
+  void IssuePut(const SimOp& op, std::optional<size_t> request_row);
+  void IssueRead(const SimOp& op, std::optional<size_t> request_row);
+  void ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt);
+  void ReadReplica(ReadHandle read, const ObjectName& name, const GetReplicaListResponse& response);
+  void FinishKey(const ReadHandle& read, bool ok, uint64_t bytes, Distance distance);
+  void FinishRequestOp(std::optional<size_t> row);
+  // The put of `name` ended (landed or failed): wakes the reads waiting for it.
+  void EndPut(const ObjectName& name);
+  std::optional<size_t> RequestRowFor(const SimOp& op);
+  absl::Status KillWorker(const HostId& host);
+  absl::Status RestartWorker(const HostId& host);
+  absl::Status MountOrUnmount(const std::string& segment, bool mount);
+  absl::Status ScriptedCopyStart(const SimOp& op);
+  absl::Status ScriptedPropose(const SimOp& op);
+
+  // Measurement.
+  IntervalSample& IntervalAt(TimeNs t);
+  void Sample(size_t interval);
+  void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }
+  absl::Status CheckInvariants();
+  void Note(absl::string_view what) {
+    if (options_.observer != nullptr) options_.observer->OnNote(env_.NowNs(), what);
+  }
+  RunWorld World() {
+    RunWorld world;
+    world.now_ns = env_.NowNs();
+    world.events = env_.engine().events_run();
+    world.master = replicated_.get();
+    world.numa_hosts = &numa_hosts_;
+    return world;
+  }
+  void Fail(absl::Status status) {
+    if (status_.ok()) status_ = std::move(status);
+  }
+  std::optional<int> HostOfSegment(SegmentId id) const {
+    const auto it = segments_.find(id);
+    if (it == segments_.end()) return std::nullopt;
+    return it->second.host;
+  }
+  MasterService& master() { return replicated_->master(); }
+
+  const Scenario& scenario_;
+  const RunOptions& options_;
+  const KnobSet knobs_;
+  const uint64_t seed_;
+  SimEnv env_;
+  std::unique_ptr<Network> network_;
+  std::unique_ptr<SimDataMover> sim_mover_;
+  ScriptedDataMover mover_;
+  LineFile decisions_file_;
+  LineFile reads_file_;
+  std::unique_ptr<DecisionRecorder> decisions_;
+  std::unique_ptr<ReplicatedMaster> replicated_;
+  std::unique_ptr<ObserverTee> tee_;
+  std::unique_ptr<ObservedCopyCalls> observed_copy_calls_;
+  std::vector<std::pair<HostId, const NumaHostModel*>> numa_hosts_;
+  ControlFaults control_faults_;
+  ControlStats control_stats_;
+  int master_host_ = 0;
+  bool log_reads_ = false;
+
+  std::vector<HostRt> hosts_;
+  absl::flat_hash_map<std::string, int> host_index_;  // lookup only
+  std::vector<ClientRt> clients_;
+  absl::flat_hash_map<std::string, int> client_index_;  // lookup only
+  absl::flat_hash_map<uint64_t, int> client_by_id_;     // lookup only
+  std::map<SegmentId, SegmentRt> segments_;
+  absl::flat_hash_map<std::string, SegmentId> segment_by_name_;  // lookup only
+  // Puts in flight by object, with the reads waiting for them (a decode
+  // instance reads a block once its prefill's put has landed). Lookup only;
+  // waiters run in registration order.
+  absl::flat_hash_map<ObjectName, std::vector<absl::AnyInvocable<void() &&>>> puts_in_flight_;
+
+  // Scripted copy faults.
+  int64_t fail_any_copies_ = 0;
+  std::map<ObjectName, int64_t> fail_copies_by_key_;
+
+  std::unique_ptr<OpStream> ops_;
+  SimOp next_op_;
+  absl::Status status_;
+
+  // Results being collected.
+  RunResult result_;
+  std::vector<TimeNs> read_latencies_;
+  // (workload, trace request) -> its row in result_.requests.
+  std::map<std::pair<int32_t, int64_t>, size_t> trace_requests_;
+  int64_t synthetic_requests_ = 0;
+  std::map<std::string, int64_t> counters_;
+  uint64_t extra_memory_peak_ = 0;
+  uint64_t extra_memory_now_ = 0;
+  size_t sampled_intervals_ = 0;
+  uint64_t audited_at_events_ = 0;  // events run at the last sample-time audit
+};
+
+}  // namespace heatsink::sim::runner_internal
+
+#endif  // HEATSINK_SIM_INTERNAL_SIMULATION_H_

@@ -1,0 +1,607 @@
+// Simulation, operations: the scenario's puts and reads through the control
+// plane and the network, scripted operations, and the copies and reads the
+// core reports.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "core/replication/replica_selection.h"
+#include "sim/internal/simulation.h"
+
+namespace heatsink::sim::runner_internal {
+
+// --------------------------------------------------------------- operations
+
+void Simulation::PumpNext() {
+  absl::StatusOr<bool> more = ops_->Next(&next_op_);
+  if (!more.ok()) {
+    Fail(more.status());
+    return;
+  }
+  if (!*more) return;
+  env_.engine().ScheduleAt(std::max(next_op_.t_ns, env_.NowNs()), [this] {
+    SimOp op = std::move(next_op_);
+    if (options_.observer != nullptr) options_.observer->OnOp(env_.NowNs(), op);
+    if (absl::Status st = Execute(op); !st.ok()) {
+      Fail(st);
+      return;
+    }
+    PumpNext();
+  });
+}
+
+std::optional<size_t> Simulation::RequestRowFor(const SimOp& op) {
+  if (!scenario_.outputs.per_request_csv) return std::nullopt;
+  if (op.request >= 0) {
+    auto [it, inserted] =
+        trace_requests_.try_emplace({op.workload, op.request}, result_.requests.size());
+    if (inserted) {
+      RequestSample sample;
+      sample.id = op.request;
+      sample.arrival_ns = op.t_ns - op.compute_ns;
+      result_.requests.push_back(std::move(sample));
+    }
+    RequestSample& sample = result_.requests[it->second];
+    sample.arrival_ns = std::min(sample.arrival_ns, op.t_ns - op.compute_ns);
+    if (op.phase == SimOpPhase::kPrefillRead || op.phase == SimOpPhase::kPrefillPut) {
+      sample.prefill_instance = op.instance;
+    }
+    if (op.phase == SimOpPhase::kDecodeRead) sample.decode_instance = op.instance;
+    if (op.phase == SimOpPhase::kPrefillRead) {
+      sample.blocks_hit += static_cast<int64_t>(op.keys.size());
+    }
+    if (op.phase == SimOpPhase::kPrefillPut) sample.blocks_missed += 1;
+    return it->second;
+  }
+  if (op.kind == SimOpKind::kGet || op.kind == SimOpKind::kBatchGet) {
+    if (op.reader < 0) return std::nullopt;  // scripted reads are not requests
+    RequestSample sample;
+    sample.id = synthetic_requests_++;
+    sample.arrival_ns = op.t_ns;
+    sample.decode_instance = op.client;
+    result_.requests.push_back(std::move(sample));
+    return result_.requests.size() - 1;
+  }
+  return std::nullopt;
+}
+
+void Simulation::FinishRequestOp(std::optional<size_t> row) {
+  if (!row.has_value()) return;
+  RequestSample& sample = result_.requests[*row];
+  sample.done_ns = std::max(sample.done_ns, env_.NowNs());
+}
+
+absl::Status Simulation::Execute(SimOp& op) {
+  switch (op.kind) {
+    case SimOpKind::kPut:
+      IssuePut(op, RequestRowFor(op));
+      return absl::OkStatus();
+    case SimOpKind::kGet:
+    case SimOpKind::kBatchGet:
+      IssueRead(op, RequestRowFor(op));
+      return absl::OkStatus();
+    case SimOpKind::kRemove: {
+      const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
+      RemoveRequest req;
+      req.name = ObjectName{op.tenant, op.keys.front()};
+      hosts_[static_cast<size_t>(client.host)].master_client->Remove(req, [this](absl::Status st) {
+        CountMetric(st.ok() ? "sim_removes_total" : "sim_removes_failed_total");
+      });
+      return absl::OkStatus();
+    }
+    case SimOpKind::kMount:
+      return MountOrUnmount(op.segment, true);
+    case SimOpKind::kUnmount:
+      return MountOrUnmount(op.segment, false);
+    case SimOpKind::kKillWorker:
+      return KillWorker(op.host);
+    case SimOpKind::kRestartWorker:
+      return RestartWorker(op.host);
+    case SimOpKind::kFailCopy:
+      if (op.keys.empty()) {
+        fail_any_copies_ += op.count;
+      } else {
+        fail_copies_by_key_[ObjectName{op.tenant, op.keys.front()}] += op.count;
+      }
+      return absl::OkStatus();
+    case SimOpKind::kDelayCopies:
+      hosts_[static_cast<size_t>(host_index_.at(op.host))].copy_delay_ns = op.delay_ns;
+      return absl::OkStatus();
+    case SimOpKind::kCopyStart:
+      return ScriptedCopyStart(op);
+    case SimOpKind::kPropose:
+      return ScriptedPropose(op);
+    case SimOpKind::kWarmup: {
+      // An operator's warmup request for a domain (internal control plane,
+      // like propose). Refusals (warmup disabled, mode off) are counted.
+      absl::StatusOr<WarmupRequestResult> r = replicated_->RequestWarmup(op.requester_domain);
+      CountMetric(r.ok() ? "sim_warmups_requested_total" : "sim_warmups_refused_total");
+      if (options_.observer != nullptr) {
+        options_.observer->OnNote(env_.NowNs(),
+                                  r.ok() ? absl::StrCat("warmup of ", op.requester_domain, ": ",
+                                                        r->candidates, " candidates")
+                                         : absl::StrCat("warmup of ", op.requester_domain,
+                                                        " refused: ", r.status().message()));
+      }
+      return absl::OkStatus();
+    }
+    case SimOpKind::kDrain:
+    case SimOpKind::kUndrain: {
+      // An operator command to the master (not a worker RPC): replicas on a
+      // drained segment stay readable, nothing new is placed there and it
+      // sources no dynamic copy.
+      const absl::Status st = replicated_->master().SetSegmentAllocatable(
+          ClientId(), segment_by_name_.at(op.segment), op.kind == SimOpKind::kUndrain);
+      CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
+      return absl::OkStatus();
+    }
+    case SimOpKind::kSetKnob:
+      return absl::FailedPreconditionError(absl::StrCat(
+          op.where, ": set_knob ", op.knob_name,
+          ": the core's knobs are fixed when the master starts; this knob cannot change "
+          "during a run"));
+  }
+  return absl::OkStatus();
+}
+
+void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
+  const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
+  HostRt& host = hosts_[static_cast<size_t>(client.host)];
+  PutStartRequest req;
+  req.name = ObjectName{op.tenant, op.keys.front()};
+  req.size_bytes = static_cast<uint64_t>(op.size_bytes);
+  req.replica_num = 1;
+  // Mooncake's client prefers the segment of its own host.
+  for (const MountSegmentRequest& s : host.segments) req.preferred_segments.push_back(s.segment_id);
+  const ClientId writer = client.id;
+  const int writer_host = client.host;
+  const ObjectName name = req.name;
+  const uint64_t size = req.size_bytes;
+  puts_in_flight_.try_emplace(name);
+  host.master_client->PutStart(
+      writer, req,
+      [this, writer, writer_host, name, size,
+       request_row](absl::StatusOr<PutStartResponse> started) {
+        if (!started.ok() || started->replicas.empty()) {
+          CountMetric("sim_puts_failed_total");
+          EndPut(name);
+          FinishRequestOp(request_row);
+          return;
+        }
+        const ReplicaDescriptor replica = started->replicas.front();
+        const Version version = started->version;
+        const std::optional<int> target = HostOfSegment(replica.segment_id);
+        HS_CHECK(target.has_value());
+        FlowSpec flow;
+        flow.src_host = writer_host;
+        flow.dst_host = *target;
+        flow.bytes = static_cast<int64_t>(size);
+        auto finish = [this, writer, writer_host, name, size, version, target,
+                       request_row](absl::Status moved) {
+          SimMasterClient* mc = hosts_[static_cast<size_t>(writer_host)].master_client.get();
+          if (!moved.ok()) {
+            CountMetric("sim_puts_failed_total");
+            mc->PutRevoke(writer, PutRevokeRequest{name, version}, [](absl::Status) {});
+            EndPut(name);
+            FinishRequestOp(request_row);
+            return;
+          }
+          mc->PutEnd(writer, PutEndRequest{name, version},
+                     [this, name, size, target, request_row](absl::Status ended) {
+                       if (ended.ok()) {
+                         CountMetric("sim_puts_total");
+                         HostRt& h = hosts_[static_cast<size_t>(*target)];
+                         if (h.numa != nullptr) h.numa->Store(name, size);
+                       } else {
+                         CountMetric("sim_puts_failed_total");
+                       }
+                       EndPut(name);
+                       FinishRequestOp(request_row);
+                     });
+        };
+        absl::StatusOr<FlowId> id = network_->StartFlow(flow, std::move(finish));
+        if (!id.ok()) {
+          CountMetric("sim_puts_failed_total");
+          hosts_[static_cast<size_t>(writer_host)].master_client->PutRevoke(
+              writer, PutRevokeRequest{name, version}, [](absl::Status) {});
+          EndPut(name);
+          FinishRequestOp(request_row);
+        }
+      });
+}
+
+void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
+  auto read = std::make_shared<ReadRt>();
+  read->issued_ns = env_.NowNs();
+  read->client = client_index_.at(op.client);
+  read->request_row = request_row;
+  std::vector<ObjectName> names;
+  names.reserve(op.keys.size());
+  for (const std::string& k : op.keys) names.push_back(ObjectName{op.tenant, k});
+  read->keys_outstanding = static_cast<int64_t>(names.size());
+  // Keys whose put is still in flight are read once it has landed.
+  int64_t in_flight = 0;
+  for (const ObjectName& name : names) {
+    if (puts_in_flight_.contains(name)) ++in_flight;
+  }
+  if (in_flight == 0) {
+    ReadKeys(std::move(read), std::move(names), 0);
+    return;
+  }
+  CountMetric("sim_reads_waited_for_put_total");
+  auto waiting = std::make_shared<int64_t>(in_flight);
+  auto shared_names = std::make_shared<std::vector<ObjectName>>(std::move(names));
+  for (const ObjectName& name : *shared_names) {
+    const auto it = puts_in_flight_.find(name);
+    if (it == puts_in_flight_.end()) continue;
+    it->second.push_back([this, read, waiting, shared_names] {
+      if (--*waiting == 0) ReadKeys(read, std::move(*shared_names), 0);
+    });
+  }
+}
+
+void Simulation::EndPut(const ObjectName& name) {
+  const auto it = puts_in_flight_.find(name);
+  if (it == puts_in_flight_.end()) return;
+  std::vector<absl::AnyInvocable<void()&&>> waiters = std::move(it->second);
+  puts_in_flight_.erase(it);
+  for (auto& waiter : waiters) std::move(waiter)();
+}
+
+void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt) {
+  const ClientRt& client = clients_[static_cast<size_t>(read->client)];
+  SimMasterClient* mc = hosts_[static_cast<size_t>(client.host)].master_client.get();
+  // Keys still being written are read again after read_retry_ms.
+  auto retry_or_fail = [this, read, attempt](std::vector<ObjectName> again) {
+    if (again.empty()) return;
+    if (attempt >= knobs_.driver.read_retries_max) {
+      for (size_t i = 0; i < again.size(); ++i) {
+        CountMetric("sim_reads_failed_total");
+        FinishKey(read, false, 0, Distance::kSameHost);
+      }
+      return;
+    }
+    CountMetric("sim_read_retries_total", static_cast<int64_t>(again.size()));
+    env_.engine().ScheduleAfter(MsToNs(knobs_.driver.read_retry_ms),
+                                [this, read, again = std::move(again), attempt]() mutable {
+                                  ReadKeys(read, std::move(again), attempt + 1);
+                                });
+  };
+  auto on_result = [this, read](const ObjectName& name,
+                                const absl::StatusOr<GetReplicaListResponse>& r,
+                                std::vector<ObjectName>* again) {
+    if (r.ok()) {
+      ReadReplica(read, name, *r);
+    } else if (r.status().code() == absl::StatusCode::kUnavailable) {
+      again->push_back(name);
+    } else {
+      CountMetric(r.status().code() == absl::StatusCode::kNotFound ? "sim_read_misses_total"
+                                                                   : "sim_reads_failed_total");
+      FinishKey(read, false, 0, Distance::kSameHost);
+    }
+  };
+  if (names.size() == 1) {
+    GetReplicaListRequest req;
+    req.name = names.front();
+    req.requester = client.id;
+    req.requester_domain = client.domain;
+    mc->GetReplicaList(req, [name = names.front(), on_result,
+                             retry_or_fail](absl::StatusOr<GetReplicaListResponse> r) mutable {
+      std::vector<ObjectName> again;
+      on_result(name, r, &again);
+      retry_or_fail(std::move(again));
+    });
+    return;
+  }
+  BatchGetReplicaListRequest req;
+  req.names = names;
+  req.requester = client.id;
+  req.requester_domain = client.domain;
+  mc->BatchGetReplicaList(req, [this, read, names = std::move(names), on_result, retry_or_fail](
+                                   absl::StatusOr<BatchGetReplicaListResponse> r) mutable {
+    if (!r.ok()) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        CountMetric("sim_reads_failed_total");
+        FinishKey(read, false, 0, Distance::kSameHost);
+      }
+      return;
+    }
+    std::vector<ObjectName> again;
+    for (size_t i = 0; i < names.size(); ++i) on_result(names[i], r->results[i], &again);
+    retry_or_fail(std::move(again));
+  });
+}
+
+void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
+                             const GetReplicaListResponse& response) {
+  const ClientRt& client = clients_[static_cast<size_t>(read->client)];
+  const HostRt& reader_host = hosts_[static_cast<size_t>(client.host)];
+  std::vector<ReadableReplica> readable;
+  readable.reserve(response.replicas.size());
+  for (const ReplicaDescriptor& r : response.replicas) {
+    readable.push_back(ReadableReplica{r.segment_id, r.location->host, r.location->domain,
+                                       r.kind == ReplicaKind::kMemory});
+  }
+  const std::optional<size_t> choice =
+      SelectReplicaForRead(knobs_.replication.replica_selection_policy,
+                           ReaderIdentity{client.id, reader_host.name, client.domain}, name,
+                           readable, static_cast<uint64_t>(knobs_.driver.replica_selection_seed));
+  const std::optional<int> source =
+      choice.has_value() ? HostOfSegment(response.replicas[*choice].segment_id) : std::nullopt;
+  if (!source.has_value() || !hosts_[static_cast<size_t>(*source)].worker_up) {
+    // The chosen replica's worker is down: its memory is gone.
+    CountMetric("sim_reads_failed_total");
+    FinishKey(read, false, 0, Distance::kSameHost);
+    return;
+  }
+  HostRt& serving = hosts_[static_cast<size_t>(*source)];
+  const uint64_t size = response.size_bytes;
+  DurationNs memory_ns = 0;
+  if (serving.numa != nullptr) {
+    const NumaReadCost cost = serving.numa->Read(name, size);
+    memory_ns = cost.memory_ns;
+    IntervalSample& s = IntervalAt(env_.NowNs());
+    s.numa_reads += cost.head_reads;
+    s.numa_local_reads += cost.local_reads;
+    result_.numa_reads += cost.head_reads;
+    result_.numa_local_reads += cost.local_reads;
+  }
+  const Distance distance = network_->DistanceBetween(*source, client.host);
+  const int src = *source;
+  FlowSpec flow;
+  flow.src_host = src;
+  flow.dst_host = client.host;
+  flow.bytes = static_cast<int64_t>(size);
+  auto landed = [this, read, size, distance, src, memory_ns](absl::Status moved) {
+    if (!moved.ok()) {
+      CountMetric("sim_reads_failed_total");
+      FinishKey(read, false, 0, distance);
+      return;
+    }
+    auto complete = [this, read, size, distance, src] {
+      IntervalSample& s = IntervalAt(env_.NowNs());
+      s.host_bytes_served[static_cast<size_t>(src)] += size;
+      result_.host_bytes_served[static_cast<size_t>(src)] += size;
+      FinishKey(read, true, size, distance);
+    };
+    if (memory_ns > 0) {
+      env_.engine().ScheduleAfter(memory_ns, std::move(complete));
+    } else {
+      complete();
+    }
+  };
+  absl::StatusOr<FlowId> id = network_->StartFlow(flow, std::move(landed));
+  if (!id.ok()) {
+    CountMetric("sim_reads_failed_total");
+    FinishKey(read, false, 0, distance);
+  }
+}
+
+void Simulation::FinishKey(const ReadHandle& read, bool ok, uint64_t bytes, Distance distance) {
+  const TimeNs now = env_.NowNs();
+  if (ok) {
+    const TimeNs latency = now - read->issued_ns;
+    read_latencies_.push_back(latency);
+    IntervalSample& s = IntervalAt(now);
+    ++s.reads;
+    ++result_.reads;
+    uint64_t* total = nullptr;
+    uint64_t* interval = nullptr;
+    switch (distance) {
+      case Distance::kSameHost:
+        total = &result_.bytes_read.same_host;
+        interval = &s.bytes.same_host;
+        break;
+      case Distance::kSameDomain:
+        total = &result_.bytes_read.same_domain;
+        interval = &s.bytes.same_domain;
+        break;
+      case Distance::kCrossDomain:
+        total = &result_.bytes_read.cross_domain;
+        interval = &s.bytes.cross_domain;
+        break;
+    }
+    *total += bytes;
+    *interval += bytes;
+    if (read->request_row.has_value()) {
+      RequestSample& r = result_.requests[*read->request_row];
+      r.bytes_read += bytes;
+      if (distance == Distance::kCrossDomain) r.cross_domain_bytes += bytes;
+    }
+  }
+  if (--read->keys_outstanding == 0) FinishRequestOp(read->request_row);
+}
+
+absl::Status Simulation::KillWorker(const HostId& name) {
+  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(name))];
+  if (!host.worker_up) return absl::OkStatus();
+  CountMetric("sim_worker_crashes_total");
+  host.worker.reset();
+  host.worker_up = false;
+  for (const MountSegmentRequest& s : host.segments) sim_mover_->FailCopiesOfSegment(s.segment_id);
+  network_->FailFlowsOfHost(
+      host.index, absl::UnavailableError(absl::StrCat("store worker on ", name, " crashed")));
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::RestartWorker(const HostId& name) {
+  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(name))];
+  if (host.worker_up) return absl::OkStatus();
+  CountMetric("sim_worker_restarts_total");
+  StartWorker(host);
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::MountOrUnmount(const std::string& segment, bool mount) {
+  const SegmentId id = segment_by_name_.at(segment);
+  SegmentRt& seg = segments_[id];
+  HostRt& host = hosts_[static_cast<size_t>(seg.host)];
+  if (mount) {
+    const MountSegmentRequest* req = nullptr;
+    for (const MountSegmentRequest& s : host.segments) {
+      if (s.segment_id == id) req = &s;
+    }
+    HS_CHECK(req != nullptr);
+    seg.mounted = true;
+    host.master_client->MountSegment(host.worker_id, *req, [this](absl::Status st) {
+      CountMetric(st.ok() ? "sim_mounts_total" : "sim_mounts_failed_total");
+    });
+  } else {
+    seg.mounted = false;
+    sim_mover_->FailCopiesOfSegment(id);
+    host.master_client->UnmountSegment(host.worker_id, id, [this](absl::Status st) {
+      CountMetric(st.ok() ? "sim_unmounts_total" : "sim_unmounts_failed_total");
+    });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
+  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(op.host))];
+  const ObjectName name{op.tenant, op.keys.front()};
+  const std::vector<PendingActionView> pending = replicated_->replication().PendingActions();
+  const PendingActionView* found = nullptr;
+  for (const PendingActionView& p : pending) {
+    if (p.lease.name == name) {
+      found = &p;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    CountMetric("sim_scripted_copy_starts_without_lease_total");
+    return absl::OkStatus();
+  }
+  CopyStartRequest fence;
+  fence.task_id = found->lease.task_id;
+  fence.version = found->lease.version;
+  fence.lease_id = found->lease.lease_id;
+  host.master_client->DynamicReplicaCopyStart(
+      host.worker_id, fence, [this](absl::StatusOr<CopyStartResponse> r) {
+        CountMetric(r.ok() ? "sim_scripted_copy_starts_accepted_total"
+                           : "sim_scripted_copy_starts_rejected_total");
+      });
+  return absl::OkStatus();
+}
+
+// A burst of proposals through the master's internal control plane (a direct
+// call, like drain: proposals are not a worker RPC). Every call carries the
+// same content; the version and size the proposer "saw" default to the
+// object's current ones, read without touching its heat or lease.
+absl::Status Simulation::ScriptedPropose(const SimOp& op) {
+  HS_CHECK(op.proposal != nullptr);
+  const ScriptedProposal& spec = *op.proposal;
+  ReplicaActionProposal proposal;
+  proposal.name = ObjectName{op.tenant, op.keys.front()};
+  proposal.requester_domain = spec.requester_domain;
+  proposal.target_domain = spec.target_domain;
+  proposal.observed_version = static_cast<Version>(spec.observed_version);
+  proposal.expected_size_bytes = static_cast<uint64_t>(spec.expected_size_bytes);
+  if (proposal.observed_version == 0 || proposal.expected_size_bytes == 0) {
+    absl::StatusOr<ObjectView> view = replicated_->master().GetObjectView(proposal.name);
+    if (view.ok()) {
+      if (proposal.observed_version == 0) proposal.observed_version = view->version;
+      if (proposal.expected_size_bytes == 0) proposal.expected_size_bytes = view->size_bytes;
+    }
+  }
+  const TimeNs now = env_.NowNs();
+  proposal.expiration_ns = now + spec.expires_in_ns;
+  for (int64_t i = 0; i < spec.count; ++i) {
+    proposal.proposal_id = ProposalId(
+        static_cast<uint64_t>(spec.same_id ? spec.first_proposal_id : spec.first_proposal_id + i));
+    absl::StatusOr<ReplicaActionLease> result = replicated_->SubmitReplicaActionProposal(proposal);
+    CountMetric(result.ok() ? "sim_proposals_accepted_total" : "sim_proposals_rejected_total");
+    if (options_.observer != nullptr) {
+      ProposalObservation seen;
+      seen.t_ns = now;
+      seen.burst_index = i;
+      seen.burst_size = spec.count;
+      seen.proposal = proposal;
+      seen.result = std::move(result);
+      options_.observer->OnProposal(seen);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------- copies and observers
+
+void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done) {
+  bool doomed = false;
+  if (fail_any_copies_ > 0) {
+    --fail_any_copies_;
+    doomed = true;
+  } else if (auto it = fail_copies_by_key_.find(range.object); it != fail_copies_by_key_.end()) {
+    doomed = true;
+    if (--it->second == 0) fail_copies_by_key_.erase(it);
+  }
+  const std::optional<int> src = HostOfSegment(range.source_segment);
+  const std::optional<int> dst = HostOfSegment(range.target_segment);
+  const DurationNs delay = src.has_value() ? hosts_[static_cast<size_t>(*src)].copy_delay_ns : 0;
+  sim_mover_->StartCopy(range, [this, range, doomed, src, dst, delay,
+                                done = std::move(done)](absl::Status status) mutable {
+    if (status.ok() && doomed) {
+      status = absl::UnavailableError("copy failed by the scenario (fail_copy)");
+    }
+    IntervalSample& s = IntervalAt(env_.NowNs());
+    if (status.ok()) {
+      ++result_.copies_completed;
+      result_.copy_bytes += range.size_bytes;
+      ++s.copies_completed;
+      s.copy_bytes += range.size_bytes;
+      if (src.has_value() && dst.has_value() &&
+          network_->DistanceBetween(*src, *dst) == Distance::kCrossDomain) {
+        result_.copy_bytes_cross_domain += range.size_bytes;
+      }
+      if (dst.has_value()) {
+        HostRt& h = hosts_[static_cast<size_t>(*dst)];
+        if (h.numa != nullptr) h.numa->Store(range.object, range.size_bytes);
+      }
+    } else {
+      ++result_.copies_failed;
+    }
+    if (delay > 0) {
+      env_.engine().ScheduleAfter(
+          delay, [done = std::move(done), status]() mutable { std::move(done)(status); });
+    } else {
+      std::move(done)(status);
+    }
+  });
+}
+
+void Simulation::OnKeyRead(const ReadObservation& read) {
+  if (!reads_file_.open()) return;
+  std::string line = absl::StrCat("{\"t_ns\":", read.t_ns, ",\"tenant\":");
+  AppendJsonString(&line, read.tenant);
+  line += ",\"key\":";
+  AppendJsonString(&line, read.key);
+  line += ",\"requester_domain\":";
+  AppendJsonString(&line, read.requester_domain);
+  line += ",\"client\":";
+  const auto it = client_by_id_.find(read.requester.value);
+  if (it != client_by_id_.end()) {
+    AppendJsonString(&line, clients_[static_cast<size_t>(it->second)].full_name);
+  } else {
+    line += "null";
+  }
+  line += "}";
+  reads_file_.Append(line);
+}
+
+void Simulation::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  const SegmentId segment = removal.replica.segment_id;
+  if (removal.replica.status != ReplicaStatus::kComplete) return;
+  const std::optional<int> host = HostOfSegment(segment);
+  if (host.has_value()) {
+    HostRt& h = hosts_[static_cast<size_t>(*host)];
+    if (h.numa != nullptr) h.numa->Remove(removal.name, removal.replica.size_bytes);
+  }
+}
+
+}  // namespace heatsink::sim::runner_internal

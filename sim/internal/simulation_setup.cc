@@ -1,0 +1,256 @@
+// Simulation, setup: the master, the hosts with their store workers, NUMA
+// models and master clients, scripted faults and the sampling schedule.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "sim/internal/simulation.h"
+#include "sim/report_format.h"
+
+namespace heatsink::sim::runner_internal {
+namespace {
+
+constexpr uint64_t kPpm = 1'000'000;
+constexpr uint64_t kStoreClientIdBase = 1'000'000;
+
+uint64_t ProbabilityPpm(double p) {
+  return static_cast<uint64_t>(std::llround(std::clamp(p, 0.0, 1.0) * 1e6));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------- setup
+
+absl::Status Simulation::Build() {
+  if (!options_.out_dir.empty()) {
+    HS_RETURN_IF_ERROR(EnsureDirectory(options_.out_dir));
+    HS_RETURN_IF_ERROR(decisions_file_.Open(JoinPath(options_.out_dir, "decisions.jsonl")));
+  }
+  log_reads_ = options_.log_reads.value_or(scenario_.outputs.log_reads);
+  if (log_reads_ && !options_.out_dir.empty()) {
+    HS_RETURN_IF_ERROR(reads_file_.Open(JoinPath(options_.out_dir, "reads.jsonl")));
+  }
+
+  HS_ASSIGN_OR_RETURN(network_, Network::Create(&env_.engine(), &env_.network_rng(),
+                                                BuildNetworkTopology(scenario_), knobs_.network));
+  sim_mover_ = std::make_unique<SimDataMover>(
+      &env_.engine(), network_.get(), [this](SegmentId id) -> std::optional<HostId> {
+        const auto it = segments_.find(id);
+        if (it == segments_.end() || !it->second.mounted) return std::nullopt;
+        const HostRt& host = hosts_[static_cast<size_t>(it->second.host)];
+        if (!host.worker_up) return std::nullopt;
+        return host.name;
+      });
+  const ScenarioFaults& faults = scenario_.faults;
+  if (faults.copy_failure_probability > 0) {
+    sim_mover_->SetFailureInjection(ProbabilityPpm(faults.copy_failure_probability), kPpm,
+                                    &env_.faults_rng());
+  }
+  control_faults_.drop_ppm = ProbabilityPpm(faults.control_messages.drop_probability);
+  control_faults_.delay_ppm = ProbabilityPpm(faults.control_messages.delay_probability);
+  control_faults_.delay_ns = faults.control_messages.delay_ns;
+  if (faults.control_messages.to_ns.has_value()) {
+    control_faults_.until_ns = *faults.control_messages.to_ns;
+  }
+  control_faults_.rpc_timeout_ns = MsToNs(knobs_.driver.control_rpc_timeout_ms);
+
+  HS_RETURN_IF_ERROR(BuildMaster());
+  HS_RETURN_IF_ERROR(BuildHosts());
+
+  HS_ASSIGN_OR_RETURN(ops_, MakeScenarioOpStream(scenario_, env_.workload_rng()));
+
+  // Identity of the run.
+  result_.scenario_name = scenario_.name;
+  result_.scenario_path = scenario_.source;
+  result_.label = options_.label;
+  result_.seed = seed_;
+  for (const SeedEntry& s : env_.Seeds()) {
+    if (s.name != "root") result_.sub_seeds.emplace_back(s.name, s.seed);
+  }
+  result_.knobs = knobs_.Dump();
+  result_.replay_command = options_.replay_command;
+  result_.duration_ns = scenario_.duration_ns;
+  result_.time_step_ns = scenario_.time_step_ns;
+  for (const ScenarioDomain& d : scenario_.topology.domains) {
+    result_.domains.push_back(d.name);
+    for (const ScenarioHost& h : d.hosts) {
+      result_.hosts.push_back(h.name);
+      result_.host_domains.push_back(d.name);
+    }
+  }
+  result_.host_bytes_served.assign(hosts_.size(), 0);
+  const int64_t intervals =
+      (scenario_.duration_ns + scenario_.time_step_ns - 1) / scenario_.time_step_ns;
+  result_.intervals.resize(static_cast<size_t>(intervals));
+  for (int64_t i = 0; i < intervals; ++i) {
+    IntervalSample& s = result_.intervals[static_cast<size_t>(i)];
+    s.t_start_ns = i * scenario_.time_step_ns;
+    s.host_bytes_served.assign(hosts_.size(), 0);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::BuildMaster() {
+  decisions_ = std::make_unique<DecisionRecorder>(&decisions_file_, options_.observer);
+  HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env_.env(), knobs_.master,
+                                                            knobs_.replication, decisions_.get()));
+  tee_ =
+      std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
+  master().SetReadObserver(tee_.get());
+  master().SetReplicaRemovalObserver(tee_.get());
+  if (options_.observer != nullptr) {
+    observed_copy_calls_ =
+        std::make_unique<ObservedCopyCalls>(&env_.engine(), replicated_.get(), options_.observer);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::BuildHosts() {
+  uint64_t next_segment = 1;
+  for (const ScenarioDomain& d : scenario_.topology.domains) {
+    for (const ScenarioHost& h : d.hosts) {
+      HostRt host;
+      host.spec = &h;
+      host.index = static_cast<int>(hosts_.size());
+      host.name = h.name;
+      host.domain = d.name;
+      host.join_at_ns = d.join_at_ns;
+      host.worker_id = ClientId(1 + static_cast<uint64_t>(host.index));
+      for (const ScenarioSegment& s : h.segments) {
+        MountSegmentRequest req;
+        req.segment_id = SegmentId(next_segment++);
+        req.name = s.full_name;
+        req.host = h.name;
+        req.domain = d.name;
+        req.capacity_bytes = static_cast<uint64_t>(s.capacity_bytes);
+        req.transport_endpoint = s.full_name;
+        segments_[req.segment_id] = SegmentRt{host.index, s.full_name, false};
+        segment_by_name_[s.full_name] = req.segment_id;
+        host.segments.push_back(std::move(req));
+      }
+      for (const ScenarioClient& c : h.clients) {
+        ClientRt client;
+        client.full_name = c.full_name;
+        client.id = ClientId(kStoreClientIdBase + clients_.size());
+        client.host = host.index;
+        client.domain = d.name;
+        client_index_[c.full_name] = static_cast<int>(clients_.size());
+        client_by_id_[client.id.value] = static_cast<int>(clients_.size());
+        clients_.push_back(std::move(client));
+      }
+      host_index_[h.name] = host.index;
+      hosts_.push_back(std::move(host));
+    }
+  }
+  if (!knobs_.driver.master_host.empty()) {
+    const auto it = host_index_.find(knobs_.driver.master_host);
+    if (it == host_index_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(scenario_.source,
+                                                     ": knob master_host: unknown host \"",
+                                                     knobs_.driver.master_host, "\""));
+    }
+    master_host_ = it->second;
+  }
+  for (HostRt& host : hosts_) {
+    DynamicCopyCalls* copy_calls = observed_copy_calls_ != nullptr
+                                       ? static_cast<DynamicCopyCalls*>(observed_copy_calls_.get())
+                                       : replicated_.get();
+    host.master_client = std::make_unique<SimMasterClient>(
+        &env_.engine(), network_.get(), &master(), copy_calls, host.index, master_host_,
+        control_faults_, &env_.faults_rng(), &control_stats_);
+    if (knobs_.driver.numa_model && !host.segments.empty()) {
+      NumaCosts costs;
+      costs.scan_ns_per_head = knobs_.driver.tiering_scan_ns_per_head;
+      costs.decay_ns_per_key = knobs_.driver.tiering_decay_ns_per_key;
+      HS_ASSIGN_OR_RETURN(host.numa,
+                          NumaHostModel::Create(env_.env(), knobs_.tiering, *host.spec, costs));
+      numa_hosts_.emplace_back(host.name, host.numa.get());
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Simulation::StartWorker(HostRt& host) {
+  if (host.segments.empty()) return;
+  StoreWorkerOptions options;
+  options.client_id = host.worker_id;
+  options.host = host.name;
+  options.domain = host.domain;
+  options.segments = host.segments;
+  options.heartbeat_interval_ms = knobs_.driver.worker_heartbeat_interval_ms;
+  options.fetch_interval_ms = knobs_.driver.worker_fetch_interval_ms;
+  options.fetch_batch_max =
+      std::min<int64_t>(options.fetch_batch_max, knobs_.master.fetch_tasks_batch_max);
+  options.copies_in_flight_max = knobs_.driver.worker_copies_in_flight_max;
+  // The host is up when it joins: register and mount directly, so the
+  // scenario's first operations at the join time find its segments. The
+  // worker then registers and mounts again through the control plane (both
+  // idempotent) and keeps heartbeating.
+  RegisterClientRequest registration;
+  registration.client_id = host.worker_id;
+  registration.host = host.name;
+  registration.domain = host.domain;
+  if (absl::Status st = master().RegisterClient(registration); !st.ok()) Fail(st);
+  for (const MountSegmentRequest& s : host.segments) {
+    if (absl::Status st = master().MountSegment(host.worker_id, s); !st.ok()) Fail(st);
+  }
+  host.worker = std::make_unique<StoreWorker>(env_.env(), host.master_client.get(), &mover_,
+                                              std::move(options));
+  host.worker_up = true;
+  for (const MountSegmentRequest& s : host.segments) segments_[s.segment_id].mounted = true;
+  host.worker->Start();
+  if (host.numa != nullptr) host.numa->Start();
+  Note(absl::StrCat("store worker on ", host.name, " started"));
+}
+
+void Simulation::ScheduleTrunkFaults() {
+  for (const TrunkFault& f : scenario_.faults.trunk_faults) {
+    const std::string a = f.domain_a;
+    const std::string b = f.domain_b;
+    if (f.kind == TrunkFaultKind::kPartition) {
+      env_.engine().ScheduleAt(f.from_ns, [this, a, b] {
+        Note(absl::StrCat("trunk ", a, "<->", b, " partitioned"));
+        CountMetric("sim_trunk_partitions_total");
+        if (absl::Status st = network_->PartitionTrunk(a, b); !st.ok()) Fail(st);
+      });
+      if (f.to_ns < scenario_.duration_ns) {
+        env_.engine().ScheduleAt(f.to_ns, [this, a, b] {
+          Note(absl::StrCat("trunk ", a, "<->", b, " healed"));
+          if (absl::Status st = network_->HealTrunk(a, b); !st.ok()) Fail(st);
+        });
+      }
+    } else {
+      const int64_t percent =
+          std::clamp<int64_t>(static_cast<int64_t>(std::llround(f.bandwidth_factor * 100)), 1, 100);
+      const DurationNs extra = f.extra_latency_ns;
+      env_.engine().ScheduleAt(f.from_ns, [this, a, b, percent, extra] {
+        Note(absl::StrCat("trunk ", a, "<->", b, " degraded to ", percent, "%"));
+        CountMetric("sim_trunk_degradations_total");
+        if (absl::Status st = network_->DegradeTrunk(a, b, percent, extra); !st.ok()) Fail(st);
+      });
+      if (f.to_ns < scenario_.duration_ns) {
+        env_.engine().ScheduleAt(f.to_ns, [this, a, b] {
+          Note(absl::StrCat("trunk ", a, "<->", b, " restored"));
+          if (absl::Status st = network_->DegradeTrunk(a, b, 100, 0); !st.ok()) Fail(st);
+        });
+      }
+    }
+  }
+}
+
+void Simulation::ScheduleSamples() {
+  // Interval i is sampled at its end; the last one after the run loop.
+  for (size_t i = 0; i + 1 < result_.intervals.size(); ++i) {
+    const TimeNs end = result_.intervals[i].t_start_ns + scenario_.time_step_ns;
+    env_.engine().ScheduleAt(end, [this, i] { Sample(i); });
+  }
+}
+
+}  // namespace heatsink::sim::runner_internal
