@@ -301,8 +301,13 @@ class DynamicReplication final : public ReadObserver,
     size_t next = 0;
   };
 
+  // The warmup byte budget is spent per window of this length.
+  static constexpr DurationNs kWarmupBudgetWindowNs = kNsPerSec;
+
   bool domain_aware() const { return knobs_.dynamic_replication_domain_aware; }
   Domain PendingDomain(absl::string_view target_domain) const;
+  // The replica's domain (the default domain when it has no location).
+  static absl::string_view ReplicaDomain(const ReplicaDescriptor& d);
 
   AdmissionResult Admit(const AdmissionInput& input) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
   AdmissionResult Reject(AdmissionResult result, RejectReason reason, std::string message);

@@ -1,0 +1,662 @@
+// DynamicReplication, part two: pending state and lease expiry, replica
+// removals and the recreate cooldown, the dynamic copy lifecycle
+// (DynamicReplicaCopyStart/End/Revoke), warmup, views and invariants. Part
+// one is dynamic_replication.cc.
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/status_macros.h"
+#include "core/replication/dynamic_replication.h"
+
+namespace heatsink {
+namespace {
+
+// Removal causes that are reclaim (eviction) or the failure of a dynamic copy
+// (revoke, reaping at timeout or lease expiry): they start the recreate
+// cooldown (DESIGN 3). Unmount, a dead client, a cancelled copy (the master
+// cancels copies whose source or target segment leaves), an explicit Remove
+// and put failures do not: the target vanished or the object went away, no
+// reclaim freed that capacity.
+bool StartsRecreateCooldown(RemovalCause cause) {
+  switch (cause) {
+    case RemovalCause::kEviction:
+    case RemovalCause::kCopyRevoked:
+    case RemovalCause::kCopyTimedOut:
+      return true;
+    case RemovalCause::kCopyCancelled:
+    case RemovalCause::kUnmount:
+    case RemovalCause::kClientDead:
+    case RemovalCause::kRemove:
+    case RemovalCause::kPutRevoked:
+    case RemovalCause::kPutDiscarded:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Pending state, timers
+// ---------------------------------------------------------------------------
+
+TimerId DynamicReplication::ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay) {
+  MutexLock lock(&timer_mu_);
+  if (stopping_) return kNoTimer;
+  const TimerId id = env_->executor->PostAfter(std::max<DurationNs>(0, delay),
+                                               [this, lease_id]() { OnLeaseTimer(lease_id); });
+  lease_timers_.insert(id);
+  return id;
+}
+
+void DynamicReplication::CancelTimerLocked(TimerId id) {
+  if (id == kNoTimer) return;
+  MutexLock lock(&timer_mu_);
+  lease_timers_.erase(id);
+  env_->executor->Cancel(id);
+}
+
+std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked(LeaseId lease_id) {
+  auto idx = lease_index_.find(lease_id);
+  if (idx == lease_index_.end()) return std::nullopt;
+  auto it = pending_.find(idx->second);
+  HS_CHECK(it != pending_.end());
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  lease_index_.erase(idx);
+  --stats_.pending;
+  CancelTimerLocked(p.expiry_timer);
+  if (p.phase == PendingPhase::kInFlight && p.cross_domain) {
+    metrics_.cross_domain_copies_in_flight.Add(-1);
+  }
+  return p;
+}
+
+void DynamicReplication::ReclaimProposalsLocked(TimeNs now) {
+  while (!proposals_by_expiry_.empty() && IsExpired(now, proposals_by_expiry_.begin()->first)) {
+    const auto [expiry, id] = *proposals_by_expiry_.begin();
+    proposals_by_expiry_.erase(proposals_by_expiry_.begin());
+    auto it = proposals_.find(id);
+    if (it != proposals_.end() && it->second.lease.expiration_ns == expiry) proposals_.erase(it);
+  }
+}
+
+void DynamicReplication::ClearPending(LeaseId lease_id, bool retire_task, RemovalCause cause) {
+  std::optional<Pending> p;
+  {
+    MutexLock lock(&mu_);
+    p = TakePendingLocked(lease_id);
+  }
+  if (!p.has_value()) return;
+  // Called without the state lock: the master notifies removals (a started
+  // copy's target) to OnReplicaRemoved, which takes it.
+  if (retire_task && p->lease.task_id.valid()) {
+    (void)master_->CancelCopyTask(p->lease.task_id, cause);
+  }
+}
+
+void DynamicReplication::OnLeaseTimer(LeaseId lease_id) {
+  MutexLock control(&control_mu_);
+  std::optional<Pending> p;
+  {
+    MutexLock lock(&mu_);
+    auto idx = lease_index_.find(lease_id);
+    if (idx == lease_index_.end()) return;
+    Pending& live = pending_.at(idx->second);
+    {
+      MutexLock timer_lock(&timer_mu_);
+      lease_timers_.erase(live.expiry_timer);
+    }
+    live.expiry_timer = kNoTimer;  // this timer is the one running
+    p = live;
+    ++stats_.leases_expired;
+    if (p->phase == PendingPhase::kInFlight) {
+      ++stats_.copies_failed;
+      metrics_.copy_tasks_failed.Add();
+    }
+  }
+  // Granted: the task was never consumed; retire it so the key's task slot
+  // is free (expired dynamic state never blocks an ordinary copy).
+  // In flight: the copy is cancelled; its target replica is removed with
+  // kCopyTimedOut, which starts the recreate cooldown in OnReplicaRemoved.
+  ClearPending(lease_id, /*retire_task=*/true,
+               p->phase == PendingPhase::kInFlight ? RemovalCause::kCopyTimedOut
+                                                   : RemovalCause::kCopyCancelled);
+  ResumeWarmupIfWaiting();
+}
+
+void DynamicReplication::StartRecreateCooldown(TimeNs now, const ObjectName& name,
+                                               absl::string_view domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(domain) : Domain();
+  // A full table only loses the damping.
+  (void)recreate_cooldown_.Start(now, HeatKeyView{name.tenant, name.key, d},
+                                 knobs_.recreate_cooldown_ns());
+}
+
+void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  if (!removal.replica.dynamic) return;
+  const ReplicaDescriptor& replica = removal.replica;
+  {
+    MutexLock lock(&mu_);
+    if (replica.status == ReplicaStatus::kComplete) {
+      auto obj = dynamic_.find(removal.name);
+      if (obj != dynamic_.end()) {
+        if (obj->second.erase(replica.segment_id) > 0) {
+          --dynamic_count_;
+          metrics_.dynamic_replicas.Add(-1);
+        }
+        if (obj->second.empty()) dynamic_.erase(obj);
+      }
+    } else {
+      // The PROCESSING target of an in-flight copy (unmount, dead client,
+      // revoke, timeout): the action is over.
+      auto idx = lease_index_.find(replica.lease_id);
+      if (idx != lease_index_.end()) {
+        const Pending& p = pending_.at(idx->second);
+        if (p.phase == PendingPhase::kInFlight && p.target_replica == replica.replica_id) {
+          (void)TakePendingLocked(replica.lease_id);
+        }
+      }
+    }
+  }
+  if (StartsRecreateCooldown(removal.cause)) {
+    StartRecreateCooldown(removal.t_ns, removal.name, ReplicaDomain(replica));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dynamic copy lifecycle
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<DynamicReplication::Pending> DynamicReplication::FindLeaseForCall(
+    const CopyTaskFence& fence) const {
+  if (!fence.lease_id.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", fence.task_id.value, " carries no lease; use the ordinary copy calls"));
+  }
+  MutexLock lock(&mu_);
+  auto idx = lease_index_.find(fence.lease_id);
+  if (idx == lease_index_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("no pending dynamic action for lease ",
+                                                      fence.lease_id.value, " (task ",
+                                                      fence.task_id.value, "): stale task"));
+  }
+  return pending_.at(idx->second);
+}
+
+absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
+    ClientId client, const CopyStartRequest& req) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (p.phase != PendingPhase::kGranted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " already started"));
+  }
+  // Checks that clear the pending state are failures of the action itself;
+  // the others come from stale or foreign callers and leave it alone
+  // (DESIGN 5).
+  auto fail = [&](absl::Status status) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.copies_failed;
+    }
+    metrics_.copy_tasks_failed.Add();
+    ClearPending(lease.lease_id, /*retire_task=*/true, RemovalCause::kCopyCancelled);
+    ResumeWarmupIfWaiting();
+    return status;
+  };
+  if (IsExpired(now, lease.expiration_ns)) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.leases_expired;
+    }
+    return fail(RejectionStatus(
+        RejectReason::kExpired,
+        absl::StrCat("lease ", lease.lease_id.value, " expired at ", lease.expiration_ns, " ns")));
+  }
+  if (req.version != lease.version) {
+    return RejectionStatus(RejectReason::kVersionMismatch,
+                           absl::StrCat("fence version ", req.version, " differs from lease ",
+                                        lease.lease_id.value, "'s version ", lease.version));
+  }
+  absl::StatusOr<ObjectView> object = master_->GetObjectView(lease.name);
+  if (!object.ok() || object->version != lease.version) {
+    return fail(
+        RejectionStatus(RejectReason::kVersionMismatch,
+                        absl::StrCat("object '", lease.name.key, "' changed since lease ",
+                                     lease.lease_id.value, " (version ", lease.version, ")")));
+  }
+  if (req.task_id != lease.task_id) {
+    return absl::AbortedError(absl::StrCat("task ", req.task_id.value, " is not lease ",
+                                           lease.lease_id.value, "'s task ", lease.task_id.value));
+  }
+  const std::optional<Task> task = master_->GetTask(lease.task_id);
+  if (!task.has_value()) {
+    // The master retired the task (its source or target was unmounted).
+    return fail(absl::NotFoundError(absl::StrCat("task ", lease.task_id.value, " of lease ",
+                                                 lease.lease_id.value, " is gone")));
+  }
+  if (task->copy.source_segment != lease.source_segment ||
+      task->copy.target_segment != lease.target_segment || task->copy.lease_id != lease.lease_id) {
+    return absl::AbortedError(
+        absl::StrCat("task ", lease.task_id.value, " does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("client ", client.value, " is not the source client (",
+                     lease.source_client.value, ") of lease ", lease.lease_id.value));
+  }
+  if (task->status != TaskStatus::kProcessing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", lease.task_id.value, " was not fetched"));
+  }
+  const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
+  if (!target.has_value() || target->unmounting || !target->allocatable) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        "target segment ", lease.target_segment.value, " is no longer a valid target")));
+  }
+  absl::StatusOr<CopyStartResponse> started = master_->LeasedCopyStart(client, req);
+  if (!started.ok()) {
+    const absl::StatusCode code = started.status().code();
+    if (code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kAborted) {
+      return started.status();  // a stale fence: not this action's failure
+    }
+    // Quota or target failure: clear, so the key is not stuck.
+    return fail(started.status());
+  }
+  {
+    MutexLock lock(&mu_);
+    auto idx = lease_index_.find(lease.lease_id);
+    HS_CHECK(idx != lease_index_.end());
+    Pending& live = pending_.at(idx->second);
+    live.phase = PendingPhase::kInFlight;
+    live.target_replica = started->target_replica;
+    if (live.cross_domain) metrics_.cross_domain_copies_in_flight.Add(1);
+    ++stats_.copies_started;
+  }
+  return started;
+}
+
+absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (req.version != lease.version || req.task_id != lease.task_id) {
+    return RejectionStatus(
+        RejectReason::kVersionMismatch,
+        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
+                     ") does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "client ", client.value, " is not the source client of lease ", lease.lease_id.value));
+  }
+  if (p.phase != PendingPhase::kInFlight) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
+  }
+  if (IsExpired(now, lease.expiration_ns)) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.leases_expired;
+      ++stats_.copies_failed;
+    }
+    metrics_.copy_tasks_failed.Add();
+    ClearPending(lease.lease_id, /*retire_task=*/true, RemovalCause::kCopyTimedOut);
+    ResumeWarmupIfWaiting();
+    return RejectionStatus(RejectReason::kExpired,
+                           absl::StrCat("lease ", lease.lease_id.value, " expired"));
+  }
+  HS_RETURN_IF_ERROR(master_->LeasedCopyEnd(client, req));
+  {
+    MutexLock lock(&mu_);
+    std::optional<Pending> done = TakePendingLocked(lease.lease_id);
+    HS_CHECK(done.has_value());
+    const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
+    DynamicRecord record;
+    record.domain = target.has_value() ? target->location.domain : lease.target_domain;
+    record.lease_id = lease.lease_id;
+    record.version = lease.version;
+    record.size_bytes = lease.size_bytes;
+    if (dynamic_[lease.name].emplace(lease.target_segment, std::move(record)).second) {
+      ++dynamic_count_;
+      metrics_.dynamic_replicas.Add(1);
+    }
+    ++stats_.copies_completed;
+  }
+  metrics_.copy_tasks_completed.Add();
+  metrics_.Copies(p.cross_domain).Add();
+  metrics_.CopyBytes(p.cross_domain).Add(static_cast<int64_t>(lease.size_bytes));
+  ResumeWarmupIfWaiting();
+  return absl::OkStatus();
+}
+
+absl::Status DynamicReplication::DynamicReplicaCopyRevoke(ClientId client,
+                                                          const CopyRevokeRequest& req) {
+  MutexLock control(&control_mu_);
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  if (req.version != lease.version || req.task_id != lease.task_id) {
+    return RejectionStatus(
+        RejectReason::kVersionMismatch,
+        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
+                     ") does not match lease ", lease.lease_id.value));
+  }
+  if (client != lease.source_client) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "client ", client.value, " is not the source client of lease ", lease.lease_id.value));
+  }
+  if (p.phase != PendingPhase::kInFlight) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
+  }
+  // The master removes the target with kCopyRevoked; OnReplicaRemoved drops
+  // the pending state and starts the recreate cooldown. The task itself ends
+  // when the worker reports it.
+  HS_RETURN_IF_ERROR(master_->LeasedCopyRevoke(client, req));
+  {
+    MutexLock lock(&mu_);
+    (void)TakePendingLocked(lease.lease_id);  // normally gone already
+    ++stats_.copies_revoked;
+  }
+  metrics_.copy_tasks_revoked.Add();
+  ResumeWarmupIfWaiting();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Warmup
+// ---------------------------------------------------------------------------
+
+void DynamicReplication::ScheduleDomainPoll() {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || domain_poll_timer_ != kNoTimer) return;
+  domain_poll_timer_ =
+      env_->executor->PostAfter(MsToNs(knobs_.dynamic_replication_warmup_domain_poll_ms), [this]() {
+        {
+          MutexLock timer_lock(&timer_mu_);
+          domain_poll_timer_ = kNoTimer;
+          if (stopping_) return;
+        }
+        PollDomains();
+        ScheduleDomainPoll();
+      });
+}
+
+void DynamicReplication::PollDomains() {
+  MutexLock control(&control_mu_);
+  std::set<Domain> seen;
+  for (const SegmentView& s : master_->ListSegments()) {
+    if (!s.unmounting) seen.insert(NormalizeDomain(s.location.domain));
+  }
+  bool started = false;
+  for (const Domain& d : seen) {
+    if (known_domains_.insert(d).second) {
+      StartWarmup(d);
+      started = true;
+    }
+  }
+  if (started || !warmup_jobs_.empty()) RunWarmup();
+}
+
+absl::StatusOr<WarmupRequestResult> DynamicReplication::RequestWarmup(absl::string_view domain) {
+  if (!knobs_.dynamic_replication_warmup_enabled) {
+    return absl::FailedPreconditionError("warmup needs dynamic_replication_warmup_enabled");
+  }
+  if (!enabled_) return absl::FailedPreconditionError("dynamic_replication_mode is off");
+  if (domain.size() > 256) return absl::InvalidArgumentError("domain name too long");
+  MutexLock control(&control_mu_);
+  const Domain d = NormalizeDomain(domain);
+  known_domains_.insert(d);
+  StartWarmup(d);
+  WarmupRequestResult result;
+  result.domain = d;
+  for (const WarmupJob& job : warmup_jobs_) {
+    if (job.domain == d) result.candidates = static_cast<int64_t>(job.queue.size() - job.next);
+  }
+  RunWarmup();
+  return result;
+}
+
+void DynamicReplication::StartWarmup(const Domain& domain) {
+  const TimeNs now = Now();
+  // Recent heat, summed over requester domains, plus the objects that hold
+  // dynamic replicas: a capped object records no heat (DESIGN 2), yet it is
+  // exactly what a new domain will read.
+  std::map<ObjectName, int64_t> heat;
+  for (const HotKey& h : window_.HotKeys(
+           now, 1, static_cast<size_t>(knobs_.dynamic_replication_heat_window_entries_max))) {
+    heat[h.key.object()] += h.count_in_window;
+  }
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, replicas] : dynamic_) heat.emplace(name, 0);
+  }
+  std::vector<std::pair<int64_t, ObjectName>> ranked;
+  ranked.reserve(heat.size());
+  for (auto& [name, count] : heat) ranked.emplace_back(count, name);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+  });
+  if (static_cast<int64_t>(ranked.size()) > knobs_.dynamic_replication_warmup_objects_max) {
+    ranked.resize(static_cast<size_t>(knobs_.dynamic_replication_warmup_objects_max));
+  }
+  WarmupJob job;
+  job.domain = domain;
+  for (auto& [count, name] : ranked) job.queue.push_back(std::move(name));
+  // A new request for a domain replaces its unfinished job.
+  warmup_jobs_.erase(std::remove_if(warmup_jobs_.begin(), warmup_jobs_.end(),
+                                    [&](const WarmupJob& j) { return j.domain == domain; }),
+                     warmup_jobs_.end());
+  if (!job.queue.empty()) warmup_jobs_.push_back(std::move(job));
+}
+
+int64_t DynamicReplication::WarmupInFlight() const {
+  MutexLock lock(&mu_);
+  int64_t n = 0;
+  for (const auto& [key, p] : pending_) n += p.lease.warmup ? 1 : 0;
+  return n;
+}
+
+void DynamicReplication::RunWarmup() {
+  while (!warmup_jobs_.empty()) {
+    WarmupJob& job = warmup_jobs_.front();
+    while (job.next < job.queue.size()) {
+      if (WarmupInFlight() >= knobs_.dynamic_replication_warmup_copies_in_flight_max) {
+        // Resumed when a warmup copy ends (ResumeWarmupIfWaiting) or by the
+        // poll timer.
+        return;
+      }
+      const ObjectName& name = job.queue[job.next];
+      AdmissionInput input;
+      input.kind = DecisionKind::kWarmup;
+      input.heat_key = HeatKey(name.tenant, name.key, "");
+      input.target_domain = job.domain;
+      AdmissionResult result = Admit(input);
+      if (result.deferred) {
+        // Byte budget spent: try again when the next budget window opens.
+        ScheduleWarmupResume(warmup_budget_window_start_ns_ + kWarmupBudgetWindowNs - Now());
+        return;
+      }
+      Emit(result.record);
+      ++job.next;
+    }
+    warmup_jobs_.erase(warmup_jobs_.begin());
+  }
+}
+
+void DynamicReplication::ResumeWarmupIfWaiting() {
+  if (!warmup_jobs_.empty()) RunWarmup();
+}
+
+void DynamicReplication::ScheduleWarmupResume(DurationNs delay) {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || warmup_timer_ != kNoTimer) return;
+  warmup_timer_ = env_->executor->PostAfter(std::max<DurationNs>(1, delay), [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      warmup_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    MutexLock control(&control_mu_);
+    RunWarmup();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Views and invariants
+// ---------------------------------------------------------------------------
+
+std::vector<PendingActionView> DynamicReplication::PendingActions() const {
+  MutexLock lock(&mu_);
+  std::vector<PendingActionView> out;
+  out.reserve(pending_.size());
+  for (const auto& [key, p] : pending_) {
+    out.push_back(PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain});
+  }
+  return out;
+}
+
+std::optional<PendingActionView> DynamicReplication::FindPending(
+    const ObjectName& name, absl::string_view target_domain) const {
+  MutexLock lock(&mu_);
+  auto it = pending_.find(
+      PendingKey{ObjectName{NormalizeTenant(name.tenant), name.key}, PendingDomain(target_domain)});
+  if (it == pending_.end()) return std::nullopt;
+  const Pending& p = it->second;
+  return PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain};
+}
+
+std::vector<DynamicReplicaView> DynamicReplication::DynamicReplicas() const {
+  MutexLock lock(&mu_);
+  std::vector<DynamicReplicaView> out;
+  for (const auto& [name, replicas] : dynamic_) {
+    for (const auto& [segment, r] : replicas) {
+      out.push_back(
+          DynamicReplicaView{name, segment, r.domain, r.lease_id, r.version, r.size_bytes});
+    }
+  }
+  return out;
+}
+
+bool DynamicReplication::RecreateCooldownActive(const ObjectName& name, absl::string_view domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(domain) : Domain();
+  return recreate_cooldown_.Deadline(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d})
+      .has_value();
+}
+
+bool DynamicReplication::AdmissionCooldownActive(const ObjectName& name,
+                                                 absl::string_view requester_domain) {
+  const Domain d = domain_aware() ? NormalizeDomain(requester_domain) : Domain();
+  return admission_cooldown_.Deadline(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d})
+      .has_value();
+}
+
+int64_t DynamicReplication::HeatCount(const ObjectName& name,
+                                      absl::string_view requester_domain) const {
+  const Domain d = domain_aware() ? NormalizeDomain(requester_domain) : Domain();
+  return window_.CountInWindow(Now(), HeatKeyView{NormalizeTenant(name.tenant), name.key, d});
+}
+
+void DynamicReplication::SyncMetrics() {
+  MutexLock lock(&sync_mu_);
+  const int64_t records = window_.stats().records;
+  metrics_.hot_read_observations.Add(records - synced_window_records_);
+  synced_window_records_ = records;
+}
+
+DynamicReplicationStats DynamicReplication::Stats() const {
+  MutexLock lock(&mu_);
+  DynamicReplicationStats s = stats_;
+  s.dynamic_replicas = dynamic_count_;
+  return s;
+}
+
+absl::Status DynamicReplication::CheckInvariants() const {
+  auto violation = [](const std::string& what) {
+    return absl::InternalError(absl::StrCat("dynamic replication invariant violated: ", what));
+  };
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  std::vector<Pending> pending;
+  std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic;
+  {
+    MutexLock lock(&mu_);
+    if (pending_.size() != lease_index_.size() ||
+        static_cast<int64_t>(pending_.size()) != stats_.pending) {
+      return violation("pending table and lease index disagree");
+    }
+    for (const auto& [lease, key] : lease_index_) {
+      auto it = pending_.find(key);
+      if (it == pending_.end() || it->second.lease.lease_id != lease) {
+        return violation(absl::StrCat("lease ", lease.value, " indexes a missing action"));
+      }
+    }
+    if (static_cast<int64_t>(pending_.size()) > knobs_.dynamic_replication_pending_actions_max ||
+        static_cast<int64_t>(proposals_.size()) > knobs_.dynamic_replication_proposals_max) {
+      return violation("a table exceeds its limit");
+    }
+    int64_t records = 0;
+    for (const auto& [name, replicas] : dynamic_) records += static_cast<int64_t>(replicas.size());
+    if (records != dynamic_count_ || metrics_.dynamic_replicas.value() != dynamic_count_) {
+      return violation(absl::StrCat(records, " dynamic replica records, count ", dynamic_count_,
+                                    ", gauge ", metrics_.dynamic_replicas.value()));
+    }
+    for (const auto& [key, p] : pending_) pending.push_back(p);
+    dynamic = dynamic_;
+  }
+  for (const Pending& p : pending) {
+    const std::string where = absl::StrCat("lease ", p.lease.lease_id.value);
+    const std::optional<Task> task = master_->GetTask(p.lease.task_id);
+    if (!task.has_value()) {
+      // Allowed only while the expiry timer is due, or for a granted action
+      // whose task the master retired (target unmounted): both are cleared
+      // at the next touch of the key or at expiry.
+      if (p.phase == PendingPhase::kInFlight && !IsExpired(now, p.lease.expiration_ns)) {
+        return violation(where + " is in flight without its task");
+      }
+      continue;
+    }
+    if (task->copy.lease_id != p.lease.lease_id || task->copy.version != p.lease.version ||
+        task->assigned_client != p.lease.source_client) {
+      return violation(where + " does not match its task");
+    }
+    if (p.phase == PendingPhase::kInFlight) {
+      absl::StatusOr<ObjectView> object = master_->GetObjectView(p.lease.name);
+      bool found = false;
+      if (object.ok()) {
+        for (const ReplicaDescriptor& d : object->replicas) {
+          found |= d.replica_id == p.target_replica && d.dynamic &&
+                   d.status == ReplicaStatus::kProcessing && d.lease_id == p.lease.lease_id;
+        }
+      }
+      if (!found) return violation(where + " is in flight without a PROCESSING target");
+    }
+  }
+  for (const auto& [name, replicas] : dynamic) {
+    absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
+    if (!object.ok()) return violation(absl::StrCat("dynamic replica of missing '", name.key, "'"));
+    for (const auto& [segment, record] : replicas) {
+      bool found = false;
+      for (const ReplicaDescriptor& d : object->replicas) {
+        found |= d.segment_id == segment && d.dynamic && d.status == ReplicaStatus::kComplete &&
+                 d.version == object->version && d.version == record.version &&
+                 d.size_bytes == record.size_bytes;
+      }
+      if (!found) {
+        return violation(absl::StrCat("dynamic replica record of '", name.key, "' on segment ",
+                                      segment.value,
+                                      " has no COMPLETE dynamic replica of its version and size"));
+      }
+    }
+  }
+  return window_.CheckInvariants();
+}
+
+}  // namespace heatsink
