@@ -21,10 +21,9 @@
 namespace heatsink {
 namespace {
 
+using testing::kMiB;
 using testing::ReplicationHarness;
 using testing::ReplicationTestKnobs;
-
-constexpr uint64_t kMiB = 1024 * 1024;
 
 ReplicationKnobs DomainKnobs() {
   ReplicationKnobs k = ReplicationTestKnobs();

@@ -4,7 +4,9 @@
 #ifndef HEATSINK_TESTS_CORE_REPLICATION_REPLICATION_TEST_UTIL_H_
 #define HEATSINK_TESTS_CORE_REPLICATION_REPLICATION_TEST_UTIL_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -238,6 +240,33 @@ class ReplicationHarness {
   ManualEnv env_;
   DecisionCollector sink_;
   std::unique_ptr<ReplicatedMaster> rm_;
+};
+
+inline constexpr uint64_t kMiB = 1024 * 1024;
+
+// Two stores on two hosts, object "k" (1000 bytes) on segment 1; the core's
+// invariants are checked after every test.
+class OneObjectTwoStores : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HS_ASSERT_OK(h_.AddStore(1, kMiB, "h1"));
+    HS_ASSERT_OK(h_.AddStore(2, kMiB, "h2"));
+    absl::StatusOr<Version> v = h_.Put("k", 1000, {SegmentId(1)});
+    HS_ASSERT_OK(v);
+    version_ = *v;
+  }
+  void TearDown() override { HS_EXPECT_OK(h_.rm().CheckInvariants()); }
+
+  // Heats "k" until admission grants a lease, and returns it.
+  ReplicaActionLease Granted() {
+    h_.MakeHot("k");
+    const std::optional<PendingActionView> p = h_.dr().FindPending(ObjectName{"", "k"});
+    HS_CHECK(p.has_value());
+    return p->lease;
+  }
+
+  ReplicationHarness h_;
+  Version version_ = 0;
 };
 
 }  // namespace heatsink::testing
