@@ -291,7 +291,21 @@ void Engine::SetLaneTimers(LaneId id, absl::Span<const LaneTimerUpdate> updates)
     for (const LaneTimerUpdate& u : updates) SetLaneTimer(id, u.handle, u.t);
     return;
   }
-  for (const LaneTimerUpdate& u : updates) PlaceLaneTimer(lane, u.handle, u.t);
+  // The common case, a timer already in the lane, moves in place here with
+  // the checks PlaceLaneTimer makes (a new timer takes the general path, which
+  // may refuse it at the pending limit); the sequence numbers are drawn in
+  // batch order either way.
+  for (const LaneTimerUpdate& u : updates) {
+    const uint32_t i = u.handle < lane.position.size() ? lane.position[u.handle] : kNotInLane;
+    if (i == kNotInLane) {
+      PlaceLaneTimer(lane, u.handle, u.t);
+      continue;
+    }
+    HS_CHECK_MSG(u.t >= now_ns_, "events cannot be scheduled in the past");
+    LaneEntry& e = lane.heap[i];
+    e.time = u.t;
+    e.sequence = NextSequence();
+  }
   // (time, sequence) is a total order, so the rebuilt heap runs its timers in
   // exactly the order the sifted one would.
   for (auto i = static_cast<uint32_t>(lane.heap.size() / 2); i-- > 0;) LaneSiftDown(lane, i);

@@ -7,6 +7,7 @@
 // determinism: two runs of a seeded random workload produce identical traces.
 #include "sim/engine.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <utility>
@@ -126,8 +127,10 @@ enum class Mover {
 // Runs a seeded workload of events that move other pending events (`moves`
 // per event), kept as `mover` says; every event also schedules a plain
 // event, so lane timers and heap events interleave, with ties at equal
-// times. Returns the order events ran in, as "time:event".
-std::vector<std::string> MovingEventsTrace(Mover mover, int moves = 3) {
+// times. The first `rearms` picks of an event that already ran schedule it
+// again, so a batch mixes new timers with moved ones. Returns the order
+// events ran in, as "time:event".
+std::vector<std::string> MovingEventsTrace(Mover mover, int moves = 3, int rearms = 0) {
   Engine engine;
   Rng rng(7);
   constexpr int kEvents = 400;
@@ -146,14 +149,22 @@ std::vector<std::string> MovingEventsTrace(Mover mover, int moves = 3) {
       const int other = static_cast<int>(rng.Uniform(kEvents));
       const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
       const auto handle = static_cast<uint32_t>(other);
-      if (mover == Mover::kPlain) {
-        if (engine.Cancel(ids[other])) {
-          ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
-        }
-      } else if (engine.LaneTimerPending(lane, handle)) {
-        if (mover == Mover::kLane) engine.SetLaneTimer(lane, handle, t);
-        if (mover == Mover::kLaneBatch) batch.push_back({handle, t});
+      // A timer set earlier in this event's batch counts as pending, as it
+      // would be had it been set on its own.
+      const bool pending = mover == Mover::kPlain
+                               ? engine.Cancel(ids[other])
+                               : engine.LaneTimerPending(lane, handle) ||
+                                     std::any_of(batch.begin(), batch.end(),
+                                                 [handle](const Engine::LaneTimerUpdate& u) {
+                                                   return u.handle == handle;
+                                                 });
+      if (!pending) {
+        if (rearms == 0) continue;
+        --rearms;
       }
+      if (mover == Mover::kPlain) ids[other] = engine.ScheduleAt(t, [&, other] { body(other); });
+      if (mover == Mover::kLane) engine.SetLaneTimer(lane, handle, t);
+      if (mover == Mover::kLaneBatch) batch.push_back({handle, t});
     }
     if (!batch.empty()) engine.SetLaneTimers(lane, batch);
     const TimeNs t = engine.NowNs() + static_cast<TimeNs>(rng.Uniform(20));
@@ -189,12 +200,17 @@ TEST(Engine, LaneTimersRunWhereCancelPlusScheduleWould) {
 
 TEST(Engine, BatchedLaneTimerMovesRunWhereOneByOneWould) {
   // 3 moves per event sift each timer (the lane holds far more than 8x3);
-  // 120 moves per event rebuild the lane's heap as it drains.
+  // 120 moves per event rebuild the lane's heap as it drains. With re-arms,
+  // a batch also sets timers that are not in the lane (any more).
   for (const int moves : {3, 120}) {
-    const std::vector<std::string> plain = MovingEventsTrace(Mover::kPlain, moves);
-    EXPECT_EQ(plain.size(), 800u);
-    EXPECT_EQ(MovingEventsTrace(Mover::kLane, moves), plain) << moves << " moves per event";
-    EXPECT_EQ(MovingEventsTrace(Mover::kLaneBatch, moves), plain) << moves << " moves per event";
+    for (const int rearms : {0, 300}) {
+      const std::vector<std::string> plain = MovingEventsTrace(Mover::kPlain, moves, rearms);
+      EXPECT_EQ(plain.size(), 800u + 2u * static_cast<size_t>(rearms)) << moves << " moves";
+      EXPECT_EQ(MovingEventsTrace(Mover::kLane, moves, rearms), plain)
+          << moves << " moves per event, " << rearms << " re-arms";
+      EXPECT_EQ(MovingEventsTrace(Mover::kLaneBatch, moves, rearms), plain)
+          << moves << " moves per event, " << rearms << " re-arms";
+    }
   }
 }
 
