@@ -147,10 +147,10 @@ absl::Status NumaHostModel::CheckInvariants() const {
 
 void NumaHostModel::Store(const ObjectName& name, uint64_t size_bytes) {
   ChunkBits* bits = nullptr;  // created at the first chunk indexed
-  uint32_t chunk = 0;
-  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+  TierKey key{name, 0};       // one copy of the name for every chunk
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
+    const uint32_t chunk = key.chunk;
     const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
-    const TierKey key{name, chunk};
     absl::StatusOr<StoreTicket> ticket = manager_->BeginStore(key, bytes);
     if (!ticket.ok() || !manager_->CommitStore(std::move(*ticket)).ok()) {
       // A key indexed before stays indexed (its bit, if any, stays set).
