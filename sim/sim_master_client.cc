@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "core/base/check.h"
@@ -30,50 +31,59 @@ SimMasterClient::SimMasterClient(Engine* engine, Network* network, MasterService
   HS_CHECK(faults_.drop_ppm <= kPpm && faults_.delay_ppm <= kPpm);
 }
 
-bool SimMasterClient::Send(int src, int dst, EventFn deliver) {
+std::optional<DurationNs> SimMasterClient::MessageDelay(int src, int dst) {
   ++stats_->messages;
   // Draws happen only when the fault is configured, so a scenario without
   // control faults consumes nothing from the faults stream here.
   const bool faulty = engine_->NowNs() < faults_.until_ns;
   if (faulty && faults_.drop_ppm > 0 && faults_rng_->Bernoulli(faults_.drop_ppm, kPpm)) {
     ++stats_->dropped;
-    return false;
+    return std::nullopt;
   }
   absl::StatusOr<DurationNs> latency = network_->ControlLatencyNs(src, dst);
   if (!latency.ok()) {
     ++stats_->unreachable;
-    return false;
+    return std::nullopt;
   }
   DurationNs delay = *latency;
   if (faulty && faults_.delay_ppm > 0 && faults_rng_->Bernoulli(faults_.delay_ppm, kPpm)) {
     ++stats_->delayed;
     delay += faults_.delay_ns;
   }
-  engine_->ScheduleAfter(delay, std::move(deliver));
-  return true;
+  return delay;
+}
+
+template <typename Result, typename Done>
+void SimMasterClient::TimeOut(TimeNs deadline, Done done) {
+  ++stats_->calls_timed_out;
+  engine_->ScheduleAt(std::max(deadline, engine_->NowNs()), [done = std::move(done)]() mutable {
+    std::move(done)(Result(absl::DeadlineExceededError(
+        "control message to or from the master was lost (RPC deadline exceeded)")));
+  });
 }
 
 template <typename Result, typename Run, typename Done>
 void SimMasterClient::Call(Run run, Done done) {
-  auto holder = std::make_shared<Done>(std::move(done));
+  // `done` moves with the call: into the request, then into the answer, or
+  // into the timeout at the step where a message is lost.
   const TimeNs deadline = engine_->NowNs() + faults_.rpc_timeout_ns;
-  auto time_out = [this, holder, deadline] {
-    ++stats_->calls_timed_out;
-    engine_->ScheduleAt(std::max(deadline, engine_->NowNs()), [holder] {
-      std::move (*holder)(Result(absl::DeadlineExceededError(
-          "control message to or from the master was lost (RPC deadline exceeded)")));
+  const std::optional<DurationNs> there = MessageDelay(caller_host_, master_host_);
+  if (!there.has_value()) {
+    TimeOut<Result>(deadline, std::move(done));
+    return;
+  }
+  engine_->ScheduleAfter(*there, [this, deadline, run = std::move(run),
+                                  done = std::move(done)]() mutable {
+    Result result = run();
+    const std::optional<DurationNs> back = MessageDelay(master_host_, caller_host_);
+    if (!back.has_value()) {
+      TimeOut<Result>(deadline, std::move(done));
+      return;
+    }
+    engine_->ScheduleAfter(*back, [done = std::move(done), result = std::move(result)]() mutable {
+      std::move(done)(std::move(result));
     });
-  };
-  const bool sent =
-      Send(caller_host_, master_host_, [this, run = std::move(run), holder, time_out]() mutable {
-        Result result = run();
-        const bool answered =
-            Send(master_host_, caller_host_, [holder, result = std::move(result)]() mutable {
-              std::move (*holder)(std::move(result));
-            });
-        if (!answered) time_out();
-      });
-  if (!sent) time_out();
+  });
 }
 
 void SimMasterClient::RegisterClient(const RegisterClientRequest& req, StatusCallback done) {

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
@@ -102,9 +103,15 @@ class SimMasterClient final : public MasterClient {
                                 StatusCallback done) override;
 
  private:
-  // Sends one message from `src` to `dst` that runs `deliver` on arrival.
-  // False when the message is lost (dropped or unreachable).
-  bool Send(int src, int dst, EventFn deliver);
+  // The delay of one message from `src` to `dst` (latency, plus the delay
+  // fault if drawn), or nullopt when it is lost (dropped or unreachable).
+  // Counts the message in the stats.
+  std::optional<DurationNs> MessageDelay(int src, int dst);
+
+  // A call whose request or answer was lost: `done` gets DEADLINE_EXCEEDED
+  // at `deadline` (or now, if that has passed).
+  template <typename Result, typename Done>
+  void TimeOut(TimeNs deadline, Done done);
 
   // The round trip: request to the master, `run()` there, the answer back to
   // the caller, then `done(result)`. `Result` is absl::Status or
