@@ -336,6 +336,10 @@ class DynamicReplication final : public ReadObserver,
   void ReclaimProposalsLocked(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartRecreateCooldown(TimeNs now, const ObjectName& name, absl::string_view domain);
   absl::StatusOr<Pending> FindLeaseForCall(const CopyTaskFence& fence) const;
+  // End and Revoke: the call presents the lease's fence (task and version),
+  // comes from its source client, and finds the copy in flight.
+  absl::Status CheckInFlightCall(ClientId client, const CopyTaskFence& fence,
+                                 const Pending& p) const;
 
   // Warmup.
   void PollDomains();

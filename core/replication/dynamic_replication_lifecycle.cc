@@ -282,15 +282,13 @@ absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
   return started;
 }
 
-absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
-  MutexLock control(&control_mu_);
-  const TimeNs now = Now();
-  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+absl::Status DynamicReplication::CheckInFlightCall(ClientId client, const CopyTaskFence& fence,
+                                                   const Pending& p) const {
   const ReplicaActionLease& lease = p.lease;
-  if (req.version != lease.version || req.task_id != lease.task_id) {
+  if (fence.version != lease.version || fence.task_id != lease.task_id) {
     return RejectionStatus(
         RejectReason::kVersionMismatch,
-        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
+        absl::StrCat("fence (task ", fence.task_id.value, ", version ", fence.version,
                      ") does not match lease ", lease.lease_id.value));
   }
   if (client != lease.source_client) {
@@ -301,6 +299,15 @@ absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const Co
     return absl::FailedPreconditionError(
         absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
+  MutexLock control(&control_mu_);
+  const TimeNs now = Now();
+  HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
+  const ReplicaActionLease& lease = p.lease;
+  HS_RETURN_IF_ERROR(CheckInFlightCall(client, req, p));
   if (IsExpired(now, lease.expiration_ns)) {
     {
       MutexLock lock(&mu_);
@@ -342,20 +349,7 @@ absl::Status DynamicReplication::DynamicReplicaCopyRevoke(ClientId client,
   MutexLock control(&control_mu_);
   HS_ASSIGN_OR_RETURN(const Pending p, FindLeaseForCall(req));
   const ReplicaActionLease& lease = p.lease;
-  if (req.version != lease.version || req.task_id != lease.task_id) {
-    return RejectionStatus(
-        RejectReason::kVersionMismatch,
-        absl::StrCat("fence (task ", req.task_id.value, ", version ", req.version,
-                     ") does not match lease ", lease.lease_id.value));
-  }
-  if (client != lease.source_client) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "client ", client.value, " is not the source client of lease ", lease.lease_id.value));
-  }
-  if (p.phase != PendingPhase::kInFlight) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("dynamic copy of lease ", lease.lease_id.value, " is not in progress"));
-  }
+  HS_RETURN_IF_ERROR(CheckInFlightCall(client, req, p));
   // The master removes the target with kCopyRevoked; OnReplicaRemoved drops
   // the pending state and starts the recreate cooldown. The task itself ends
   // when the worker reports it.
