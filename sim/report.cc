@@ -262,8 +262,13 @@ std::string RenderTimingJson(const RunResult& run) {
 
 absl::Status WriteRunOutputs(const RunResult& run, const std::string& out_dir) {
   HS_RETURN_IF_ERROR(ValidateRunResult(run));
+  return WriteRunOutputs(run, ComputeRunStats(run), out_dir);
+}
+
+absl::Status WriteRunOutputs(const RunResult& run, const RunStats& stats,
+                             const std::string& out_dir) {
+  HS_RETURN_IF_ERROR(ValidateRunResult(run));
   HS_RETURN_IF_ERROR(EnsureDirectory(out_dir));
-  const RunStats stats = ComputeRunStats(run);
   HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "summary.json"), RenderSummaryJson(run, stats)));
   HS_RETURN_IF_ERROR(
       WriteTextFile(JoinPath(out_dir, "timeseries.csv"), RenderTimeseriesCsv(run, stats)));
@@ -276,7 +281,10 @@ absl::Status WriteRunOutputs(const RunResult& run, const std::string& out_dir) {
 }
 
 std::string FormatRunSummary(const RunResult& run) {
-  const RunStats stats = ComputeRunStats(run);
+  return FormatRunSummary(run, ComputeRunStats(run));
+}
+
+std::string FormatRunSummary(const RunResult& run, const RunStats& stats) {
   std::string out;
   const std::string label = run.label.empty() ? "" : absl::StrCat(" [", run.label, "]");
   absl::StrAppend(&out, "scenario    ", run.scenario_name, label, "  seed ", run.seed, "\n");

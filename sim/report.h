@@ -48,14 +48,19 @@ std::string RenderRequestsCsv(const RunResult& run);
 std::string RenderTimingJson(const RunResult& run);
 
 // Writes the run output files listed above into `out_dir`, creating it (and
-// its parents) when missing. Errors name the path that failed.
+// its parents) when missing. Errors name the path that failed. The second
+// form takes the run's ComputeRunStats, so a caller that also prints the
+// summary sorts the latencies once.
 [[nodiscard]] absl::Status WriteRunOutputs(const RunResult& run, const std::string& out_dir);
+[[nodiscard]] absl::Status WriteRunOutputs(const RunResult& run, const RunStats& stats,
+                                           const std::string& out_dir);
 
 // About a dozen lines for stdout: identity and replay command, reads and
 // latency percentiles, bytes by distance, busiest host, copies, extra
 // memory, admissions, local-hit fraction, events; the last line carries the
 // wall time (stdout is not part of the determinism contract).
 std::string FormatRunSummary(const RunResult& run);
+std::string FormatRunSummary(const RunResult& run, const RunStats& stats);
 
 // One side-by-side text table, one column per run (headed by RunLabel), one
 // row per metric of BuildCompareRows.

@@ -128,10 +128,10 @@ absl::Status WriteCompareOutputs(const std::vector<RunResult>& runs, const std::
   for (const RunResult& run : runs) HS_RETURN_IF_ERROR(ValidateRunResult(run));
   HS_RETURN_IF_ERROR(CheckLabels(runs));
   HS_RETURN_IF_ERROR(EnsureDirectory(out_dir));
-  for (size_t i = 0; i < runs.size(); ++i) {
-    HS_RETURN_IF_ERROR(WriteRunOutputs(runs[i], JoinPath(out_dir, RunLabel(runs[i], i))));
-  }
   const std::vector<RunStats> stats = StatsOf(runs);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    HS_RETURN_IF_ERROR(WriteRunOutputs(runs[i], stats[i], JoinPath(out_dir, RunLabel(runs[i], i))));
+  }
   HS_RETURN_IF_ERROR(
       WriteTextFile(JoinPath(out_dir, "compare.json"), RenderCompareJson(runs, stats)));
   HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "compare.txt"), FormatCompareTable(runs)));

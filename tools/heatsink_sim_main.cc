@@ -182,11 +182,16 @@ int RunOne(const CommonArgs& args) {
     return kExitError;
   }
   run->scenario_path = args.scenario_path;
-  if (absl::Status st = heatsink::sim::WriteRunOutputs(*run, options.out_dir); !st.ok()) {
+  if (absl::Status st = heatsink::sim::ValidateRunResult(*run); !st.ok()) {
     std::cerr << "heatsink-sim run: " << st.message() << "\n";
     return kExitError;
   }
-  std::cout << heatsink::sim::FormatRunSummary(*run);
+  const heatsink::sim::RunStats stats = heatsink::sim::ComputeRunStats(*run);
+  if (absl::Status st = heatsink::sim::WriteRunOutputs(*run, stats, options.out_dir); !st.ok()) {
+    std::cerr << "heatsink-sim run: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatRunSummary(*run, stats);
   std::cout << "outputs: " << options.out_dir << "/ (report: " << options.out_dir
             << "/report.html)\n";
   return ReportChecks(*scenario, *run) ? kExitOk : kExitDifferent;

@@ -467,6 +467,27 @@ TEST_F(ReportOutputTest, WritesEveryFileAndIsDeterministic) {
   EXPECT_NEAR(timing["events_per_second"].get<double>(), 12345 * 1000.0 / 99999, 0.1);
 }
 
+TEST_F(ReportOutputTest, GivenStatsWriteTheSameFilesAndSummary) {
+  // The CLI computes the stats once and hands them to both writers; the
+  // files and the stdout summary are those of the forms that compute them.
+  const RunResult run = MakeRun();
+  const RunStats stats = ComputeRunStats(run);
+  ASSERT_TRUE(WriteRunOutputs(run, dir_ + "/computed").ok());
+  ASSERT_TRUE(WriteRunOutputs(run, stats, dir_ + "/given").ok());
+  for (const char* name : {"summary.json", "timeseries.csv", "host_load.csv", "requests.csv",
+                           "report.html", "timing.json"}) {
+    const std::string a = ReadFile(dir_ + "/computed/" + name);
+    EXPECT_FALSE(a.empty()) << name;
+    EXPECT_EQ(a, ReadFile(dir_ + "/given/" + name)) << name;
+  }
+  EXPECT_EQ(FormatRunSummary(run, stats), FormatRunSummary(run));
+  // A run that breaks its own invariants is refused before anything is written.
+  RunResult broken = run;
+  broken.host_domains.pop_back();
+  EXPECT_FALSE(WriteRunOutputs(broken, stats, dir_ + "/broken").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/broken"));
+}
+
 TEST_F(ReportOutputTest, UnwritableDirectoryIsAnErrorNamingThePath) {
   const std::string& dir = dir_;
   const std::string file = dir + "/not_a_dir";
