@@ -15,13 +15,18 @@
 // complete).
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -126,6 +131,46 @@ class Progress {
   std::chrono::steady_clock::time_point last_;
 };
 
+// One progress line on stderr for runs that go at once (compare --jobs): the
+// simulated fraction of each, in mode order. Nothing when stderr is not a
+// terminal. Thread-safe.
+class SharedProgress {
+ public:
+  explicit SharedProgress(std::vector<std::string> labels)
+      : labels_(std::move(labels)), percent_(labels_.size(), -1), tty_(isatty(2) == 1) {}
+  heatsink::sim::ProgressFn Fn(size_t run) {
+    if (!tty_) return nullptr;
+    return [this, run](heatsink::TimeNs now, heatsink::TimeNs end, uint64_t) {
+      absl::MutexLock lock(&mu_);
+      percent_[run] = end > 0 ? static_cast<int>(now * 100 / end) : 100;
+      const auto wall = std::chrono::steady_clock::now();
+      if (shown_ && wall - last_ < std::chrono::milliseconds(500)) return;
+      last_ = wall;
+      shown_ = true;
+      std::string line;
+      for (size_t i = 0; i < labels_.size(); ++i) {
+        absl::StrAppend(&line, i == 0 ? "" : "  ", "[", labels_[i], " ",
+                        percent_[i] < 0 ? std::string("waiting") : absl::StrCat(percent_[i], "%"),
+                        "]");
+      }
+      std::fprintf(stderr, "\r%s   ", line.c_str());
+      std::fflush(stderr);
+    };
+  }
+  void Done() {
+    absl::MutexLock lock(&mu_);
+    if (tty_ && shown_) std::fprintf(stderr, "\r%100s\r", "");
+  }
+
+ private:
+  const std::vector<std::string> labels_;
+  absl::Mutex mu_;
+  std::vector<int> percent_ ABSL_GUARDED_BY(mu_);  // -1: not started
+  const bool tty_;
+  bool shown_ ABSL_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point last_ ABSL_GUARDED_BY(mu_);
+};
+
 struct CommonArgs {
   std::string scenario_path;
   std::optional<uint64_t> seed;
@@ -197,7 +242,7 @@ int RunOne(const CommonArgs& args) {
   return ReportChecks(*scenario, *run) ? kExitOk : kExitDifferent;
 }
 
-int RunCompare(const CommonArgs& args, const std::string& modes_text) {
+int RunCompare(const CommonArgs& args, const std::string& modes_text, int jobs_arg) {
   absl::StatusOr<Scenario> scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
   if (!scenario.ok()) {
     std::cerr << "heatsink-sim compare: " << scenario.status().message() << "\n";
@@ -229,28 +274,53 @@ int RunCompare(const CommonArgs& args, const std::string& modes_text) {
   const uint64_t seed = args.seed.value_or(scenario->seed);
   const std::string out_dir =
       args.out_dir.empty() ? absl::StrCat("out/", scenario->name, "-compare") : args.out_dir;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const size_t jobs = std::min<size_t>(
+      modes.size(), static_cast<size_t>(jobs_arg > 0 ? jobs_arg : (cores > 0 ? cores : 1)));
   std::cout << "seed: " << seed << "\n";
+  // One RunOptions per mode, in mode order; the runs are independent
+  // simulations, so they go `jobs` at once and land in their own slots.
+  std::vector<RunOptions> options(modes.size());
+  for (size_t i = 0; i < modes.size(); ++i) {
+    std::vector<std::string> sets = args.sets;
+    sets.push_back(absl::StrCat("dynamic_replication_mode=", modes[i]));
+    RunOptions& o = options[i];
+    o.seed = seed;
+    o.overrides = *overrides;
+    o.overrides.push_back(KnobOverride{"dynamic_replication_mode", modes[i]});
+    o.label = modes[i];
+    o.replay_command = ReplayCommand(args.scenario_path, seed, sets);
+    o.out_dir = absl::StrCat(out_dir, "/", modes[i]);
+    if (args.log_reads) o.log_reads = true;
+    std::cout << "replay (" << modes[i] << "): " << o.replay_command << "\n";
+  }
+  std::cout << (jobs > 1 ? absl::StrCat(jobs, " runs at once\n") : "");
+  std::cout.flush();
+  SharedProgress progress(modes);
+  for (size_t i = 0; i < modes.size(); ++i) options[i].progress = progress.Fn(i);
+  std::vector<std::optional<absl::StatusOr<RunResult>>> results(modes.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < modes.size(); i = next.fetch_add(1)) {
+      results[i] = heatsink::sim::RunScenario(*scenario, options[i]);
+    }
+  };
+  const auto wall_start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  progress.Done();
   std::vector<RunResult> runs;
   bool checks_ok = true;
-  for (const std::string& mode : modes) {
-    std::vector<std::string> sets = args.sets;
-    sets.push_back(absl::StrCat("dynamic_replication_mode=", mode));
-    RunOptions options;
-    options.seed = seed;
-    options.overrides = *overrides;
-    options.overrides.push_back(KnobOverride{"dynamic_replication_mode", mode});
-    options.label = mode;
-    options.replay_command = ReplayCommand(args.scenario_path, seed, sets);
-    options.out_dir = absl::StrCat(out_dir, "/", mode);
-    if (args.log_reads) options.log_reads = true;
-    std::cout << "replay (" << mode << "): " << options.replay_command << "\n";
-    std::cout.flush();
-    Progress progress(mode);
-    options.progress = progress.Fn();
-    absl::StatusOr<RunResult> run = heatsink::sim::RunScenario(*scenario, options);
-    progress.Done();
+  for (size_t i = 0; i < modes.size(); ++i) {
+    absl::StatusOr<RunResult>& run = *results[i];
     if (!run.ok()) {
-      std::cerr << "heatsink-sim compare (" << mode << "): " << run.status().message() << "\n";
+      std::cerr << "heatsink-sim compare (" << modes[i] << "): " << run.status().message() << "\n";
       return kExitError;
     }
     run->scenario_path = args.scenario_path;
@@ -262,10 +332,11 @@ int RunCompare(const CommonArgs& args, const std::string& modes_text) {
     return kExitError;
   }
   std::cout << "\n" << heatsink::sim::FormatCompareTable(runs) << "\n";
-  int64_t wall_ms = 0;
-  for (const RunResult& r : runs) wall_ms += r.wall_time_ms;
-  std::cout << "wall time: " << absl::StrFormat("%.1f", static_cast<double>(wall_ms) / 1000)
-            << " s for " << runs.size() << " runs\n";
+  int64_t run_ms = 0;
+  for (const RunResult& r : runs) run_ms += r.wall_time_ms;
+  std::cout << "wall time: " << absl::StrFormat("%.1f", wall_s) << " s for " << runs.size()
+            << " runs (" << absl::StrFormat("%.1f", static_cast<double>(run_ms) / 1000)
+            << " s of run time, " << jobs << " at once)\n";
   std::cout << "report: " << out_dir << "/compare.html (each run: " << out_dir
             << "/<mode>/report.html)\n";
   return checks_ok ? kExitOk : kExitDifferent;
@@ -612,6 +683,12 @@ int main(int argc, char** argv) {
                    "Comma-separated dynamic_replication_mode settings to run: off, observe, "
                    "enforce")
       ->capture_default_str();
+  int compare_jobs = 0;
+  compare
+      ->add_option("--jobs", compare_jobs,
+                   "Runs at once, on threads (default: the cores online, at most one per mode); "
+                   "the outputs do not depend on it, the memory does (one run's worth per job)")
+      ->check(CLI::NonNegativeNumber);
 
   CLI::App* diff = app.add_subcommand(
       "diff",
@@ -675,7 +752,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run) return RunOne(run_args);
-    if (*compare) return RunCompare(compare_args, modes);
+    if (*compare) return RunCompare(compare_args, modes, compare_jobs);
     if (*diff) return RunDiff(diff_a, diff_b, keys_max);
     if (*estimate) return RunEstimate(estimate_args, argv[0]);
     if (*swarm) return RunSwarmCommand(swarm_args);

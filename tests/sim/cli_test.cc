@@ -23,6 +23,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 namespace fs = std::filesystem;
@@ -114,15 +115,20 @@ TEST(Cli, RunIsByteIdenticalInTwoProcesses) {
 }
 
 TEST(Cli, CompareIsByteIdenticalInTwoProcessesAndPrintsOneTable) {
+  // One process runs the modes one after another, the other all at once on
+  // threads: the same files.
   const fs::path a = FreshDir("cmp-a");
   const fs::path b = FreshDir("cmp-b");
   const std::string args =
       "compare scenarios/admission/threshold-get.json --modes off,observe,enforce";
-  const Outcome ra = Sim(absl::StrCat(args, " --out '", a.string(), "'"));
-  const Outcome rb = Sim(absl::StrCat(args, " --out '", b.string(), "'"));
+  const Outcome ra = Sim(absl::StrCat(args, " --jobs 1 --out '", a.string(), "'"));
+  const Outcome rb = Sim(absl::StrCat(args, " --jobs 3 --out '", b.string(), "'"));
   ASSERT_EQ(ra.exit_code, 0) << ra.err;
   ASSERT_EQ(rb.exit_code, 0) << rb.err;
   EXPECT_EQ(DeterministicFiles(a), DeterministicFiles(b));
+  EXPECT_THAT(ra.out, Not(HasSubstr("runs at once")));
+  EXPECT_THAT(rb.out, HasSubstr("3 runs at once"));
+  EXPECT_THAT(rb.out, HasSubstr("3 at once)"));
   for (const char* f : {"compare.txt", "compare.json", "compare.html", "off/decisions.jsonl",
                         "observe/decisions.jsonl", "enforce/report.html"}) {
     EXPECT_TRUE(fs::exists(a / f)) << f;
