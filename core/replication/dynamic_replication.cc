@@ -93,7 +93,7 @@ DynamicReplication::DynamicReplication(Env* env, MasterService* master,
       sink_(sink),
       metrics_(*metrics),
       hit_count_(knobs.AdmissionHitCount()),
-      enabled_(knobs.dynamic_replication_mode != DynamicReplicationMode::kOff),
+      mode_(knobs.dynamic_replication_mode),
       window_(HeatWindow::Options::FromKnobs(knobs)),
       triggers_(static_cast<size_t>(knobs.dynamic_replication_trigger_queue_max)),
       admission_cooldown_("admission",
@@ -103,7 +103,7 @@ DynamicReplication::DynamicReplication(Env* env, MasterService* master,
   HS_CHECK(env != nullptr && env->clock != nullptr && env->executor != nullptr);
   HS_CHECK(master != nullptr && metrics != nullptr);
   HS_CHECK_OK(knobs.Validate());
-  if (enabled_ && knobs_.dynamic_replication_warmup_enabled) ScheduleDomainPoll();
+  if (enabled() && knobs_.dynamic_replication_warmup_enabled) ScheduleDomainPoll();
 }
 
 DynamicReplication::~DynamicReplication() {
@@ -115,6 +115,17 @@ DynamicReplication::~DynamicReplication() {
   }
   for (TimerId t : lease_timers_) env_->executor->Cancel(t);
   lease_timers_.clear();
+}
+
+void DynamicReplication::SetMode(DynamicReplicationMode mode) {
+  {
+    MutexLock control(&control_mu_);
+    if (mode_.exchange(mode, std::memory_order_acq_rel) == mode) return;
+    if (mode == DynamicReplicationMode::kOff) warmup_jobs_.clear();
+  }
+  if (mode != DynamicReplicationMode::kOff && knobs_.dynamic_replication_warmup_enabled) {
+    ScheduleDomainPoll();
+  }
 }
 
 Domain DynamicReplication::PendingDomain(absl::string_view target_domain) const {
@@ -136,16 +147,16 @@ constexpr uint64_t kHeatNoteCrossed = 2;  // recorded and crossed: queue a trigg
 }  // namespace
 
 void DynamicReplication::BeforeKeyRead(uint64_t object_word) const {
-  if (enabled_) window_.Prefetch(object_word);
+  if (enabled()) window_.Prefetch(object_word);
 }
 
 void DynamicReplication::OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) {
-  if (!enabled_) return;
+  if (!enabled()) return;
   read.observer_note = RecordHeat(read, &object_word);
 }
 
 void DynamicReplication::OnKeyRead(const ReadObservation& read) {
-  if (!enabled_) return;
+  if (!enabled()) return;
   const uint64_t note = read.observer_note != 0 ? read.observer_note : RecordHeat(read, nullptr);
   if (note != kHeatNoteCrossed) return;
   const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
@@ -253,7 +264,7 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   }
   const std::string what = absl::StrCat("'", name.tenant, "/", name.key, "'");
 
-  if (!enabled_)
+  if (!enabled())
     return Reject(std::move(r), RejectReason::kModeOff, "dynamic_replication_mode is off");
 
   if (proposal != nullptr) {
@@ -402,7 +413,7 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   lease.size_bytes = object->size_bytes;
   lease.warmup = warmup;
 
-  if (knobs_.dynamic_replication_mode == DynamicReplicationMode::kObserve) {
+  if (mode() == DynamicReplicationMode::kObserve) {
     r.record.outcome = DecisionOutcome::kWouldPropose;
     lease.would_propose = true;
     r.lease = lease;
@@ -530,9 +541,10 @@ absl::StatusOr<ReplicaActionLease> DynamicReplication::SubmitReplicaActionPropos
   const TimeNs now = Now();
   ReplicaActionProposal normalised = proposal;
   normalised.name.tenant = NormalizeTenant(proposal.name.tenant);
-  // Idempotency before anything else that could change with time: the same
-  // proposal id and identical content returns the lease while it lives.
-  if (enabled_ && proposal.proposal_id.valid()) {
+  // Idempotency before anything else that could change with time (the mode
+  // included): the same proposal id and identical content returns the lease
+  // while it lives.
+  if (proposal.proposal_id.valid()) {
     std::optional<ProposalEntry> previous;
     {
       MutexLock lock(&mu_);

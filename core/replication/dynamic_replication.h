@@ -185,7 +185,21 @@ class DynamicReplication final : public ReadObserver,
   DynamicReplication(const DynamicReplication&) = delete;
   DynamicReplication& operator=(const DynamicReplication&) = delete;
 
+  // The knobs as given at construction; the mode may have changed since
+  // (mode()).
   const ReplicationKnobs& knobs() const { return knobs_; }
+
+  // --- Mode (the RFC's rollout: off -> observe -> enforce) -------------------
+  DynamicReplicationMode mode() const { return mode_.load(std::memory_order_acquire); }
+  // Changes dynamic_replication_mode while the master runs, effective for
+  // every read and admission that starts afterwards. Turning it off stops
+  // heat recording and new admissions (queued triggers and proposals are
+  // rejected with mode_off) and drops queued warmup work; leases already
+  // granted keep their copies, which finish or expire as usual. Turning it
+  // on starts from the heat recorded from then on (and the warmup domain
+  // poll, when warmup is enabled). Observe <-> enforce changes only what
+  // admission does with a complete decision.
+  void SetMode(DynamicReplicationMode mode);
 
   // --- Observers (called by the master) ------------------------------------
   // The heat observation, under the object's lock: the object's word holds
@@ -358,7 +372,8 @@ class DynamicReplication final : public ReadObserver,
   DecisionSink* const sink_;
   ReplicationMetrics metrics_;
   const int64_t hit_count_;
-  const bool enabled_;  // mode != off
+  std::atomic<DynamicReplicationMode> mode_;  // SetMode holds control_mu_ to change it
+  bool enabled() const { return mode() != DynamicReplicationMode::kOff; }
 
   HeatWindow window_;
   AdmissionTriggerQueue triggers_;

@@ -378,6 +378,8 @@ void DynamicReplication::ScheduleDomainPoll() {
           domain_poll_timer_ = kNoTimer;
           if (stopping_) return;
         }
+        // Mode off stops the poll; SetMode starts it again.
+        if (!enabled()) return;
         PollDomains();
         ScheduleDomainPoll();
       });
@@ -403,7 +405,7 @@ absl::StatusOr<WarmupRequestResult> DynamicReplication::RequestWarmup(absl::stri
   if (!knobs_.dynamic_replication_warmup_enabled) {
     return absl::FailedPreconditionError("warmup needs dynamic_replication_warmup_enabled");
   }
-  if (!enabled_) return absl::FailedPreconditionError("dynamic_replication_mode is off");
+  if (!enabled()) return absl::FailedPreconditionError("dynamic_replication_mode is off");
   if (domain.size() > 256) return absl::InvalidArgumentError("domain name too long");
   MutexLock control(&control_mu_);
   const Domain d = NormalizeDomain(domain);
@@ -459,6 +461,10 @@ int64_t DynamicReplication::WarmupInFlight() const {
 }
 
 void DynamicReplication::RunWarmup() {
+  if (!enabled()) {  // SetMode(off) dropped the jobs; none start while off
+    warmup_jobs_.clear();
+    return;
+  }
   while (!warmup_jobs_.empty()) {
     WarmupJob& job = warmup_jobs_.front();
     while (job.next < job.queue.size()) {

@@ -56,6 +56,9 @@ class ReplicatedMaster final : public DynamicCopyCalls {
   DynamicReplication& replication() { return *replication_; }
   const DynamicReplication& replication() const { return *replication_; }
   const ReplicationKnobs& replication_knobs() const { return replication_->knobs(); }
+  // The live dynamic_replication_mode (DynamicReplication::SetMode).
+  DynamicReplicationMode dynamic_replication_mode() const { return replication_->mode(); }
+  void SetDynamicReplicationMode(DynamicReplicationMode mode) { replication_->SetMode(mode); }
   const MasterKnobs& master_knobs() const { return master_->knobs(); }
 
   // Internal control-plane entry; see DynamicReplication.

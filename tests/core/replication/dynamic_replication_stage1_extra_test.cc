@@ -207,5 +207,73 @@ TEST_F(DynamicReplicationStage1, SameCallsGiveTheSameDecisionLog) {
   EXPECT_EQ(a, run());
 }
 
+TEST(DynamicReplicationModeSwitch, OffObserveEnforceOffWhileTheMasterRuns) {
+  // The RFC's rollout on one running master: off records nothing, observe
+  // logs would_propose, enforce grants, off again stops new work while the
+  // granted copy still finishes.
+  ReplicationKnobs knobs = ReplicationTestKnobs();
+  knobs.dynamic_replication_mode = DynamicReplicationMode::kOff;
+  ReplicationHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, kMiB, "h1"));
+  HS_ASSERT_OK(h.AddStore(2, kMiB, "h2"));
+  for (const char* key : {"a", "b", "c", "d"}) HS_ASSERT_OK(h.Put(key, 1000, {SegmentId(1)}));
+  const auto count = [&](const char* key) {
+    return h.dr().heat_window().CountInWindow(h.env().NowNs(),
+                                              HeatKeyView{kDefaultTenant, key, ""});
+  };
+
+  h.MakeHot("a");
+  EXPECT_EQ(count("a"), 0);
+  EXPECT_EQ(h.sink().size(), 0u);
+  EXPECT_EQ(h.rm().dynamic_replication_mode(), DynamicReplicationMode::kOff);
+
+  h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kObserve);
+  EXPECT_EQ(h.rm().dynamic_replication_mode(), DynamicReplicationMode::kObserve);
+  h.MakeHot("b");
+  ASSERT_EQ(h.sink().size(), 1u);
+  EXPECT_EQ(h.sink().last().key, "b");
+  EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kWouldPropose);
+  EXPECT_FALSE(h.dr().FindPending(ObjectName{"", "b"}).has_value());
+
+  h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kEnforce);
+  h.MakeHot("c");
+  ASSERT_EQ(h.sink().size(), 2u);
+  EXPECT_EQ(h.sink().last().key, "c");
+  EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
+  ASSERT_TRUE(h.dr().FindPending(ObjectName{"", "c"}).has_value());
+
+  // A key that crosses now has its trigger queued; the mode goes off before
+  // the admission worker runs, which rejects it as mode_off.
+  h.ReadTimes("d", static_cast<int>(h.dr().knobs().AdmissionHitCount()));
+  h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kOff);
+  h.env().RunUntilIdle();
+  ASSERT_EQ(h.sink().size(), 3u);
+  EXPECT_EQ(h.sink().last().key, "d");
+  EXPECT_EQ(h.sink().last().reason, RejectReason::kModeOff);
+  // Off records no heat, and the lease granted under enforce still copies.
+  const int64_t c_before = count("c");
+  h.ReadTimes("c", 3);
+  EXPECT_EQ(count("c"), c_before);
+  HS_EXPECT_OK(h.RunDynamicCopy(1));
+  EXPECT_EQ(h.dr().DynamicReplicas().size(), 1u);
+  HS_EXPECT_OK(h.rm().CheckInvariants());
+}
+
+TEST_F(DynamicReplicationStage1, AGrantedProposalStaysIdempotentAfterTheModeGoesOff) {
+  h_.ReadTimes("k", 3);
+  const ReplicaActionProposal p = h_.Proposal(7, "k", version_, 1000);
+  absl::StatusOr<ReplicaActionLease> first = h_.rm().SubmitReplicaActionProposal(p);
+  HS_ASSERT_OK(first);
+  h_.rm().SetDynamicReplicationMode(DynamicReplicationMode::kOff);
+  // The same proposal gets its lease back; a new one is refused as mode_off.
+  absl::StatusOr<ReplicaActionLease> again = h_.rm().SubmitReplicaActionProposal(p);
+  HS_ASSERT_OK(again);
+  EXPECT_EQ(*again, *first);
+  const absl::StatusOr<ReplicaActionLease> other =
+      h_.rm().SubmitReplicaActionProposal(h_.Proposal(8, "k", version_, 1000));
+  EXPECT_EQ(RejectReasonOf(other.status()), RejectReason::kModeOff);
+  EXPECT_EQ(h_.master().Stats().copy_tasks_created_total, 1);
+}
+
 }  // namespace
 }  // namespace heatsink

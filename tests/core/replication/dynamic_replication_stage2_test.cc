@@ -419,6 +419,34 @@ TEST_F(DynamicReplicationStage2Warmup, WarmupRespectsItsByteBudgetPerSecond) {
   HS_EXPECT_OK(h.rm().CheckInvariants());
 }
 
+TEST_F(DynamicReplicationStage2Warmup, ModeOffStopsTheDomainPollAndModeOnStartsItAgain) {
+  ReplicationKnobs knobs = WarmupKnobs();
+  knobs.dynamic_replication_warmup_domain_poll_ms = 1'000;
+  ReplicationHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, kMiB, "a1", "a"));
+  HS_ASSERT_OK(h.Put("o", 1000, {SegmentId(1)}));
+  h.env().AdvanceBy(MsToNs(1'500));  // first poll (1 s): domain a is known
+  h.ReadTimes("o", 5, "a");
+  h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kOff);
+  HS_EXPECT_CODE(h.rm().RequestWarmup("a"), kFailedPrecondition);
+  HS_ASSERT_OK(h.AddStore(5, kMiB, "c1", "c"));
+  h.env().AdvanceBy(SecToNs(5));  // polls would have seen domain c
+  EXPECT_EQ(h.sink().size(), 0u);
+  // Back on: the next poll (1 s later) sees c and warms it from the heat
+  // recorded from then on (the reads before have left the window).
+  h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kEnforce);
+  h.env().AdvanceBy(MsToNs(600));
+  h.ReadTimes("o", 5, "a");  // inside the 1 s window at the poll
+  h.env().AdvanceBy(MsToNs(399));
+  EXPECT_EQ(h.sink().size(), 0u);
+  h.env().AdvanceBy(MsToNs(1));
+  ASSERT_EQ(h.sink().size(), 1u);
+  EXPECT_EQ(h.sink().last().kind, DecisionKind::kWarmup);
+  EXPECT_EQ(h.sink().last().key, "o");
+  EXPECT_EQ(h.sink().last().target_domain, std::optional<std::string>("c"));
+  EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
+}
+
 TEST_F(DynamicReplicationStage2Warmup, WarmupStartsWhenADomainGainsItsFirstSegment) {
   ReplicationKnobs knobs = WarmupKnobs();
   knobs.dynamic_replication_warmup_domain_poll_ms = 1'000;

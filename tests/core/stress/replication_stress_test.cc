@@ -3,9 +3,11 @@
 // while a proposer submits proposals (some reusing ids), and a pump thread
 // advances the clock, runs the executor (admission, lease expiry, sweep) and
 // plays the source store workers (fetch, dynamic copy start/end or revoke,
-// report), with evictions and re-puts mixed in. At the end CheckInvariants
-// passes (master and dynamic replication) and dynamic copies completed. Meant
-// to run under ThreadSanitizer (label slow).
+// report), with evictions and re-puts mixed in; the pump also flips the mode
+// (enforce most of the time, then observe, then off) while the readers and
+// the proposer run. At the end CheckInvariants passes (master and dynamic
+// replication) and dynamic copies completed. Meant to run under
+// ThreadSanitizer (label slow).
 #include <atomic>
 #include <memory>
 #include <string>
@@ -109,6 +111,10 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
   int64_t rounds = 0;
   while (readers_done.load() < 2) {
     env.AdvanceBy(MsToNs(1));
+    const int64_t phase = rounds % 40;
+    rm.SetDynamicReplicationMode(phase < 30   ? DynamicReplicationMode::kEnforce
+                                 : phase < 35 ? DynamicReplicationMode::kObserve
+                                              : DynamicReplicationMode::kOff);
     for (uint64_t c = 1; c <= kStores; ++c) {
       absl::StatusOr<FetchTasksResponse> fetched = master.FetchTasks(ClientId(c), 8);
       if (!fetched.ok()) continue;
@@ -138,6 +144,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
   stop.store(true);
   for (std::thread& t : threads) t.join();
   if (HasFailure()) return;
+  rm.SetDynamicReplicationMode(DynamicReplicationMode::kEnforce);
   env.AdvanceBy(MsToNs(100));  // every lease expires
   const absl::Status invariants = rm.CheckInvariants();
   EXPECT_TRUE(invariants.ok()) << invariants;
