@@ -318,6 +318,18 @@ absl::StatusOr<ScenarioEstimate> EstimateScenario(const Scenario& scenario,
   if (run_options.out_dir.empty()) {
     return absl::InvalidArgumentError("an estimate needs an output directory for its run");
   }
+  // The estimate is what observe saw; a scripted switch of the mode would
+  // let the run create (or stop counting) replicas part of the way.
+  for (const Workload& w : scenario.workloads) {
+    for (const ScriptOp& op : w.scripted.ops) {
+      if (op.kind == ScriptOpKind::kSetKnob && op.knob_name == "dynamic_replication_mode") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(op.where,
+                         ": an estimate runs in observe mode throughout; remove this "
+                         "set_knob of dynamic_replication_mode"));
+      }
+    }
+  }
   run_options.overrides.push_back(KnobOverride{"dynamic_replication_mode", "observe"});
   const uint64_t seed = run_options.seed.value_or(scenario.seed);
   run_options.seed = seed;

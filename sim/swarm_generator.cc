@@ -385,6 +385,32 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
     }
     workloads.push_back(Json{{"type", "scripted"}, {"name", "script"}, {"ops", std::move(ops)}});
   }
+  {
+    // The rollout switch (set_knob of the mode) in a third of the seeds: the
+    // mode changes while everything else runs and comes back before the
+    // faults end, so the liveness phase runs in the scenario's own mode. Its
+    // own stream, so the rest of a seed's scenario does not depend on it.
+    Rng rollout = root.Fork("swarm/rollout");
+    if (Coin(rollout, 1, 3)) {
+      const std::string initial = knobs["dynamic_replication_mode"].get<std::string>();
+      std::vector<std::string> others;
+      for (const char* m : {"off", "observe", "enforce"}) {
+        if (m != initial) others.emplace_back(m);
+      }
+      const int64_t switch_ms = rollout.UniformRange(0, faults_end_ms - 200);
+      const int64_t back_ms = rollout.UniformRange(switch_ms + 1, faults_end_ms - 100);
+      Json ops = Json::array();
+      ops.push_back(Json{{"op", "set_knob"},
+                         {"name", "dynamic_replication_mode"},
+                         {"value", others[rollout.Uniform(others.size())]},
+                         {"at_ms", switch_ms}});
+      ops.push_back(Json{{"op", "set_knob"},
+                         {"name", "dynamic_replication_mode"},
+                         {"value", initial},
+                         {"at_ms", back_ms}});
+      workloads.push_back(Json{{"type", "scripted"}, {"name", "rollout"}, {"ops", std::move(ops)}});
+    }
+  }
 
   // ------------------------------------------------------------ faults
   Json faults = Json::object();

@@ -308,6 +308,9 @@ class Simulation {
   absl::Status RestartWorker(const HostId& host);
   absl::Status MountOrUnmount(const std::string& segment, bool mount);
   absl::Status ScriptedCopyStart(const SimOp& op);
+  // set_knob: dynamic_replication_mode changes the live mode (the RFC's
+  // rollout); any other knob stops the run with FAILED_PRECONDITION.
+  absl::Status SetKnob(const SimOp& op);
   absl::Status ScriptedPropose(const SimOp& op);
 
   // Measurement.

@@ -143,10 +143,7 @@ absl::Status Simulation::Execute(SimOp& op) {
       return absl::OkStatus();
     }
     case SimOpKind::kSetKnob:
-      return absl::FailedPreconditionError(absl::StrCat(
-          op.where, ": set_knob ", op.knob_name,
-          ": the core's knobs are fixed when the master starts; this knob cannot change "
-          "during a run"));
+      return SetKnob(op);
   }
   return absl::OkStatus();
 }
@@ -460,6 +457,26 @@ absl::Status Simulation::MountOrUnmount(const std::string& segment, bool mount) 
       CountMetric(st.ok() ? "sim_unmounts_total" : "sim_unmounts_failed_total");
     });
   }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::SetKnob(const SimOp& op) {
+  if (op.knob_name != "dynamic_replication_mode") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        op.where, ": set_knob ", op.knob_name,
+        ": only dynamic_replication_mode can change during a run; the core's other knobs are "
+        "fixed when the master starts"));
+  }
+  ReplicationKnobs knobs = knobs_.replication;
+  absl::Status st = ReplicationKnobs::Registry().Set(knobs, op.knob_name, op.knob_value);
+  if (st.ok()) st = knobs.Validate();
+  if (!st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.where, ": set_knob ", op.knob_name, ": ", st.message()));
+  }
+  replicated_->SetDynamicReplicationMode(knobs.dynamic_replication_mode);
+  CountMetric("sim_mode_changes_total");
+  Note(absl::StrCat("dynamic_replication_mode set to ", op.knob_value));
   return absl::OkStatus();
 }
 

@@ -256,6 +256,18 @@ TEST(EstimateScenarios, ObserveEstimateMatchesEnforceOnCrossDomainReuse) {
   EXPECT_NEAR(bytes_ratio, 1.0, 0.05);
 }
 
+TEST(EstimateScenarios, RefusesAScriptedModeSwitch) {
+  // The estimate is what observe saw from start to end.
+  const Scenario s = Load("scenarios/admission/rollout.json");
+  RunOptions options;
+  options.out_dir = FreshDir("rollout").string();
+  const absl::StatusOr<ScenarioEstimate> e = EstimateScenario(s, options);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(e.status().message(), HasSubstr("rollout.json:"));
+  EXPECT_THAT(e.status().message(), HasSubstr("set_knob of dynamic_replication_mode"));
+}
+
 TEST(EstimateScenarios, ObserveEstimateMatchesEnforceOnEvictionRecreate) {
   const Scenario s = Load("scenarios/eviction-recreate.json");
   const ScenarioEstimate observe = MustEstimateScenario(s, "er");

@@ -199,6 +199,27 @@ TEST(Runner, SetKnobDuringRunIsRefusedWithItsPosition) {
   EXPECT_THAT(r.status().message(), HasSubstr("set_knob eviction_ratio"));
 }
 
+TEST(Runner, SetKnobSwitchesTheModeWhileTheRunGoesOn) {
+  // off -> observe (1 s) -> enforce (2 s) -> off (5 s), one key made hot in
+  // each phase: one would_propose, one accepted copy, nothing while off.
+  const Scenario s = Load("scenarios/admission/rollout.json");
+  const RunResult run = MustRun(s);
+  EXPECT_EQ(run.decisions_by_outcome.at("would_propose"), 1);
+  EXPECT_EQ(run.decisions_by_outcome.at("accepted"), 1);
+  EXPECT_EQ(run.decisions_by_outcome.size(), 2u);
+  EXPECT_EQ(run.metrics.at("sim_mode_changes_total"), 3);
+  EXPECT_EQ(run.metrics.at("dynamic_replication_copy_tasks_completed_total"), 1);
+  for (const CheckOutcome& o : EvaluateChecks(s, run)) EXPECT_TRUE(o.passed) << o.name;
+  // Unlike any other knob (SetKnobDuringRunIsRefusedWithItsPosition), the
+  // mode switches in the middle of a run with reads in flight.
+  std::string text(kTwoHosts);
+  text.replace(text.find("{\"op\": \"get\", \"client\": \"h0/c\""), 0,
+               "{\"op\": \"set_knob\", \"name\": \"dynamic_replication_mode\", "
+               "\"value\": \"enforce\"},");
+  const RunResult mid = MustRun(Parse(text));
+  EXPECT_EQ(mid.metrics.at("sim_mode_changes_total"), 1);
+}
+
 TEST(Runner, ThresholdGetAdmitsOnceAndTheCopyCompletes) {
   const RunResult run = MustRun(Load("scenarios/admission/threshold-get.json"));
   EXPECT_EQ(run.decisions_by_outcome.at("accepted"), 1);
