@@ -4,7 +4,10 @@
 // thread-pool Executor with the steady clock, optionally writes decision
 // records as JSONL and serves /metrics in the Prometheus text format.
 // SIGINT/SIGTERM stop it cleanly: the server drains running calls, then the
-// background work stops.
+// background work stops. SIGHUP reads --config and --set again and applies
+// dynamic_replication_mode at once (the RFC's rollout: off -> observe ->
+// enforce without a restart); other knobs apply only at start.
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +15,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/base/status_macros.h"
 #include "core/master/master_knobs.h"
 #include "core/replication/replicated_master.h"
 #include "core/replication/replication_knobs.h"
@@ -79,6 +84,9 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                s.tasks_timed_out_total);
   AppendScalar(out, "master_clients_reaped_total", "Clients reaped for missed heartbeats.", kC,
                s.clients_reaped_total);
+  AppendScalar(out, "dynamic_replication_mode",
+               "The live dynamic_replication_mode: 0 off, 1 observe, 2 enforce.", kG,
+               static_cast<int64_t>(master.dynamic_replication_mode()));
   const runtime::MasterServerStats rpc = server.stats();
   AppendScalar(out, "rpc_calls_total", "Control-plane calls served.", kC, rpc.calls_total);
   AppendScalar(out, "rpc_calls_failed_total", "Control-plane calls answered with an error.", kC,
@@ -98,6 +106,68 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                  kC, sink->write_errors());
   }
   return out;
+}
+
+// The knobs from --config, then --set on top, validated.
+absl::Status LoadKnobs(const Flags& flags, MasterKnobs* master_knobs,
+                       ReplicationKnobs* replication_knobs) {
+  *master_knobs = MasterKnobs();
+  *replication_knobs = ReplicationKnobs();
+  const std::vector<tools::KnobSetter> registries = {
+      [&](absl::string_view n, absl::string_view v) {
+        return MasterKnobs::Registry().Set(*master_knobs, n, v);
+      },
+      [&](absl::string_view n, absl::string_view v) {
+        return ReplicationKnobs::Registry().Set(*replication_knobs, n, v);
+      },
+  };
+  if (!flags.config.empty()) HS_RETURN_IF_ERROR(tools::ApplyConfigFile(flags.config, registries));
+  for (const std::string& setting : flags.settings) {
+    HS_RETURN_IF_ERROR(tools::ApplySetting(setting, "--set", registries));
+  }
+  HS_RETURN_IF_ERROR(master_knobs->Validate());
+  return replication_knobs->Validate();
+}
+
+// SIGHUP: reads --config and --set again. dynamic_replication_mode takes
+// effect at once (the RFC's rollout, DynamicReplication::SetMode); every other
+// knob applies only at start, so a change to one is reported and ignored. A
+// config that does not load changes nothing.
+void Reload(const Flags& flags, const MasterKnobs& started_master,
+            const ReplicationKnobs& started_replication, ReplicatedMaster& master) {
+  MasterKnobs master_knobs;
+  ReplicationKnobs replication_knobs;
+  if (absl::Status st = LoadKnobs(flags, &master_knobs, &replication_knobs); !st.ok()) {
+    std::printf("heatsink-master: reload (SIGHUP): %s; nothing changed\n",
+                std::string(st.message()).c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::vector<std::string> ignored;
+  const auto differing = [&ignored](const auto& now, const auto& then) {
+    for (size_t i = 0; i < now.size() && i < then.size(); ++i) {
+      if (now[i].first != "dynamic_replication_mode" && now[i].second != then[i].second) {
+        ignored.push_back(now[i].first);
+      }
+    }
+  };
+  differing(MasterKnobs::Registry().Dump(master_knobs),
+            MasterKnobs::Registry().Dump(started_master));
+  differing(ReplicationKnobs::Registry().Dump(replication_knobs),
+            ReplicationKnobs::Registry().Dump(started_replication));
+  if (!ignored.empty()) {
+    std::printf(
+        "heatsink-master: reload (SIGHUP): %s changed, but only "
+        "dynamic_replication_mode applies while running; ignored until restart\n",
+        absl::StrJoin(ignored, ", ").c_str());
+  }
+  const DynamicReplicationMode before = master.dynamic_replication_mode();
+  master.SetDynamicReplicationMode(replication_knobs.dynamic_replication_mode);
+  std::printf(
+      "heatsink-master: reload (SIGHUP): dynamic_replication_mode %s -> %s\n",
+      std::string(DynamicReplicationModeName(before)).c_str(),
+      std::string(DynamicReplicationModeName(replication_knobs.dynamic_replication_mode)).c_str());
+  std::fflush(stdout);
 }
 
 int Run(const Flags& flags, const MasterKnobs& master_knobs,
@@ -161,7 +231,10 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
     }
   }
 
-  const int signal = tools::WaitForTerminationSignal();
+  int signal = tools::WaitForTerminationOrReloadSignal();
+  for (; signal == SIGHUP; signal = tools::WaitForTerminationOrReloadSignal()) {
+    Reload(flags, master_knobs, replication_knobs, **master);
+  }
   std::printf("heatsink-master: signal %d, shutting down\n", signal);
   std::fflush(stdout);
   (*server)->Shutdown(absl::Seconds(2));
@@ -177,6 +250,7 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
 int main(int argc, char** argv) {
   using namespace heatsink;
   tools::BlockTerminationSignals();
+  tools::BlockReloadSignal();
   Flags flags;
   CLI::App app{
       "heatsink-master: the Heatsink master (gRPC control plane, dynamic hot replication).\n"
@@ -187,7 +261,9 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", flags.metrics_listen,
                  "serve Prometheus /metrics on host:port (off when empty; port 0 picks one)");
   app.add_option("--config", flags.config,
-                 "file of `name = value` knob lines ('#' comments), applied before --set")
+                 "file of `name = value` knob lines ('#' comments), applied before --set. "
+                 "SIGHUP reads it (and --set) again: dynamic_replication_mode changes at once, "
+                 "other knobs only at the next start")
       ->check(CLI::ExistingFile);
   app.add_option("--set", flags.settings,
                  "knob override name=value (master or replication knob); repeatable");
@@ -214,22 +290,7 @@ int main(int argc, char** argv) {
 
   MasterKnobs master_knobs;
   ReplicationKnobs replication_knobs;
-  const std::vector<tools::KnobSetter> registries = {
-      [&](absl::string_view n, absl::string_view v) {
-        return MasterKnobs::Registry().Set(master_knobs, n, v);
-      },
-      [&](absl::string_view n, absl::string_view v) {
-        return ReplicationKnobs::Registry().Set(replication_knobs, n, v);
-      },
-  };
-  absl::Status status = absl::OkStatus();
-  if (!flags.config.empty()) status = tools::ApplyConfigFile(flags.config, registries);
-  for (const std::string& setting : flags.settings) {
-    if (!status.ok()) break;
-    status = tools::ApplySetting(setting, "--set", registries);
-  }
-  if (status.ok()) status = master_knobs.Validate();
-  if (status.ok()) status = replication_knobs.Validate();
+  absl::Status status = LoadKnobs(flags, &master_knobs, &replication_knobs);
   if (status.ok()) status = flags.rpc.Validate();
   runtime::TenantBindings tenants;
   for (const std::string& binding : flags.tenants) {

@@ -137,6 +137,27 @@ inline int WaitForTerminationSignal() {
   return signal;
 }
 
+// Adds SIGHUP to the blocked signals (call with BlockTerminationSignals,
+// before any thread starts), for a process that reloads on SIGHUP.
+inline void BlockReloadSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// Blocks until SIGINT, SIGTERM or SIGHUP; returns the signal.
+inline int WaitForTerminationOrReloadSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  int signal = 0;
+  sigwait(&set, &signal);
+  return signal;
+}
+
 // Like WaitForTerminationSignal, but gives up after `timeout_ms` and returns 0.
 inline int WaitForTerminationSignalFor(int64_t timeout_ms) {
   sigset_t set;

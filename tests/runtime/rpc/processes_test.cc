@@ -532,6 +532,45 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
 
 // Observe mode on the same three-store cluster: the hot key is counted as
 // would-propose, no copy runs and every read stays on the put's replica.
+TEST_F(ProcessesTest, SighupSwitchesTheModeFromTheConfigAndKeepsOtherKnobs) {
+  // The rollout without a restart: the mode lives in --config; SIGHUP reads
+  // it again. Other knobs apply only at start; a config that does not load
+  // changes nothing.
+  const fs::path config = dir_ / "master.conf";
+  const auto write_config = [&config](const std::string& text) {
+    std::ofstream out(config, std::ios::trunc);
+    out << text;
+  };
+  write_config("dynamic_replication_mode = off\n");
+  std::unique_ptr<Process> master = StartMaster({}, {"--config", config.string()});
+  ASSERT_FALSE(metrics_address_.empty());
+  const auto mode = [&] {
+    return MetricValue(HttpGet(metrics_address_, "/metrics"), "heatsink_dynamic_replication_mode");
+  };
+  EXPECT_EQ(mode(), 0);
+  write_config("dynamic_replication_mode = enforce\neviction_ratio = 0.25\n");
+  master->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return mode() == 2; })) << mode();
+  EXPECT_TRUE(WaitFor([&] {
+    return LogSays("master.log", "reload (SIGHUP): dynamic_replication_mode off -> enforce");
+  }));
+  EXPECT_TRUE(LogSays("master.log", "eviction_ratio changed, but only"));
+  write_config("dynamic_replication_mode = sometimes\n");
+  master->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return LogSays("master.log", "nothing changed"); }));
+  EXPECT_EQ(mode(), 2);
+  write_config("dynamic_replication_mode = observe\n");
+  master->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return mode() == 1; })) << mode();
+  // Still serving, and SIGTERM still stops it cleanly.
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
+      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+  ASSERT_TRUE(rpc.ok());
+  EXPECT_TRUE((*rpc)->ListSegments().ok());
+  master->Signal(SIGTERM);
+  EXPECT_TRUE(WaitFor([&] { return LogSays("master.log", "shutting down"); }));
+}
+
 TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
   std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=observe"});
   ASSERT_FALSE(master_address_.empty());
