@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -116,54 +117,45 @@ inline void ApplyDeadlockDetection(bool keep) {
   if (!keep) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
+// The set of the given signals.
+inline sigset_t SignalSet(std::initializer_list<int> signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : signals) sigaddset(&set, s);
+  return set;
+}
+
+// Blocks until one of `signals` (blocked beforehand) arrives; returns it.
+inline int WaitForSignal(std::initializer_list<int> signals) {
+  const sigset_t set = SignalSet(signals);
+  int signal = 0;
+  sigwait(&set, &signal);
+  return signal;
+}
+
 // Call first in main(), before any thread starts, so that every thread
 // inherits the mask and the signals wait for WaitForTerminationSignal().
 inline void BlockTerminationSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = SignalSet({SIGINT, SIGTERM});
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 // Blocks until SIGINT or SIGTERM; returns the signal.
-inline int WaitForTerminationSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  int signal = 0;
-  sigwait(&set, &signal);
-  return signal;
-}
+inline int WaitForTerminationSignal() { return WaitForSignal({SIGINT, SIGTERM}); }
 
 // Adds SIGHUP to the blocked signals (call with BlockTerminationSignals,
 // before any thread starts), for a process that reloads on SIGHUP.
 inline void BlockReloadSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
+  const sigset_t set = SignalSet({SIGHUP});
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 // Blocks until SIGINT, SIGTERM or SIGHUP; returns the signal.
-inline int WaitForTerminationOrReloadSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  int signal = 0;
-  sigwait(&set, &signal);
-  return signal;
-}
+inline int WaitForTerminationOrReloadSignal() { return WaitForSignal({SIGINT, SIGTERM, SIGHUP}); }
 
 // Like WaitForTerminationSignal, but gives up after `timeout_ms` and returns 0.
 inline int WaitForTerminationSignalFor(int64_t timeout_ms) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = SignalSet({SIGINT, SIGTERM});
   timespec timeout{};
   timeout.tv_sec = static_cast<time_t>(timeout_ms / 1000);
   timeout.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1'000'000;

@@ -41,6 +41,22 @@ ReplicationKnobs WarmupKnobs() {
   return k;
 }
 
+// Warmup with the domain poll every second.
+ReplicationKnobs PolledWarmupKnobs() {
+  ReplicationKnobs k = WarmupKnobs();
+  k.dynamic_replication_warmup_domain_poll_ms = 1'000;
+  return k;
+}
+
+// Domain a with one store and object "o", known to the first poll (1 s),
+// then read 5 times from a at 1.5 s.
+void HeatObjectInDomainA(ReplicationHarness& h) {
+  HS_ASSERT_OK(h.AddStore(1, kMiB, "a1", "a"));
+  HS_ASSERT_OK(h.Put("o", 1000, {SegmentId(1)}));
+  h.env().AdvanceBy(MsToNs(1'500));
+  h.ReadTimes("o", 5, "a");
+}
+
 bool InDomainB(std::optional<SegmentId> s) { return s == SegmentId(3) || s == SegmentId(4); }
 
 class DynamicReplicationRfcStage2 : public ::testing::Test {
@@ -420,13 +436,8 @@ TEST_F(DynamicReplicationStage2Warmup, WarmupRespectsItsByteBudgetPerSecond) {
 }
 
 TEST_F(DynamicReplicationStage2Warmup, ModeOffStopsTheDomainPollAndModeOnStartsItAgain) {
-  ReplicationKnobs knobs = WarmupKnobs();
-  knobs.dynamic_replication_warmup_domain_poll_ms = 1'000;
-  ReplicationHarness h(knobs);
-  HS_ASSERT_OK(h.AddStore(1, kMiB, "a1", "a"));
-  HS_ASSERT_OK(h.Put("o", 1000, {SegmentId(1)}));
-  h.env().AdvanceBy(MsToNs(1'500));  // first poll (1 s): domain a is known
-  h.ReadTimes("o", 5, "a");
+  ReplicationHarness h(PolledWarmupKnobs());
+  ASSERT_NO_FATAL_FAILURE(HeatObjectInDomainA(h));
   h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kOff);
   HS_EXPECT_CODE(h.rm().RequestWarmup("a"), kFailedPrecondition);
   HS_ASSERT_OK(h.AddStore(5, kMiB, "c1", "c"));
@@ -448,13 +459,8 @@ TEST_F(DynamicReplicationStage2Warmup, ModeOffStopsTheDomainPollAndModeOnStartsI
 }
 
 TEST_F(DynamicReplicationStage2Warmup, WarmupStartsWhenADomainGainsItsFirstSegment) {
-  ReplicationKnobs knobs = WarmupKnobs();
-  knobs.dynamic_replication_warmup_domain_poll_ms = 1'000;
-  ReplicationHarness h(knobs);
-  HS_ASSERT_OK(h.AddStore(1, kMiB, "a1", "a"));
-  HS_ASSERT_OK(h.Put("o", 1000, {SegmentId(1)}));
-  h.env().AdvanceBy(MsToNs(1'500));  // first poll (1 s): domain a is known
-  h.ReadTimes("o", 5, "a");
+  ReplicationHarness h(PolledWarmupKnobs());
+  ASSERT_NO_FATAL_FAILURE(HeatObjectInDomainA(h));
   HS_ASSERT_OK(h.AddStore(5, kMiB, "c1", "c"));
   h.env().AdvanceBy(MsToNs(500));  // the poll at 2 s sees domain c
   std::vector<DecisionRecord> c;
