@@ -120,7 +120,7 @@ DynamicReplication::~DynamicReplication() {
 void DynamicReplication::SetMode(DynamicReplicationMode mode) {
   {
     MutexLock control(&control_mu_);
-    if (mode_.exchange(mode, std::memory_order_acq_rel) == mode) return;
+    if (mode_.exchange(mode, std::memory_order_relaxed) == mode) return;
     if (mode == DynamicReplicationMode::kOff) warmup_jobs_.clear();
   }
   if (mode != DynamicReplicationMode::kOff && knobs_.dynamic_replication_warmup_enabled) {

@@ -190,7 +190,9 @@ class DynamicReplication final : public ReadObserver,
   const ReplicationKnobs& knobs() const { return knobs_; }
 
   // --- Mode (the RFC's rollout: off -> observe -> enforce) -------------------
-  DynamicReplicationMode mode() const { return mode_.load(std::memory_order_acquire); }
+  // A flag on its own (nothing is published with it), so relaxed: admission
+  // reads it under control_mu_, which SetMode holds to change it.
+  DynamicReplicationMode mode() const { return mode_.load(std::memory_order_relaxed); }
   // Changes dynamic_replication_mode while the master runs, effective for
   // every read and admission that starts afterwards. Turning it off stops
   // heat recording and new admissions (queued triggers and proposals are
