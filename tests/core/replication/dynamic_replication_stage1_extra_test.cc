@@ -67,11 +67,8 @@ TEST_F(DynamicReplicationStage1, ReadsOfATrackedKeyGoStraightToTheirHeatEntry) {
 }
 
 TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
-  ReplicationKnobs knobs = ReplicationTestKnobs();
-  knobs.dynamic_replication_mode = DynamicReplicationMode::kOff;
-  ReplicationHarness h(knobs);
-  HS_ASSERT_OK(h.AddStore(1, kMiB, "h1"));
-  HS_ASSERT_OK(h.AddStore(2, kMiB, "h2"));
+  ReplicationHarness h(ReplicationTestKnobs(DynamicReplicationMode::kOff));
+  HS_ASSERT_OK(h.AddTwoStores());
   absl::StatusOr<Version> v = h.Put("k", 1000, {SegmentId(1)});
   h.ReadTimes("k", 20);
   h.env().RunUntilIdle();
@@ -211,11 +208,8 @@ TEST(DynamicReplicationModeSwitch, OffObserveEnforceOffWhileTheMasterRuns) {
   // The RFC's rollout on one running master: off records nothing, observe
   // logs would_propose, enforce grants, off again stops new work while the
   // granted copy still finishes.
-  ReplicationKnobs knobs = ReplicationTestKnobs();
-  knobs.dynamic_replication_mode = DynamicReplicationMode::kOff;
-  ReplicationHarness h(knobs);
-  HS_ASSERT_OK(h.AddStore(1, kMiB, "h1"));
-  HS_ASSERT_OK(h.AddStore(2, kMiB, "h2"));
+  ReplicationHarness h(ReplicationTestKnobs(DynamicReplicationMode::kOff));
+  HS_ASSERT_OK(h.AddTwoStores());
   for (const char* key : {"a", "b", "c", "d"}) HS_ASSERT_OK(h.Put(key, 1000, {SegmentId(1)}));
   const auto count = [&](const char* key) {
     return h.dr().heat_window().CountInWindow(h.env().NowNs(),

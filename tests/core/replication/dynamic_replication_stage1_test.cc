@@ -73,11 +73,8 @@ TEST_F(DynamicReplicationRfcStage1, EnforceBatchGetPathAutoExpandsAfterThreshold
 }
 
 TEST_F(DynamicReplicationRfcStage1, ObserveModeDoesNotQueueACopy) {
-  ReplicationKnobs knobs = ReplicationTestKnobs();
-  knobs.dynamic_replication_mode = DynamicReplicationMode::kObserve;
-  ReplicationHarness h(knobs);
-  HS_ASSERT_OK(h.AddStore(1, kMiB, "h1"));
-  HS_ASSERT_OK(h.AddStore(2, kMiB, "h2"));
+  ReplicationHarness h(ReplicationTestKnobs(DynamicReplicationMode::kObserve));
+  HS_ASSERT_OK(h.AddTwoStores());
   HS_ASSERT_OK(h.Put("k", 1000, {SegmentId(1)}));
   h.MakeHot("k");
   ASSERT_EQ(h.sink().size(), 1u);

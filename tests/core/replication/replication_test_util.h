@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/base/check.h"
 #include "core/base/mutex.h"
+#include "core/base/status_macros.h"
 #include "core/env/manual_env.h"
 #include "core/replication/decision.h"
 #include "core/replication/replicated_master.h"
@@ -101,6 +102,8 @@ inline MasterKnobs ReplicationTestMasterKnobs() {
 
 // Enforce, a 1 s window and hit count 3, cooldowns of 5 s (admission) and
 // 10 s (recreate), leases of 2 s.
+inline constexpr uint64_t kMiB = 1024 * 1024;
+
 inline ReplicationKnobs ReplicationTestKnobs() {
   ReplicationKnobs k;
   k.dynamic_replication_mode = DynamicReplicationMode::kEnforce;
@@ -115,6 +118,13 @@ inline ReplicationKnobs ReplicationTestKnobs() {
   k.dynamic_replication_pending_actions_max = 16;
   k.dynamic_replication_proposals_max = 16;
   k.dynamic_replication_cooldown_entries_max = 64;
+  return k;
+}
+
+// The same, in `mode`.
+inline ReplicationKnobs ReplicationTestKnobs(DynamicReplicationMode mode) {
+  ReplicationKnobs k = ReplicationTestKnobs();
+  k.dynamic_replication_mode = mode;
   return k;
 }
 
@@ -139,6 +149,11 @@ class ReplicationHarness {
   TimeNs now() const { return env_.NowNs(); }
 
   // A client with one segment of its own (client id == segment id).
+  // Stores 1 and 2 (1 MiB each) on hosts h1 and h2.
+  absl::Status AddTwoStores() {
+    HS_RETURN_IF_ERROR(AddStore(1, kMiB, "h1"));
+    return AddStore(2, kMiB, "h2");
+  }
   absl::Status AddStore(uint64_t id, uint64_t capacity, const std::string& host,
                         const std::string& domain = "") {
     absl::Status s = master().RegisterClient(RegisterClientRequest{ClientId(id), host, domain});
@@ -242,15 +257,12 @@ class ReplicationHarness {
   std::unique_ptr<ReplicatedMaster> rm_;
 };
 
-inline constexpr uint64_t kMiB = 1024 * 1024;
-
 // Two stores on two hosts, object "k" (1000 bytes) on segment 1; the core's
 // invariants are checked after every test.
 class OneObjectTwoStores : public ::testing::Test {
  protected:
   void SetUp() override {
-    HS_ASSERT_OK(h_.AddStore(1, kMiB, "h1"));
-    HS_ASSERT_OK(h_.AddStore(2, kMiB, "h2"));
+    HS_ASSERT_OK(h_.AddTwoStores());
     absl::StatusOr<Version> v = h_.Put("k", 1000, {SegmentId(1)});
     HS_ASSERT_OK(v);
     version_ = *v;
