@@ -1,7 +1,6 @@
 #include "sim/sim_master_client.h"
 
 #include <algorithm>
-#include <memory>
 #include <optional>
 #include <utility>
 
