@@ -298,7 +298,7 @@ int RunCompare(const CommonArgs& args, const std::string& modes_text, int jobs_a
   std::cout.flush();
   SharedProgress progress(modes);
   for (size_t i = 0; i < modes.size(); ++i) options[i].progress = progress.Fn(i);
-  std::vector<std::optional<absl::StatusOr<RunResult>>> results(modes.size());
+  std::vector<absl::StatusOr<RunResult>> results(modes.size());  // each set by its run
   std::atomic<size_t> next{0};
   const auto work = [&] {
     for (size_t i = next.fetch_add(1); i < modes.size(); i = next.fetch_add(1)) {
@@ -318,7 +318,7 @@ int RunCompare(const CommonArgs& args, const std::string& modes_text, int jobs_a
   std::vector<RunResult> runs;
   bool checks_ok = true;
   for (size_t i = 0; i < modes.size(); ++i) {
-    absl::StatusOr<RunResult>& run = *results[i];
+    absl::StatusOr<RunResult>& run = results[i];
     if (!run.ok()) {
       std::cerr << "heatsink-sim compare (" << modes[i] << "): " << run.status().message() << "\n";
       return kExitError;
