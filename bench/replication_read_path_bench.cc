@@ -159,18 +159,12 @@ void BM_GetReplicaListByMode(benchmark::State& state) {
       const size_t m = (k + static_cast<size_t>(batches)) % kModes.size();
       MasterService& master = f.worlds[m]->rm->master();
       const int64_t t0 = ThreadCpuNs();
-      if (m == kFloorColumn) {
-        for (size_t i = 0; i < kBatch; ++i) {
-          const uint32_t key = order[(pos + i) % kOrderLength];
-          auto r = master.GetReplicaList(f.requests[key]);
-          benchmark::DoNotOptimize(r);
-          f.floor[key].reads.fetch_add(1, std::memory_order_relaxed);
-        }
-      } else {
-        for (size_t i = 0; i < kBatch; ++i) {
-          auto r = master.GetReplicaList(f.requests[order[(pos + i) % kOrderLength]]);
-          benchmark::DoNotOptimize(r);
-        }
+      const bool floor = m == kFloorColumn;
+      for (size_t i = 0; i < kBatch; ++i) {
+        const uint32_t key = order[(pos + i) % kOrderLength];
+        auto r = master.GetReplicaList(f.requests[key]);
+        benchmark::DoNotOptimize(r);
+        if (floor) f.floor[key].reads.fetch_add(1, std::memory_order_relaxed);
       }
       ns[m] += ThreadCpuNs() - t0;
     }
