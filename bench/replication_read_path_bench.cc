@@ -181,13 +181,13 @@ void BM_GetReplicaListByMode(benchmark::State& state) {
   state.counters["off_ns_per_read"] = benchmark::Counter(ns[0] / reads, avg);
   state.counters["observe_ns_per_read"] = benchmark::Counter(ns[1] / reads, avg);
   state.counters["enforce_ns_per_read"] = benchmark::Counter(ns[2] / reads, avg);
-  state.counters["floor_ns_per_read"] = benchmark::Counter(ns[3] / reads, avg);
+  state.counters["floor_ns_per_read"] = benchmark::Counter(ns[kFloorColumn] / reads, avg);
   state.counters["observe_vs_off"] =
       benchmark::Counter(static_cast<double>(ns[0]) / static_cast<double>(ns[1]), avg);
   state.counters["enforce_vs_off"] =
       benchmark::Counter(static_cast<double>(ns[0]) / static_cast<double>(ns[2]), avg);
   state.counters["floor_vs_off"] =
-      benchmark::Counter(static_cast<double>(ns[0]) / static_cast<double>(ns[3]), avg);
+      benchmark::Counter(static_cast<double>(ns[0]) / static_cast<double>(ns[kFloorColumn]), avg);
   if (thread == 0) {
     const DynamicReplicationStats s = f.worlds[2]->rm->replication().Stats();
     state.counters["enforce_leases_granted"] = static_cast<double>(s.leases_granted);
