@@ -155,7 +155,8 @@ const KnobRegistry<MasterKnobs>& MasterKnobs::Registry() {
                [](K& k) -> int64_t& { return k.sweep_interval_ms; })
         .Field("metadata_shards", "independently locked object metadata shards",
                [](K& k) -> int64_t& { return k.metadata_shards; })
-        .Field("objects_max", "objects in the master", [](K& k) -> int64_t& { return k.objects_max; })
+        .Field("objects_max", "objects in the master",
+               [](K& k) -> int64_t& { return k.objects_max; })
         .Field("segments_max", "mounted segments", [](K& k) -> int64_t& { return k.segments_max; })
         .Field("segments_per_client_max", "segments one client may mount",
                [](K& k) -> int64_t& { return k.segments_per_client_max; })
@@ -166,7 +167,8 @@ const KnobRegistry<MasterKnobs>& MasterKnobs::Registry() {
                [](K& k) -> int64_t& { return k.tenant_bytes_max; })
         .Field("name_bytes_max", "longest segment name, host, domain or endpoint",
                [](K& k) -> int64_t& { return k.name_bytes_max; })
-        .Field("batch_keys_max", "keys in one BatchGetReplicaList",
+        .Field("batch_keys_max",
+               "keys in one batch call (BatchGetReplicaList, BatchPutStart/End/Revoke)",
                [](K& k) -> int64_t& { return k.batch_keys_max; })
         .Field("replicas_per_object_max", "replicas of one object",
                [](K& k) -> int64_t& { return k.replicas_per_object_max; })

@@ -360,6 +360,52 @@ absl::Status MasterService::PutRevoke(ClientId client, const PutRevokeRequest& r
   return absl::OkStatus();
 }
 
+absl::Status MasterService::CheckBatchSize(size_t keys) const {
+  if (static_cast<int64_t>(keys) > knobs_.batch_keys_max) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(keys, " keys exceed batch_keys_max (", knobs_.batch_keys_max, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchPutStartResponse> MasterService::BatchPutStart(
+    ClientId client, const BatchPutStartRequest& req) {
+  HS_RETURN_IF_ERROR(CheckBatchSize(req.names.size()));
+  if (req.sizes_bytes.size() != req.names.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(req.names.size(), " names but ", req.sizes_bytes.size(), " sizes"));
+  }
+  BatchPutStartResponse response;
+  response.results.reserve(req.names.size());
+  PutStartRequest one;
+  one.replica_num = req.replica_num;
+  one.preferred_segments = req.preferred_segments;
+  for (size_t i = 0; i < req.names.size(); ++i) {
+    one.name = req.names[i];
+    one.size_bytes = req.sizes_bytes[i];
+    response.results.push_back(PutStart(client, one));
+  }
+  return response;
+}
+
+absl::StatusOr<BatchPutResponse> MasterService::BatchPutEnd(ClientId client,
+                                                            const BatchPutEndRequest& req) {
+  HS_RETURN_IF_ERROR(CheckBatchSize(req.puts.size()));
+  BatchPutResponse response;
+  response.results.reserve(req.puts.size());
+  for (const PutEndRequest& put : req.puts) response.results.push_back(PutEnd(client, put));
+  return response;
+}
+
+absl::StatusOr<BatchPutResponse> MasterService::BatchPutRevoke(ClientId client,
+                                                               const BatchPutRevokeRequest& req) {
+  HS_RETURN_IF_ERROR(CheckBatchSize(req.puts.size()));
+  BatchPutResponse response;
+  response.results.reserve(req.puts.size());
+  for (const PutRevokeRequest& put : req.puts) response.results.push_back(PutRevoke(client, put));
+  return response;
+}
+
 // ---------------------------------------------------------------------------
 // Reads and Remove
 // ---------------------------------------------------------------------------
@@ -419,11 +465,7 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
 
 absl::StatusOr<BatchGetReplicaListResponse> MasterService::BatchGetReplicaList(
     const BatchGetReplicaListRequest& req) {
-  if (static_cast<int64_t>(req.names.size()) > knobs_.batch_keys_max) {
-    return absl::ResourceExhaustedError(absl::StrCat(req.names.size(),
-                                                     " keys exceed batch_keys_max (",
-                                                     knobs_.batch_keys_max, ")"));
-  }
+  HS_RETURN_IF_ERROR(CheckBatchSize(req.names.size()));
   BatchGetReplicaListResponse response;
   response.results.reserve(req.names.size());
   GetReplicaListRequest one;

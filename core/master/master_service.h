@@ -128,6 +128,17 @@ class MasterService {
   // Drops an unfinished put and frees its bytes.
   [[nodiscard]] absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req);
 
+  // Batches of the three calls above, one result per key in order (the
+  // writer's view of Mooncake's BatchPut). RESOURCE_EXHAUSTED for more than
+  // batch_keys_max keys and INVALID_ARGUMENT when BatchPutStart's names and
+  // sizes differ in length; nothing is changed then.
+  [[nodiscard]] absl::StatusOr<BatchPutStartResponse> BatchPutStart(
+      ClientId client, const BatchPutStartRequest& req);
+  [[nodiscard]] absl::StatusOr<BatchPutResponse> BatchPutEnd(ClientId client,
+                                                             const BatchPutEndRequest& req);
+  [[nodiscard]] absl::StatusOr<BatchPutResponse> BatchPutRevoke(ClientId client,
+                                                                const BatchPutRevokeRequest& req);
+
   // --- Reads --------------------------------------------------------------
   // COMPLETE replicas with descriptors; grants (extends) the read lease to
   // now + default_kv_lease_ttl. Calls the ReadObserver once for the key.
@@ -244,6 +255,8 @@ class MasterService {
   // Checks lengths; returns the name with the tenant normalised (views into
   // `name` or the default tenant constant).
   [[nodiscard]] absl::StatusOr<ObjectNameRef> CheckName(const ObjectName& name) const;
+  // RESOURCE_EXHAUSTED when a batch call names more than batch_keys_max keys.
+  [[nodiscard]] absl::Status CheckBatchSize(size_t keys) const;
   static ObjectName Own(const ObjectNameRef& ref);
 
   // Removes replica `index` of `meta`, releasing its bytes, and records the

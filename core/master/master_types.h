@@ -148,6 +148,33 @@ struct PutRevokeRequest {
   Version version = 0;
 };
 
+// Mooncake's BatchPutStart / BatchPutEnd / BatchPutRevoke: the blocks one
+// writer puts together (an inference request's new KV blocks) in one call.
+// Each key is started, ended or revoked exactly as by the single-key call;
+// results are per key, in request order.
+struct BatchPutStartRequest {
+  std::vector<ObjectName> names;
+  std::vector<uint64_t> sizes_bytes;  // one per name
+  uint32_t replica_num = 1;
+  std::vector<SegmentId> preferred_segments;  // for every key, as in PutStart
+};
+
+struct BatchPutStartResponse {
+  std::vector<absl::StatusOr<PutStartResponse>> results;
+};
+
+struct BatchPutEndRequest {
+  std::vector<PutEndRequest> puts;
+};
+struct BatchPutRevokeRequest {
+  std::vector<PutRevokeRequest> puts;
+};
+
+// One status per put of a BatchPutEnd or BatchPutRevoke, same order.
+struct BatchPutResponse {
+  std::vector<absl::Status> results;
+};
+
 struct GetReplicaListRequest {
   ObjectName name;
   // Who reads and from where; the heat window keys on these (stage 2: domain).

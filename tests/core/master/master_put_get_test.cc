@@ -1,7 +1,7 @@
 // Covers puts and reads: PutStart/PutEnd/PutRevoke with real offsets,
 // tenant scoping, versions that increase on every re-put, preferred segments,
 // the `random` and `free_ratio_first` strategies, GetReplicaList descriptors
-// and read leases, BatchGetReplicaList, the ReadObserver extension point
+// and read leases, BatchPutStart/End/Revoke, BatchGetReplicaList, the ReadObserver extension point
 // (and the word it keeps per object), Remove's distinct refusals, and every limit's status code.
 #include <map>
 #include <string>
@@ -232,6 +232,80 @@ TEST(MasterPut, BadRequestsAreInvalidArguments) {
   HS_EXPECT_CODE(h.Start("k", 10, 1, {}, /*writer=*/0), kInvalidArgument);
   HS_EXPECT_CODE(h.Get(std::string(static_cast<size_t>(k.key_bytes_max) + 1, 'x')),
                  kInvalidArgument);
+}
+
+TEST(MasterPut, BatchPutGivesPerKeyResultsInOrder) {
+  MasterHarness h;
+  HS_ASSERT_OK(h.AddStore(1, 1000));
+  HS_ASSERT_OK(h.Put("exists", 10));
+  BatchPutStartRequest start;
+  start.names = {Name("a"), Name("exists"), Name("b"), Name("c")};
+  start.sizes_bytes = {100, 10, 0, 200};
+  start.preferred_segments = {SegmentId(1)};
+  absl::StatusOr<BatchPutStartResponse> started = h.master().BatchPutStart(ClientId(100), start);
+  HS_ASSERT_OK(started);
+  ASSERT_EQ(started->results.size(), 4u);
+  HS_ASSERT_OK(started->results[0]);
+  HS_EXPECT_CODE(started->results[1], kAlreadyExists);
+  HS_EXPECT_CODE(started->results[2], kInvalidArgument);  // size 0, as PutStart
+  HS_ASSERT_OK(started->results[3]);
+  EXPECT_EQ(started->results[0]->replicas.at(0).size_bytes, 100u);
+  EXPECT_EQ(started->results[3]->replicas.at(0).size_bytes, 200u);
+  EXPECT_LT(started->results[0]->version, started->results[3]->version);  // in order
+  EXPECT_EQ(h.master().GetSegment(SegmentId(1))->used_bytes, 310u);
+
+  // End "a" (and a stale version of "c"), revoke "c"; an unknown key is
+  // NOT_FOUND in its own slot.
+  BatchPutEndRequest end;
+  end.puts = {PutEndRequest{Name("a"), started->results[0]->version},
+              PutEndRequest{Name("c"), started->results[3]->version + 1},
+              PutEndRequest{Name("nope"), 1}};
+  absl::StatusOr<BatchPutResponse> ended = h.master().BatchPutEnd(ClientId(100), end);
+  HS_ASSERT_OK(ended);
+  ASSERT_EQ(ended->results.size(), 3u);
+  HS_EXPECT_OK(ended->results[0]);
+  HS_EXPECT_CODE(ended->results[1], kAborted);
+  HS_EXPECT_CODE(ended->results[2], kNotFound);
+  HS_EXPECT_OK(h.Get("a"));
+  HS_EXPECT_CODE(h.Get("c"), kUnavailable);
+
+  BatchPutRevokeRequest revoke;
+  revoke.puts = {PutRevokeRequest{Name("c"), started->results[3]->version},
+                 PutRevokeRequest{Name("a"), started->results[0]->version}};
+  absl::StatusOr<BatchPutResponse> revoked = h.master().BatchPutRevoke(ClientId(100), revoke);
+  HS_ASSERT_OK(revoked);
+  ASSERT_EQ(revoked->results.size(), 2u);
+  HS_EXPECT_OK(revoked->results[0]);
+  HS_EXPECT_CODE(revoked->results[1], kFailedPrecondition);  // already ended
+  HS_EXPECT_CODE(h.Get("c"), kNotFound);
+  EXPECT_EQ(h.master().GetSegment(SegmentId(1))->used_bytes, 110u);
+  HS_EXPECT_OK(h.master().CheckInvariants());
+}
+
+TEST(MasterPut, BatchPutRefusesWholeBatchesItCannotTake) {
+  const MasterKnobs knobs = TestKnobs();
+  MasterHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, 100'000));
+  BatchPutStartRequest start;
+  for (int i = 0; i <= knobs.batch_keys_max; ++i) {
+    start.names.push_back(Name("k" + std::to_string(i)));
+    start.sizes_bytes.push_back(10);
+  }
+  HS_EXPECT_CODE(h.master().BatchPutStart(ClientId(100), start), kResourceExhausted);
+  start.names.resize(2);
+  start.sizes_bytes.resize(1);
+  HS_EXPECT_CODE(h.master().BatchPutStart(ClientId(100), start), kInvalidArgument);
+  // Nothing was started by either refusal.
+  EXPECT_EQ(h.master().GetSegment(SegmentId(1))->used_bytes, 0u);
+  HS_EXPECT_CODE(h.Get("k0"), kNotFound);
+
+  BatchPutEndRequest end;
+  end.puts.resize(static_cast<size_t>(knobs.batch_keys_max) + 1, PutEndRequest{Name("k0"), 1});
+  HS_EXPECT_CODE(h.master().BatchPutEnd(ClientId(100), end), kResourceExhausted);
+  BatchPutRevokeRequest revoke;
+  revoke.puts.resize(static_cast<size_t>(knobs.batch_keys_max) + 1,
+                     PutRevokeRequest{Name("k0"), 1});
+  HS_EXPECT_CODE(h.master().BatchPutRevoke(ClientId(100), revoke), kResourceExhausted);
 }
 
 TEST(MasterLimits, TablesRejectAtTheirLimitWithResourceExhausted) {
