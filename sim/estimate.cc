@@ -286,7 +286,10 @@ absl::StatusOr<std::vector<ObjectEvent>> ScenarioObjectEvents(
   while (true) {
     HS_ASSIGN_OR_RETURN(bool more, ops->Next(&op));
     if (!more) break;
-    if (op.kind != SimOpKind::kPut && op.kind != SimOpKind::kRemove) continue;
+    if (op.kind != SimOpKind::kPut && op.kind != SimOpKind::kBatchPut &&
+        op.kind != SimOpKind::kRemove) {
+      continue;
+    }
     for (const std::string& key : op.keys) {
       const std::string tenant = op.tenant.empty() ? "default" : op.tenant;
       if (!wanted.empty() && wanted.count(ObjectName(tenant, key)) == 0) continue;

@@ -166,6 +166,11 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
     return absl::InvalidArgumentError(absl::StrCat(
         "flow of ", spec.bytes, " bytes outside [0, flow_bytes_max=", knobs_.flow_bytes_max, "]"));
   }
+  if (spec.source_delay_ns < 0 || spec.source_delay_ns > FlowSpec::kSourceDelayMaxNs) {
+    return absl::InvalidArgumentError(absl::StrCat("flow source delay of ", spec.source_delay_ns,
+                                                   " ns outside [0, ", FlowSpec::kSourceDelayMaxNs,
+                                                   "]"));
+  }
   if (spec.src_nic < -1 || spec.src_nic >= nic_count(spec.src_host) || spec.dst_nic < -1 ||
       spec.dst_nic >= nic_count(spec.dst_host)) {
     return absl::InvalidArgumentError("flow NIC index out of range");
@@ -204,7 +209,8 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   flow.distance = DistanceBetween(spec.src_host, spec.dst_host);
   flow.bytes = spec.bytes;
   flow.done = std::move(done);
-  const DurationNs setup_ns = knobs_.transfer_overhead_ns + RouteLatencyNs(src_domain, dst_domain);
+  const DurationNs setup_ns =
+      knobs_.transfer_overhead_ns + RouteLatencyNs(src_domain, dst_domain) + spec.source_delay_ns;
   const uint64_t token = FlowToken(slot, id);
   flow.event = engine_->ScheduleAfter(
       setup_ns, [this, token] { Activate(TokenSlot(token), TokenId(token)); });

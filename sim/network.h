@@ -2,7 +2,7 @@
 //
 // Flow-level network model. A flow moves `bytes` from one host to another; it
 // first waits the fixed per-transfer overhead plus the trunk latency of its
-// route (setup), then shares bandwidth with every other flow on the resources
+// route plus its source delay (setup), then shares bandwidth with every other flow on the resources
 // it crosses:
 //   same host    -> the host's local-copy bandwidth,
 //   same domain  -> source NIC send, destination NIC receive,
@@ -76,6 +76,12 @@ struct FlowSpec {
   int64_t bytes = 0;  // 0..flow_bytes_max; 0 completes right after setup
   int src_nic = -1;   // -1: least-loaded at the end of setup
   int dst_nic = -1;
+  // Time the source spends before the first byte moves (reading the data out
+  // of its memory: a head on a far NUMA node), added to setup.
+  // 0..kSourceDelayMaxNs.
+  DurationNs source_delay_ns = 0;
+
+  static constexpr DurationNs kSourceDelayMaxNs = DurationNs{3'600} * 1'000'000'000;
 };
 
 struct FlowInfo {

@@ -16,12 +16,15 @@
 //                   GetReplicaList round trip, a replica choice by the core's
 //                   ReplicaSelectionPolicy, then a network flow from the
 //                   replica's host to the reader's host; a put is PutStart, a
-//                   flow to the allocated segment's host, PutEnd
+//                   flow to the allocated segment's host, PutEnd; a batch_put
+//                   is one BatchPutStart, a flow per key, one BatchPutEnd
+//                   (and one BatchPutRevoke for keys whose flow failed)
 //   NUMA         -> inside each worker host a TierManager holds the object's
 //                   --ram-head chunks on the host's NUMA nodes (see
 //                   sim/numa_model.h); a read served by the host pays the
 //                   local or remote latency and bandwidth of the node holding
-//                   each chunk, and the TieringDriver decays and promotes
+//                   each chunk before its flow moves (FlowSpec's source
+//                   delay), and the TieringDriver decays and promotes
 //   workloads    -> MakeScenarioOpStream (workloads, scripted ops, timed
 //                   faults) fed to the engine one operation at a time
 //   outputs      -> decisions.jsonl (every admission/warmup decision, as it

@@ -221,8 +221,23 @@ struct ColdStartWorkload {
 };
 
 enum class ScriptOpKind {
-  kMount, kUnmount, kPut, kGet, kBatchGet, kRemove, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kAdvanceTime, kSetKnob, kDrain, kUndrain, kPropose,
+  kMount,
+  kUnmount,
+  kPut,
+  kBatchPut,
+  kGet,
+  kBatchGet,
+  kRemove,
+  kKillWorker,
+  kRestartWorker,
+  kFailCopy,
+  kDelayCopies,
+  kCopyStart,
+  kAdvanceTime,
+  kSetKnob,
+  kDrain,
+  kUndrain,
+  kPropose,
   kWarmup,
 };
 // The JSON "op" word: "mount", "batch_get", "advance_time", ...
@@ -252,11 +267,11 @@ struct ScriptOp {
   ScriptOpKind kind = ScriptOpKind::kGet;
   TimeNs t_ns = 0;                 // absolute simulated time
   std::string segment;             // mount, unmount: "<host>/<segment>"
-  std::string client;              // put, get, batch_get, remove: "<host>/<client>"
+  std::string client;              // put, batch_put, get, batch_get, remove: "<host>/<client>"
   HostId host;                     // kill/restart_worker, delay_copies, copy_start
   std::string tenant;              // object ops, fail_copy, copy_start
   std::vector<std::string> keys;   // one key, or the batch; empty for fail_copy = any key
-  int64_t size_bytes = 0;          // put
+  int64_t size_bytes = 0;          // put, batch_put (every key)
   int64_t count = 1;               // fail_copy: how many copies fail
   DurationNs delay_ns = 0;         // advance_time: by; delay_copies: extra time before CopyEnd
   std::string knob_name;           // set_knob

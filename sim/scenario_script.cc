@@ -21,6 +21,8 @@ absl::string_view ScriptOpKindName(ScriptOpKind kind) {
     case ScriptOpKind::kMount: return "mount";
     case ScriptOpKind::kUnmount: return "unmount";
     case ScriptOpKind::kPut: return "put";
+    case ScriptOpKind::kBatchPut:
+      return "batch_put";
     case ScriptOpKind::kGet: return "get";
     case ScriptOpKind::kBatchGet: return "batch_get";
     case ScriptOpKind::kRemove: return "remove";
@@ -43,12 +45,12 @@ namespace scenario_internal {
 namespace {
 
 constexpr ScriptOpKind kAllOps[] = {
-    ScriptOpKind::kMount,       ScriptOpKind::kUnmount,       ScriptOpKind::kPut,
-    ScriptOpKind::kGet,         ScriptOpKind::kBatchGet,      ScriptOpKind::kRemove,
-    ScriptOpKind::kKillWorker,  ScriptOpKind::kRestartWorker, ScriptOpKind::kFailCopy,
-    ScriptOpKind::kDelayCopies, ScriptOpKind::kCopyStart,     ScriptOpKind::kAdvanceTime,
-    ScriptOpKind::kSetKnob,     ScriptOpKind::kDrain,         ScriptOpKind::kUndrain,
-    ScriptOpKind::kPropose,     ScriptOpKind::kWarmup,
+    ScriptOpKind::kMount,       ScriptOpKind::kUnmount,     ScriptOpKind::kPut,
+    ScriptOpKind::kBatchPut,    ScriptOpKind::kGet,         ScriptOpKind::kBatchGet,
+    ScriptOpKind::kRemove,      ScriptOpKind::kKillWorker,  ScriptOpKind::kRestartWorker,
+    ScriptOpKind::kFailCopy,    ScriptOpKind::kDelayCopies, ScriptOpKind::kCopyStart,
+    ScriptOpKind::kAdvanceTime, ScriptOpKind::kSetKnob,     ScriptOpKind::kDrain,
+    ScriptOpKind::kUndrain,     ScriptOpKind::kPropose,     ScriptOpKind::kWarmup,
 };
 
 absl::Status ReadRef(ObjectReader& r, absl::string_view key,
@@ -83,7 +85,8 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
     case ScriptOpKind::kRemove:
       HS_RETURN_IF_ERROR(ReadRef(r, "client", ReadClientRef, ctx, &op->client));
       return ReadOneKey(r, Need::kRequired, &op->keys);
-    case ScriptOpKind::kBatchGet: {
+    case ScriptOpKind::kBatchGet:
+    case ScriptOpKind::kBatchPut: {
       HS_RETURN_IF_ERROR(ReadRef(r, "client", ReadClientRef, ctx, &op->client));
       HS_ASSIGN_OR_RETURN(std::optional<JsonField> kf, r.Field("keys", Need::kRequired));
       HS_ASSIGN_OR_RETURN(std::vector<JsonField> items,
@@ -97,7 +100,8 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
         }
         op->keys.push_back(std::move(key));
       }
-      return absl::OkStatus();
+      if (op->kind == ScriptOpKind::kBatchGet) return absl::OkStatus();
+      return r.Bytes("size_bytes", &op->size_bytes, 1, int64_t{1} << 40, Need::kRequired);
     }
     case ScriptOpKind::kKillWorker:
     case ScriptOpKind::kRestartWorker:
@@ -151,6 +155,7 @@ absl::Status ParseOpFields(const ParseContext& ctx, ObjectReader& r, ScriptOp* o
 bool UsesTenant(ScriptOpKind kind) {
   switch (kind) {
     case ScriptOpKind::kPut:
+    case ScriptOpKind::kBatchPut:
     case ScriptOpKind::kGet:
     case ScriptOpKind::kBatchGet:
     case ScriptOpKind::kRemove:
@@ -178,12 +183,12 @@ absl::Status ParseScript(const ParseContext& ctx, ObjectReader& r, const Workloa
     op.where = Where(item);
     op.tenant = w.tenant;
     HS_ASSIGN_OR_RETURN(std::optional<JsonField> kind_field, or_.Field("op", Need::kRequired));
-    HS_ASSIGN_OR_RETURN(std::string word,
-                        ReadEnum(*kind_field, {"mount", "unmount", "put", "get", "batch_get",
-                                               "remove", "kill_worker", "restart_worker",
-                                               "fail_copy", "delay_copies", "copy_start",
-                                               "advance_time", "set_knob", "drain", "undrain",
-                                               "propose", "warmup"}));
+    HS_ASSIGN_OR_RETURN(
+        std::string word,
+        ReadEnum(*kind_field,
+                 {"mount", "unmount", "put", "batch_put", "get", "batch_get", "remove",
+                  "kill_worker", "restart_worker", "fail_copy", "delay_copies", "copy_start",
+                  "advance_time", "set_knob", "drain", "undrain", "propose", "warmup"}));
     for (ScriptOpKind k : kAllOps) {
       if (ScriptOpKindName(k) == word) op.kind = k;
     }

@@ -119,6 +119,27 @@ void SimMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req, St
                      std::move(done));
 }
 
+void SimMasterClient::BatchPutStart(ClientId client, BatchPutStartRequest req,
+                                    Callback<BatchPutStartResponse> done) {
+  Call<absl::StatusOr<BatchPutStartResponse>>(
+      [this, client, req = std::move(req)] { return master_->BatchPutStart(client, req); },
+      std::move(done));
+}
+
+void SimMasterClient::BatchPutEnd(ClientId client, BatchPutEndRequest req,
+                                  Callback<BatchPutResponse> done) {
+  Call<absl::StatusOr<BatchPutResponse>>(
+      [this, client, req = std::move(req)] { return master_->BatchPutEnd(client, req); },
+      std::move(done));
+}
+
+void SimMasterClient::BatchPutRevoke(ClientId client, BatchPutRevokeRequest req,
+                                     Callback<BatchPutResponse> done) {
+  Call<absl::StatusOr<BatchPutResponse>>(
+      [this, client, req = std::move(req)] { return master_->BatchPutRevoke(client, req); },
+      std::move(done));
+}
+
 void SimMasterClient::GetReplicaList(const GetReplicaListRequest& req,
                                      Callback<GetReplicaListResponse> done) {
   Call<absl::StatusOr<GetReplicaListResponse>>([this, req] { return master_->GetReplicaList(req); },

@@ -102,6 +102,14 @@ class SimMasterClient final : public MasterClient {
   void DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
                                 StatusCallback done) override;
 
+  // The writer's batch calls (Mooncake's BatchPut): one round trip each for
+  // the keys a prefill instance puts together. Not part of MasterClient: the
+  // store worker never puts.
+  void BatchPutStart(ClientId client, BatchPutStartRequest req,
+                     Callback<BatchPutStartResponse> done);
+  void BatchPutEnd(ClientId client, BatchPutEndRequest req, Callback<BatchPutResponse> done);
+  void BatchPutRevoke(ClientId client, BatchPutRevokeRequest req, Callback<BatchPutResponse> done);
+
  private:
   // The delay of one message from `src` to `dst` (latency, plus the delay
   // fault if drawn), or nullopt when it is lost (dropped or unreachable).

@@ -33,7 +33,9 @@ std::string DescribeOp(const SimOp& op) {
     absl::StrAppend(&out, " key", op.keys.size() > 1 ? "s" : "", "=", op.tenant, "/",
                     absl::StrJoin(op.keys, ","));
   }
-  if (op.kind == SimOpKind::kPut) absl::StrAppend(&out, " size=", op.size_bytes);
+  if (op.kind == SimOpKind::kPut || op.kind == SimOpKind::kBatchPut) {
+    absl::StrAppend(&out, " size=", op.size_bytes);
+  }
   if (op.kind == SimOpKind::kFailCopy) absl::StrAppend(&out, " count=", op.count);
   if (op.kind == SimOpKind::kDelayCopies)
     absl::StrAppend(&out, " by=", op.delay_ns / kNsPerMs, "ms");
@@ -78,8 +80,8 @@ absl::Status SwarmChecker::Violate(const RunWorld& world, absl::string_view inva
 }
 
 void SwarmChecker::OnOp(TimeNs now_ns, const SimOp& op) {
-  if (op.kind == SimOpKind::kPut || op.kind == SimOpKind::kGet || op.kind == SimOpKind::kBatchGet ||
-      op.kind == SimOpKind::kRemove) {
+  if (op.kind == SimOpKind::kPut || op.kind == SimOpKind::kBatchPut || op.kind == SimOpKind::kGet ||
+      op.kind == SimOpKind::kBatchGet || op.kind == SimOpKind::kRemove) {
     for (const std::string& key : op.keys) keys_.insert(ObjectName{op.tenant, key});
   }
   Remember(now_ns, DescribeOp(op));

@@ -236,9 +236,25 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
                          {"size_bytes", object_size(script)},
                          {"at_ms", at_ms}});
     };
-    for (int64_t k = 0; k < keys; ++k) {
+    if (keys > 1 && Coin(script, 1, 2)) {
+      // One writer puts every key in one batch (BatchPutStart/End/Revoke).
       clock_ms += script.UniformRange(1, 20);
-      put(clock_ms, k);
+      const size_t writer = script.Uniform(hosts.size());
+      Json batch = Json::array();
+      for (int64_t k = 0; k < keys; ++k) {
+        writer_domain[static_cast<size_t>(k)] = hosts[writer].domain;
+        batch.push_back(key_name(k));
+      }
+      ops.push_back(Json{{"op", "batch_put"},
+                         {"client", client_of(writer)},
+                         {"keys", std::move(batch)},
+                         {"size_bytes", object_size(script)},
+                         {"at_ms", clock_ms}});
+    } else {
+      for (int64_t k = 0; k < keys; ++k) {
+        clock_ms += script.UniformRange(1, 20);
+        put(clock_ms, k);
+      }
     }
     std::vector<std::string> delayed_hosts;
     int64_t next_proposal_id = 1;

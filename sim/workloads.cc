@@ -17,6 +17,8 @@ namespace heatsink::sim {
 absl::string_view SimOpKindName(SimOpKind kind) {
   switch (kind) {
     case SimOpKind::kPut: return "put";
+    case SimOpKind::kBatchPut:
+      return "batch_put";
     case SimOpKind::kGet: return "get";
     case SimOpKind::kBatchGet: return "batch_get";
     case SimOpKind::kRemove: return "remove";
@@ -299,6 +301,8 @@ SimOpKind ToSimOpKind(ScriptOpKind kind) {
     case ScriptOpKind::kMount: return SimOpKind::kMount;
     case ScriptOpKind::kUnmount: return SimOpKind::kUnmount;
     case ScriptOpKind::kPut: return SimOpKind::kPut;
+    case ScriptOpKind::kBatchPut:
+      return SimOpKind::kBatchPut;
     case ScriptOpKind::kGet: return SimOpKind::kGet;
     case ScriptOpKind::kBatchGet: return SimOpKind::kBatchGet;
     case ScriptOpKind::kRemove: return SimOpKind::kRemove;

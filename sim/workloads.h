@@ -21,7 +21,7 @@
 //   is read by the prefill instance at arrival (get, or batch_get for more
 //   than one block); the rest of the prompt is computed
 //   (uncached tokens x prefill_ns_per_token), then every block never put
-//   before is put, one put per block. Blocks another request is still
+//   before is put, in one batch_put (a put for a single block). Blocks another request is still
 //   computing are not put twice (that would bump the version). The decode
 //   instance, chosen by its policy, reads all of the request's blocks with
 //   one batch_get once the prefill is done and every block is in the store.
@@ -67,9 +67,23 @@
 namespace heatsink::sim {
 
 enum class SimOpKind {
-  kPut, kGet, kBatchGet, kRemove,
-  kMount, kUnmount, kKillWorker, kRestartWorker,
-  kFailCopy, kDelayCopies, kCopyStart, kSetKnob, kDrain, kUndrain, kPropose, kWarmup,
+  kPut,
+  kBatchPut,
+  kGet,
+  kBatchGet,
+  kRemove,
+  kMount,
+  kUnmount,
+  kKillWorker,
+  kRestartWorker,
+  kFailCopy,
+  kDelayCopies,
+  kCopyStart,
+  kSetKnob,
+  kDrain,
+  kUndrain,
+  kPropose,
+  kWarmup,
 };
 // "put", "get", "batch_get", ... (the scripted op words).
 absl::string_view SimOpKindName(SimOpKind kind);
@@ -85,8 +99,8 @@ struct SimOp {
   SimOpKind kind = SimOpKind::kGet;
   int32_t workload = 0;            // index in Scenario::workloads, or kFaultSource
   std::string tenant;
-  std::vector<std::string> keys;   // get/put/remove/copy_start: one; batch_get: the batch
-  int64_t size_bytes = 0;          // put
+  std::vector<std::string> keys;   // get/put/remove/copy_start: one; batch_*: the batch
+  int64_t size_bytes = 0;          // put, batch_put (every key)
   std::string client;              // object ops: "<host>/<client>" issuing them
   Domain requester_domain;         // object ops: the client's domain; warmup: the domain
   int64_t reader = -1;             // synthetic reads: reader index within the workload

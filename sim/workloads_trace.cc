@@ -229,6 +229,10 @@ class TraceOpStream final : public OpStream {
     const TimeNs t_put = t0 > kInt64Max / 2 ? kInt64Max / 2 : t0 + compute_ns;
 
     TimeNs ready = t_put;
+    // The new blocks are put together, as one batch.
+    SimOp put = BaseOp(SimOpKind::kPut, SimOpPhase::kPrefillPut, prefill, i);
+    put.size_bytes = block_bytes_;
+    put.compute_ns = compute_ns;
     for (size_t k = cached; k < n; ++k) {
       const int64_t id = r.hash_ids[k];
       const auto it = available_at_.find(id);
@@ -242,10 +246,10 @@ class TraceOpStream final : public OpStream {
             " distinct blocks"));
       }
       available_at_.emplace(id, t_put);
-      SimOp put = BaseOp(SimOpKind::kPut, SimOpPhase::kPrefillPut, prefill, i);
       put.keys.push_back(Key(id));
-      put.size_bytes = block_bytes_;
-      put.compute_ns = compute_ns;
+    }
+    if (!put.keys.empty()) {
+      if (put.keys.size() > 1) put.kind = SimOpKind::kBatchPut;
       if (absl::Status st = Push(t_put, std::move(put)); !st.ok()) return st;
     }
     if (n == 0) return absl::OkStatus();

@@ -284,6 +284,20 @@ class Simulation {
     int64_t keys_outstanding = 0;
   };
   using ReadHandle = std::shared_ptr<ReadRt>;
+  // A batch put in progress (see IssueBatchPut).
+  struct PutBatchRt {
+    ClientId writer;
+    int writer_host = 0;
+    std::optional<size_t> request_row;
+    uint64_t size = 0;  // of every key
+    std::vector<ObjectName> names;
+    std::vector<Version> versions;  // PutStart's, by key
+    std::vector<int> targets;       // host of the key's replica, by key
+    std::vector<bool> landed;       // the key's flow delivered every byte
+    std::vector<bool> started;      // the key has a PROCESSING put to end or revoke
+    int64_t flows_outstanding = 0;
+  };
+  using PutBatchHandle = std::shared_ptr<PutBatchRt>;
 
   // Setup.
   absl::Status BuildHosts();
@@ -296,6 +310,14 @@ class Simulation {
   void PumpNext();
   absl::Status Execute(SimOp& op);
   void IssuePut(const SimOp& op, std::optional<size_t> request_row);
+  // A put of several keys: one BatchPutStart, a flow per started key, then,
+  // once every flow has ended, one BatchPutEnd for the keys that landed and
+  // one BatchPutRevoke for the rest. A key is readable once its end is
+  // answered.
+  // More keys than the master's batch_keys_max go in several batches.
+  void IssueBatchPut(const SimOp& op, std::optional<size_t> request_row);
+  void StartBatchPut(const HostRt& host, PutBatchHandle batch);
+  void EndBatchPut(const PutBatchHandle& batch);
   void IssueRead(const SimOp& op, std::optional<size_t> request_row);
   void ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt);
   void ReadReplica(ReadHandle read, const ObjectName& name, const GetReplicaListResponse& response);

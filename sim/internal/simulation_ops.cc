@@ -57,7 +57,9 @@ std::optional<size_t> Simulation::RequestRowFor(const SimOp& op) {
     if (op.phase == SimOpPhase::kPrefillRead) {
       sample.blocks_hit += static_cast<int64_t>(op.keys.size());
     }
-    if (op.phase == SimOpPhase::kPrefillPut) sample.blocks_missed += 1;
+    if (op.phase == SimOpPhase::kPrefillPut) {
+      sample.blocks_missed += static_cast<int64_t>(op.keys.size());
+    }
     return it->second;
   }
   if (op.kind == SimOpKind::kGet || op.kind == SimOpKind::kBatchGet) {
@@ -82,6 +84,9 @@ absl::Status Simulation::Execute(SimOp& op) {
   switch (op.kind) {
     case SimOpKind::kPut:
       IssuePut(op, RequestRowFor(op));
+      return absl::OkStatus();
+    case SimOpKind::kBatchPut:
+      IssueBatchPut(op, RequestRowFor(op));
       return absl::OkStatus();
     case SimOpKind::kGet:
     case SimOpKind::kBatchGet:
@@ -212,6 +217,111 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
           FinishRequestOp(request_row);
         }
       });
+}
+
+void Simulation::IssueBatchPut(const SimOp& op, std::optional<size_t> request_row) {
+  const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
+  HostRt& host = hosts_[static_cast<size_t>(client.host)];
+  // More keys than the master takes in one call go in several batches.
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(knobs_.master.batch_keys_max, 1));
+  for (size_t first = 0; first < op.keys.size(); first += chunk) {
+    const size_t last = std::min(op.keys.size(), first + chunk);
+    auto batch = std::make_shared<PutBatchRt>();
+    batch->writer = client.id;
+    batch->writer_host = client.host;
+    batch->request_row = request_row;
+    batch->size = static_cast<uint64_t>(op.size_bytes);
+    batch->names.reserve(last - first);
+    for (size_t k = first; k < last; ++k) {
+      batch->names.push_back(ObjectName{op.tenant, op.keys[k]});
+      puts_in_flight_.try_emplace(batch->names.back());
+    }
+    StartBatchPut(host, std::move(batch));
+  }
+}
+
+void Simulation::StartBatchPut(const HostRt& host, PutBatchHandle batch) {
+  BatchPutStartRequest req;
+  req.names = batch->names;
+  req.sizes_bytes.assign(batch->names.size(), batch->size);
+  req.replica_num = 1;
+  for (const MountSegmentRequest& s : host.segments) req.preferred_segments.push_back(s.segment_id);
+  const ClientId writer = batch->writer;
+  host.master_client->BatchPutStart(
+      writer, std::move(req), [this, batch](absl::StatusOr<BatchPutStartResponse> r) {
+        const size_t n = batch->names.size();
+        batch->versions.assign(n, 0);
+        batch->targets.assign(n, -1);
+        batch->landed.assign(n, false);
+        batch->started.assign(n, false);
+        batch->flows_outstanding = 1;  // until every flow below is started
+        for (size_t i = 0; i < n; ++i) {
+          const absl::StatusOr<PutStartResponse>* started = r.ok() ? &r->results[i] : nullptr;
+          if (started == nullptr || !started->ok() || (*started)->replicas.empty()) {
+            // Nothing to end or revoke: the key's put failed here.
+            CountMetric("sim_puts_failed_total");
+            EndPut(batch->names[i]);
+            continue;
+          }
+          batch->started[i] = true;
+          batch->versions[i] = (*started)->version;
+          const std::optional<int> target = HostOfSegment((*started)->replicas.front().segment_id);
+          HS_CHECK(target.has_value());
+          batch->targets[i] = *target;
+          FlowSpec flow;
+          flow.src_host = batch->writer_host;
+          flow.dst_host = *target;
+          flow.bytes = static_cast<int64_t>(batch->size);
+          ++batch->flows_outstanding;
+          absl::StatusOr<FlowId> id =
+              network_->StartFlow(flow, [this, batch, i](absl::Status moved) {
+                batch->landed[i] = moved.ok();
+                if (--batch->flows_outstanding == 0) EndBatchPut(batch);
+              });
+          if (!id.ok()) --batch->flows_outstanding;  // revoked with the batch
+        }
+        if (--batch->flows_outstanding == 0) EndBatchPut(batch);
+      });
+}
+
+void Simulation::EndBatchPut(const PutBatchHandle& batch) {
+  SimMasterClient* mc = hosts_[static_cast<size_t>(batch->writer_host)].master_client.get();
+  BatchPutEndRequest end;
+  BatchPutRevokeRequest revoke;
+  std::vector<size_t> ending;
+  for (size_t i = 0; i < batch->names.size(); ++i) {
+    if (!batch->started[i]) continue;
+    if (batch->landed[i]) {
+      end.puts.push_back(PutEndRequest{batch->names[i], batch->versions[i]});
+      ending.push_back(i);
+      continue;
+    }
+    CountMetric("sim_puts_failed_total");
+    revoke.puts.push_back(PutRevokeRequest{batch->names[i], batch->versions[i]});
+    EndPut(batch->names[i]);
+  }
+  if (!revoke.puts.empty()) {
+    mc->BatchPutRevoke(batch->writer, std::move(revoke), [](absl::StatusOr<BatchPutResponse>) {});
+  }
+  if (ending.empty()) {
+    FinishRequestOp(batch->request_row);
+    return;
+  }
+  mc->BatchPutEnd(batch->writer, std::move(end),
+                  [this, batch, ending = std::move(ending)](absl::StatusOr<BatchPutResponse> r) {
+                    for (size_t j = 0; j < ending.size(); ++j) {
+                      const size_t i = ending[j];
+                      if (r.ok() && r->results[j].ok()) {
+                        CountMetric("sim_puts_total");
+                        HostRt& h = hosts_[static_cast<size_t>(batch->targets[i])];
+                        if (h.numa != nullptr) h.numa->Store(batch->names[i], batch->size);
+                      } else {
+                        CountMetric("sim_puts_failed_total");
+                      }
+                      EndPut(batch->names[i]);
+                    }
+                    FinishRequestOp(batch->request_row);
+                  });
 }
 
 void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
@@ -356,23 +466,18 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
   flow.src_host = src;
   flow.dst_host = client.host;
   flow.bytes = static_cast<int64_t>(size);
-  auto landed = [this, read, size, distance, src, memory_ns](absl::Status moved) {
+  // The serving host reads the heads out of its memory before they move.
+  flow.source_delay_ns = std::min(memory_ns, FlowSpec::kSourceDelayMaxNs);
+  auto landed = [this, read, size, distance, src](absl::Status moved) {
     if (!moved.ok()) {
       CountMetric("sim_reads_failed_total");
       FinishKey(read, false, 0, distance);
       return;
     }
-    auto complete = [this, read, size, distance, src] {
-      IntervalSample& s = IntervalAt(env_.NowNs());
-      s.host_bytes_served[static_cast<size_t>(src)] += size;
-      result_.host_bytes_served[static_cast<size_t>(src)] += size;
-      FinishKey(read, true, size, distance);
-    };
-    if (memory_ns > 0) {
-      env_.engine().ScheduleAfter(memory_ns, std::move(complete));
-    } else {
-      complete();
-    }
+    IntervalSample& s = IntervalAt(env_.NowNs());
+    s.host_bytes_served[static_cast<size_t>(src)] += size;
+    result_.host_bytes_served[static_cast<size_t>(src)] += size;
+    FinishKey(read, true, size, distance);
   };
   absl::StatusOr<FlowId> id = network_->StartFlow(flow, std::move(landed));
   if (!id.ok()) {

@@ -72,11 +72,12 @@ class NetworkHarness {
 
   // Starts a flow named `label` and records its outcome; returns its id.
   FlowId Start(const std::string& label, absl::string_view src, absl::string_view dst,
-               int64_t bytes) {
+               int64_t bytes, DurationNs source_delay_ns = 0) {
     FlowSpec spec;
     spec.src_host = H(src);
     spec.dst_host = H(dst);
     spec.bytes = bytes;
+    spec.source_delay_ns = source_delay_ns;
     auto id = network_->StartFlow(spec, [this, label](absl::Status s) {
       outcomes_[label] = Outcome{engine_.NowNs(), s.code()};
     });

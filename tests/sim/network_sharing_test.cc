@@ -92,6 +92,36 @@ TEST(MaxMinSharing, PerTransferOverheadAndTrunkLatencyDelayTheStart) {
   EXPECT_EQ(h.outcome("empty").code, absl::StatusCode::kOk);
 }
 
+// A source delay (the serving host reading the data out of its memory) adds
+// to setup: the flow takes no share of the NIC until it has passed.
+TEST(MaxMinSharing, SourceDelayAddsToSetupAndHoldsNoShare) {
+  NetworkKnobs knobs = ExactKnobs();
+  knobs.transfer_overhead_ns = 10'000;
+  NetworkHarness h(TwoDomains(kGBps, kGBps), knobs);
+  const FlowId delayed = h.Start("delayed", "a1", "a2", 1'000'000, /*source_delay_ns=*/500'000);
+  const FlowId other = h.Start("other", "a1", "a3", 1'000'000);
+  h.RunUntil(509'999);
+  EXPECT_FALSE(h.net().GetFlow(delayed)->moving);
+  EXPECT_EQ(h.Rate(other), kGBps);  // alone on a1's NIC meanwhile
+  h.RunUntil(510'000);
+  EXPECT_TRUE(h.net().GetFlow(delayed)->moving);
+  EXPECT_EQ(h.Rate(other), kGBps / 2);
+  h.Run();
+  // other: 500,000 bytes alone, then 500,000 at half rate.
+  EXPECT_EQ(h.outcome("other").t_ns, 1'510'000);
+  // delayed: 500,000 bytes at half rate, then 500,000 alone.
+  EXPECT_EQ(h.outcome("delayed").t_ns, 2'010'000);
+
+  int calls = 0;
+  auto done = [&](absl::Status) { ++calls; };
+  FlowSpec bad{h.H("a1"), h.H("a2"), 1, -1, -1};
+  bad.source_delay_ns = -1;
+  EXPECT_EQ(h.net().StartFlow(bad, done).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.source_delay_ns = FlowSpec::kSourceDelayMaxNs + 1;
+  EXPECT_EQ(h.net().StartFlow(bad, done).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(MaxMinSharing, DegradedTrunkSlowsMovingFlowsAndAddsLatency) {
   NetworkHarness h(TwoDomains(10 * kGBps, kGBps));
   const FlowId f = h.Start("f", "a1", "b1", kGBps);

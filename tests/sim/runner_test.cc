@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "core/replication/replica_action.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -127,6 +128,50 @@ TEST(Runner, HandCheckedReadsBytesAndLatency) {
   EXPECT_EQ(run.intervals[0].reads, 4);
   EXPECT_EQ(run.intervals[0].replica_count, 1);
   EXPECT_EQ(run.decisions_by_outcome.size(), 0u);
+}
+
+// h0 has room for two 1 MiB objects; a client on h1 puts three in one batch.
+constexpr absl::string_view kBatchPut = R"({
+  "name": "batch-put",
+  "seed": 3,
+  "duration_s": 2,
+  "topology": {
+    "domains": [{"name": "a", "hosts": [
+      {"name": "h0", "segments": [{"name": "mem", "capacity_bytes": "2MiB"}],
+       "clients": [{"name": "c"}]},
+      {"name": "h1", "clients": [{"name": "c"}]}
+    ]}],
+    "network": {"control_jitter_percent": 0, "control_same_domain_latency_us": 50,
+                "control_same_host_latency_us": 5, "transfer_overhead_us": 10}
+  },
+  "knobs": {"dynamic_replication_mode": "off", "numa_model": false},
+  "workloads": [{"type": "scripted", "name": "s", "ops": [
+    {"op": "batch_put", "client": "h1/c", "keys": ["a", "b", "c"], "size_bytes": "1MiB"},
+    {"op": "batch_get", "client": "h1/c", "keys": ["a", "b", "c"], "at_ms": 100}
+  ]}]
+})";
+
+TEST(Runner, BatchPutStartsEveryKeyInOneCallAndEndsThoseThatLanded) {
+  const RunResult run = MustRun(Parse(kBatchPut));
+  EXPECT_EQ(Metric(run, "sim_puts_total"), 2);
+  EXPECT_EQ(Metric(run, "sim_puts_failed_total"), 1);  // "c": no room left
+  EXPECT_EQ(run.reads, 2);
+  EXPECT_EQ(Metric(run, "sim_read_misses_total"), 1);
+  EXPECT_EQ(run.bytes_read.same_domain, 2u << 20);
+  // The same puts one by one end the same way.
+  const RunResult single = MustRun(Parse(absl::StrReplaceAll(
+      kBatchPut,
+      {{R"({"op": "batch_put", "client": "h1/c", "keys": ["a", "b", "c"], "size_bytes": "1MiB"},)",
+        R"({"op": "put", "client": "h1/c", "key": "a", "size_bytes": "1MiB"},
+                      {"op": "put", "client": "h1/c", "key": "b", "size_bytes": "1MiB"},
+                      {"op": "put", "client": "h1/c", "key": "c", "size_bytes": "1MiB"},)"}})));
+  EXPECT_EQ(Metric(single, "sim_puts_total"), 2);
+  EXPECT_EQ(Metric(single, "sim_puts_failed_total"), 1);
+  EXPECT_EQ(single.reads, 2);
+  // One put at a time: three PutStarts and two PutEnds are ten messages
+  // against the batch's four; the rest (heartbeats, FetchTasks) is the same.
+  EXPECT_EQ(Metric(single, "sim_control_messages_total"),
+            Metric(run, "sim_control_messages_total") + 6);
 }
 
 TEST(Runner, SameScenarioSameResultInOneProcess) {

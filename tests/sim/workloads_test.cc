@@ -174,7 +174,7 @@ TEST(TraceExpansion, PutsNewBlocksGetsCachedPrefixAndDecodeReads) {
   const Scenario s = PdScenario();
   const std::vector<SimOp> ops = Expand(s, SmallTrace());
   // r0: nothing cached; 8 tokens x 1000 ns of compute, then both blocks put
-  // and the decode instance reads them.
+  // in one batch and the decode instance reads them.
   // r1 (t = 1 ms): blocks 1, 2 cached -> one batch_get; 2 tokens computed;
   // block 3 put at 1 ms + 2 us; decode reads all three then.
   // r2: block 1 cached, nothing to compute: get and decode get at 1 ms.
@@ -182,8 +182,7 @@ TEST(TraceExpansion, PutsNewBlocksGetsCachedPrefixAndDecodeReads) {
   // computes 4 tokens but does not put block 3 again, and its decode waits
   // for both its own compute (1 ms + 4 us) and r1's put.
   EXPECT_THAT(DescribeAll(ops),
-              ElementsAre("8000 put r0 prefill_put hp-0/i [blk-1]",
-                          "8000 put r0 prefill_put hp-0/i [blk-2]",
+              ElementsAre("8000 batch_put r0 prefill_put hp-0/i [blk-1,blk-2]",
                           "8000 batch_get r0 decode_read hd-0/i [blk-1,blk-2]",
                           "1000000 batch_get r1 prefill_read hp-1/i [blk-1,blk-2]",
                           "1000000 get r2 prefill_read hp-0/i [blk-1]",
@@ -194,7 +193,7 @@ TEST(TraceExpansion, PutsNewBlocksGetsCachedPrefixAndDecodeReads) {
                           "1004000 batch_get r3 decode_read hd-1/i [blk-1,blk-3]"));
   for (const SimOp& op : ops) {
     EXPECT_EQ(op.tenant, "default");
-    if (op.kind == SimOpKind::kPut) {
+    if (op.kind == SimOpKind::kPut || op.kind == SimOpKind::kBatchPut) {
       EXPECT_EQ(op.size_bytes, 40);  // 4 tokens x 10 bytes
       EXPECT_EQ(op.requester_domain, "p");
       EXPECT_EQ(op.client, op.instance.substr(0, 4) + "/c");
@@ -211,24 +210,24 @@ TEST(TraceExpansion, ReplaySpeedScalesArrivalsNotComputeTime) {
   const std::vector<SimOp> ops = Expand(fast, SmallTrace());
   // Trace time 1 ms at 4x arrives 250 us after the workload's start (0.5 s);
   // compute still takes 2 us.
-  ASSERT_EQ(ops.size(), 10u);
+  ASSERT_EQ(ops.size(), 9u);
   EXPECT_EQ(ops[0].t_ns, 500'000'000 + 8000);
-  EXPECT_EQ(ops[3].t_ns, 500'250'000);
-  EXPECT_EQ(ops[7].t_ns, 500'252'000);
+  EXPECT_EQ(ops[2].t_ns, 500'250'000);
+  EXPECT_EQ(ops[6].t_ns, 500'252'000);
   const Scenario slow = PdScenario(R"(, "replay_speed": 0.5)");
-  EXPECT_EQ(Expand(slow, SmallTrace())[3].t_ns, 2'000'000);
+  EXPECT_EQ(Expand(slow, SmallTrace())[2].t_ns, 2'000'000);
 }
 
 TEST(TraceExpansion, RequestLimitAndRunEnd) {
   const std::vector<SimOp> limited = Expand(PdScenario(R"(, "request_limit": 1)"), SmallTrace());
-  ASSERT_EQ(limited.size(), 3u);
+  ASSERT_EQ(limited.size(), 2u);  // r0's batch_put and decode batch_get
   for (const SimOp& op : limited) EXPECT_EQ(op.request, 0);
   // A run of 1 ms keeps only what happens before its end.
   std::vector<TraceRequest> trace = SmallTrace();
   trace.push_back(Req(5000, 4, {77}));
   const Scenario short_run = PdScenario("", "0.001");
   const std::vector<SimOp> cut = Expand(short_run, trace);
-  ASSERT_EQ(cut.size(), 3u);
+  ASSERT_EQ(cut.size(), 2u);
   for (const SimOp& op : cut) EXPECT_LT(op.t_ns, 1'000'000);
 }
 
@@ -257,7 +256,7 @@ TEST(TraceExpansion, InstancePolicies) {
 
 TEST(TraceExpansion, PendingOperationsAreBounded) {
   ExpandOptions options;
-  options.pending_ops_max = 2;
+  options.pending_ops_max = 1;  // the request below needs two: batch_put, batch_get
   const Scenario s = PdScenario();
   absl::StatusOr<std::unique_ptr<OpStream>> stream =
       MakeTraceOpStream(s, 0, {Req(0, 12, {1, 2, 3})}, Rng(1), options);
@@ -294,7 +293,7 @@ TEST(TraceExpansion, FullConversationTrace) {
   const Scenario s = PdScenario("", "4000");
   absl::StatusOr<std::unique_ptr<OpStream>> stream = MakeTraceOpStream(s, 0, *trace, Rng(1));
   ASSERT_TRUE(stream.ok());
-  int64_t puts = 0, decodes = 0, ops = 0;
+  int64_t puts = 0, put_ops = 0, decodes = 0, ops = 0;
   TimeNs last = 0;
   SimOp op;
   while (true) {
@@ -304,10 +303,16 @@ TEST(TraceExpansion, FullConversationTrace) {
     ASSERT_GE(op.t_ns, last);
     last = op.t_ns;
     ++ops;
-    puts += op.kind == SimOpKind::kPut;
+    if (op.kind == SimOpKind::kPut || op.kind == SimOpKind::kBatchPut) {
+      ++put_ops;
+      puts += static_cast<int64_t>(op.keys.size());
+    }
     decodes += op.phase == SimOpPhase::kDecodeRead;
   }
   EXPECT_EQ(puts, static_cast<int64_t>(distinct.size()));  // each block put exactly once
+  // A request's new blocks go in one batch: far fewer put operations than blocks.
+  EXPECT_LE(put_ops, static_cast<int64_t>(trace->size()));
+  EXPECT_LT(put_ops * 10, puts);
   EXPECT_EQ(decodes, static_cast<int64_t>(trace->size()));
 }
 
