@@ -170,6 +170,26 @@ TEST(Scenario, ParsesEveryWorkloadType) {
   EXPECT_EQ(sc.ops[4].host, "ha-1");
 }
 
+TEST(Scenario, BatchPutNeedsDistinctKeysAndASize) {
+  absl::StatusOr<Scenario> s = Load(Base(R"("workloads": [{"type": "scripted", "ops": [
+      {"op": "batch_put", "client": "ha-0/c", "keys": ["k", "j"], "size_bytes": "1MiB"}]}])"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const ScriptOp& op = s->workloads[0].scripted.ops.at(0);
+  EXPECT_EQ(op.kind, ScriptOpKind::kBatchPut);
+  EXPECT_EQ(op.keys, (std::vector<std::string>{"k", "j"}));
+  EXPECT_EQ(op.size_bytes, 1 << 20);
+  EXPECT_EQ(op.client, "ha-0/c");
+  EXPECT_THAT(ErrorOf(Base(R"("workloads": [{"type": "scripted", "ops": [
+      {"op": "batch_put", "client": "ha-0/c", "keys": ["k", "j"]}]}])")),
+              HasSubstr("$.workloads[0].ops[0]: missing required field \"size_bytes\""));
+  EXPECT_THAT(ErrorOf(Base(R"("workloads": [{"type": "scripted", "ops": [
+      {"op": "batch_put", "client": "ha-0/c", "keys": ["k", "k"], "size_bytes": 1}]}])")),
+              HasSubstr("$.workloads[0].ops[0].keys[1]: duplicate key \"k\" in the batch"));
+  EXPECT_THAT(ErrorOf(Base(R"("workloads": [{"type": "scripted", "ops": [
+      {"op": "batch_put", "client": "ha-0/c", "keys": [], "size_bytes": 1}]}])")),
+              HasSubstr("a batch needs at least one key"));
+}
+
 // ---- one test per error class ------------------------------------------
 
 TEST(ScenarioErrors, UnknownField) {
