@@ -388,22 +388,29 @@ absl::StatusOr<BatchPutStartResponse> MasterService::BatchPutStart(
   return response;
 }
 
+namespace {
+
+// `call` on every put in order, one status each (BatchPutEnd, BatchPutRevoke).
+template <typename Request, typename Call>
+BatchPutResponse EveryPut(const std::vector<Request>& puts, Call call) {
+  BatchPutResponse response;
+  response.results.reserve(puts.size());
+  for (const Request& put : puts) response.results.push_back(call(put));
+  return response;
+}
+
+}  // namespace
+
 absl::StatusOr<BatchPutResponse> MasterService::BatchPutEnd(ClientId client,
                                                             const BatchPutEndRequest& req) {
   HS_RETURN_IF_ERROR(CheckBatchSize(req.puts.size()));
-  BatchPutResponse response;
-  response.results.reserve(req.puts.size());
-  for (const PutEndRequest& put : req.puts) response.results.push_back(PutEnd(client, put));
-  return response;
+  return EveryPut(req.puts, [&](const PutEndRequest& put) { return PutEnd(client, put); });
 }
 
 absl::StatusOr<BatchPutResponse> MasterService::BatchPutRevoke(ClientId client,
                                                                const BatchPutRevokeRequest& req) {
   HS_RETURN_IF_ERROR(CheckBatchSize(req.puts.size()));
-  BatchPutResponse response;
-  response.results.reserve(req.puts.size());
-  for (const PutRevokeRequest& put : req.puts) response.results.push_back(PutRevoke(client, put));
-  return response;
+  return EveryPut(req.puts, [&](const PutRevokeRequest& put) { return PutRevoke(client, put); });
 }
 
 // ---------------------------------------------------------------------------
