@@ -64,7 +64,9 @@ struct ObjectMeta {
   TaskId replication_task;  // at most one per key
   // The read observer's word for this object (ReadObserver::OnKeyReadLocked).
   uint64_t read_observer_word = 0;
-  absl::InlinedVector<ReplicaRecord, 2> replicas;
+  // One inline: most objects have one replica (a put), and the object table
+  // holds every object's metadata in its slots.
+  absl::InlinedVector<ReplicaRecord, 1> replicas;
 
   int CompleteCount() const;
   ReplicaRecord* FindReplica(ReplicaId id);
