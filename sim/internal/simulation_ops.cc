@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -430,7 +431,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
                              const GetReplicaListResponse& response) {
   const ClientRt& client = clients_[static_cast<size_t>(read->client)];
   const HostRt& reader_host = hosts_[static_cast<size_t>(client.host)];
-  std::vector<ReadableReplica> readable;
+  absl::InlinedVector<ReadableReplica, 4> readable;  // one per key read: no allocation
   readable.reserve(response.replicas.size());
   for (const ReplicaDescriptor& r : response.replicas) {
     readable.push_back(ReadableReplica{r.segment_id, r.location->host, r.location->domain,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "core/base/check.h"
 
@@ -17,8 +18,14 @@ std::optional<uint64_t> RangeAllocator::Allocate(uint64_t size) {
     if (it->second < size) continue;
     const uint64_t offset = it->first;
     const uint64_t rest = it->second - size;
-    free_.erase(it);
-    if (rest > 0) free_.emplace(offset + size, rest);
+    // The rest keeps the range's node (no allocation): its key moves up by
+    // `size`, still below the next range.
+    auto node = free_.extract(it);
+    if (rest > 0) {
+      node.key() = offset + size;
+      node.mapped() = rest;
+      free_.insert(std::move(node));
+    }
     allocated_bytes_ += size;
     return offset;
   }

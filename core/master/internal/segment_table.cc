@@ -164,8 +164,8 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
   if (out.size() < replica_num) {
     // Candidates in segment id order, so the strategy sees the same list in
     // every process.
-    std::vector<std::pair<SegmentId, SegmentRecord*>> candidates;
-    candidates.reserve(ordered_.size());
+    std::vector<std::pair<SegmentId, SegmentRecord*>>& candidates = candidates_;
+    candidates.clear();
     for (const auto& [id, r] : ordered_) {
       if (Usable(*r, size) && !is_chosen(id)) candidates.emplace_back(id, r);
     }

@@ -188,6 +188,9 @@ class SegmentTable {
   // instead of walking the tree.
   std::map<SegmentId, SegmentRecord> segments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<SegmentId, SegmentRecord*>> ordered_ ABSL_GUARDED_BY(mu_);
+  // AllocateForPut's candidate list, kept so that a put allocates nothing
+  // for it.
+  std::vector<std::pair<SegmentId, SegmentRecord*>> candidates_ ABSL_GUARDED_BY(mu_);
   UsageTotals totals_ ABSL_GUARDED_BY(mu_);
   uint64_t next_discard_seq_ ABSL_GUARDED_BY(mu_) = 1;
   // (release time, sequence) -> ranges; released in that order.
