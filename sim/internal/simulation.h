@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -284,6 +285,13 @@ class Simulation {
     int64_t keys_outstanding = 0;
   };
   using ReadHandle = std::shared_ptr<ReadRt>;
+  // A read waiting for puts in flight: it reads `names` once `waiting` puts
+  // have ended (see EndPut).
+  struct ReadWaitRt {
+    ReadHandle read;
+    int64_t waiting = 0;
+    std::vector<ObjectName> names;
+  };
   // A batch put in progress (see IssueBatchPut).
   struct PutBatchRt {
     ClientId writer;
@@ -391,7 +399,8 @@ class Simulation {
   // Puts in flight by object, with the reads waiting for them (a decode
   // instance reads a block once its prefill's put has landed). Lookup only;
   // waiters run in registration order.
-  absl::flat_hash_map<ObjectName, std::vector<absl::AnyInvocable<void() &&>>> puts_in_flight_;
+  absl::flat_hash_map<ObjectName, absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1>>
+      puts_in_flight_;
 
   // Scripted copy faults.
   int64_t fail_any_copies_ = 0;

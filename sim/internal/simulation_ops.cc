@@ -344,23 +344,22 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
     return;
   }
   CountMetric("sim_reads_waited_for_put_total");
-  auto waiting = std::make_shared<int64_t>(in_flight);
-  auto shared_names = std::make_shared<std::vector<ObjectName>>(std::move(names));
-  for (const ObjectName& name : *shared_names) {
+  auto wait =
+      std::make_shared<ReadWaitRt>(ReadWaitRt{std::move(read), in_flight, std::move(names)});
+  for (const ObjectName& name : wait->names) {
     const auto it = puts_in_flight_.find(name);
-    if (it == puts_in_flight_.end()) continue;
-    it->second.push_back([this, read, waiting, shared_names] {
-      if (--*waiting == 0) ReadKeys(read, std::move(*shared_names), 0);
-    });
+    if (it != puts_in_flight_.end()) it->second.push_back(wait);
   }
 }
 
 void Simulation::EndPut(const ObjectName& name) {
   const auto it = puts_in_flight_.find(name);
   if (it == puts_in_flight_.end()) return;
-  std::vector<absl::AnyInvocable<void()&&>> waiters = std::move(it->second);
+  const absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1> waiters = std::move(it->second);
   puts_in_flight_.erase(it);
-  for (auto& waiter : waiters) std::move(waiter)();
+  for (const std::shared_ptr<ReadWaitRt>& wait : waiters) {
+    if (--wait->waiting == 0) ReadKeys(wait->read, std::move(wait->names), 0);
+  }
 }
 
 void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt) {
