@@ -300,9 +300,10 @@ class Simulation {
     uint64_t size = 0;  // of every key
     std::vector<ObjectName> names;
     std::vector<Version> versions;  // PutStart's, by key
-    std::vector<int> targets;       // host of the key's replica, by key
-    std::vector<bool> landed;       // the key's flow delivered every byte
-    std::vector<bool> started;      // the key has a PROCESSING put to end or revoke
+    // Host of the key's replica, by key; -1 when its PutStart failed (no put
+    // to end or revoke).
+    std::vector<int> targets;
+    std::vector<bool> landed;  // the key's flow delivered every byte
     int64_t flows_outstanding = 0;
   };
   using PutBatchHandle = std::shared_ptr<PutBatchRt>;

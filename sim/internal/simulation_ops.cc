@@ -254,7 +254,6 @@ void Simulation::StartBatchPut(const HostRt& host, PutBatchHandle batch) {
         batch->versions.assign(n, 0);
         batch->targets.assign(n, -1);
         batch->landed.assign(n, false);
-        batch->started.assign(n, false);
         batch->flows_outstanding = 1;  // until every flow below is started
         for (size_t i = 0; i < n; ++i) {
           const absl::StatusOr<PutStartResponse>* started = r.ok() ? &r->results[i] : nullptr;
@@ -264,7 +263,6 @@ void Simulation::StartBatchPut(const HostRt& host, PutBatchHandle batch) {
             EndPut(batch->names[i]);
             continue;
           }
-          batch->started[i] = true;
           batch->versions[i] = (*started)->version;
           const std::optional<int> target = HostOfSegment((*started)->replicas.front().segment_id);
           HS_CHECK(target.has_value());
@@ -291,7 +289,7 @@ void Simulation::EndBatchPut(const PutBatchHandle& batch) {
   BatchPutRevokeRequest revoke;
   std::vector<size_t> ending;
   for (size_t i = 0; i < batch->names.size(); ++i) {
-    if (!batch->started[i]) continue;
+    if (batch->targets[i] < 0) continue;  // its PutStart failed
     if (batch->landed[i]) {
       end.puts.push_back(PutEndRequest{batch->names[i], batch->versions[i]});
       ending.push_back(i);
