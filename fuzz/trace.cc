@@ -6,9 +6,13 @@
 // never decrease, ascending line numbers, hash ids within the limit, and at
 // most request_limit requests. Each returned request parses the same again
 // from its own line (ParseTraceLine), so the whole-text and per-line paths
-// agree.
+// agree, and wherever the plain-shape line reader answers, the JSON reader
+// gives the same request.
+#include "sim/trace.h"
+
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +22,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "core/base/check.h"
-#include "sim/trace.h"
 
 namespace heatsink::sim {
 namespace {
@@ -30,7 +33,28 @@ std::vector<absl::string_view> Lines(absl::string_view text) {
   return absl::StrSplit(text, '\n');
 }
 
+// Where the plain-shape reader answers a line, the JSON reader accepts it
+// and gives the same request; a line the JSON reader refuses is never
+// answered by the plain one.
+void CheckReadersAgree(absl::string_view text, const TraceLimits& limits) {
+  int64_t number = 0;
+  for (absl::string_view line : Lines(text)) {
+    ++number;
+    const std::optional<TraceRequest> plain =
+        trace_internal::ParsePlainTraceLine(line, number, limits);
+    if (!plain.has_value()) continue;
+    const absl::StatusOr<TraceRequest> json =
+        trace_internal::ParseTraceLineJson(line, kSource, number, limits);
+    HS_CHECK_MSG(json.ok(), json.status().ToString());
+    HS_CHECK(plain->timestamp_ms == json->timestamp_ms &&
+             plain->input_length == json->input_length &&
+             plain->output_length == json->output_length && plain->hash_ids == json->hash_ids &&
+             plain->line == json->line);
+  }
+}
+
 void CheckTrace(absl::string_view text, const TraceLimits& limits) {
+  CheckReadersAgree(text, limits);
   const absl::StatusOr<std::vector<TraceRequest>> parsed = ParseTrace(text, kSource, limits);
   if (!parsed.ok()) {
     const absl::StatusCode code = parsed.status().code();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -65,8 +66,126 @@ absl::Status LineTooLong(absl::string_view source, int64_t line_number, size_t m
 
 }  // namespace
 
-absl::StatusOr<TraceRequest> ParseTraceLine(absl::string_view line, absl::string_view source,
-                                            int64_t line_number, const TraceLimits& limits) {
+namespace trace_internal {
+namespace {
+
+// A cursor over one line for the plain-shape reader: every helper returns
+// false on anything outside that shape, never an error.
+class PlainCursor {
+ public:
+  explicit PlainCursor(absl::string_view text) : text_(text) {}
+
+  // JSON whitespace only (RFC 8259: space, tab, line feed, carriage return).
+  void SkipSpace() {
+    while (i_ < text_.size() &&
+           (text_[i_] == ' ' || text_[i_] == '\t' || text_[i_] == '\n' || text_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool Eat(char c) {
+    SkipSpace();
+    if (i_ >= text_.size() || text_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool AtEnd() {
+    SkipSpace();
+    return i_ == text_.size();
+  }
+  // A key without escapes: the bytes between the quotes.
+  bool Key(absl::string_view* key) {
+    if (!Eat('"')) return false;
+    const size_t start = i_;
+    while (i_ < text_.size() && text_[i_] != '"') {
+      const unsigned char c = static_cast<unsigned char>(text_[i_]);
+      if (c == '\\' || c < 0x20) return false;
+      ++i_;
+    }
+    if (i_ == text_.size()) return false;
+    *key = text_.substr(start, i_ - start);
+    ++i_;
+    return true;
+  }
+  // A non-negative integer literal of at most 18 digits (so it cannot
+  // overflow), without a leading zero, fraction or exponent.
+  bool Integer(int64_t* out) {
+    SkipSpace();
+    const size_t start = i_;
+    int64_t v = 0;
+    while (i_ < text_.size() && text_[i_] >= '0' && text_[i_] <= '9') {
+      if (i_ - start == 18) return false;
+      v = v * 10 + (text_[i_] - '0');
+      ++i_;
+    }
+    const size_t digits = i_ - start;
+    if (digits == 0 || (digits > 1 && text_[start] == '0')) return false;
+    // A fraction, an exponent or anything glued on is not plain.
+    if (i_ < text_.size() && (text_[i_] == '.' || text_[i_] == 'e' || text_[i_] == 'E')) {
+      return false;
+    }
+    *out = v;
+    return true;
+  }
+
+ private:
+  absl::string_view text_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+std::optional<TraceRequest> ParsePlainTraceLine(absl::string_view line, int64_t line_number,
+                                                const TraceLimits& limits) {
+  if (line.size() > limits.line_bytes_max) return std::nullopt;
+  PlainCursor cur(line);
+  if (!cur.Eat('{')) return std::nullopt;
+  TraceRequest request;
+  request.line = line_number;
+  bool seen[4] = {false, false, false, false};  // timestamp, input, output, hash_ids
+  do {
+    absl::string_view key;
+    if (!cur.Key(&key) || !cur.Eat(':')) return std::nullopt;
+    int field = -1;
+    int64_t* scalar = nullptr;
+    if (key == "timestamp") {
+      field = 0;
+      scalar = &request.timestamp_ms;
+    } else if (key == "input_length") {
+      field = 1;
+      scalar = &request.input_length;
+    } else if (key == "output_length") {
+      field = 2;
+      scalar = &request.output_length;
+    } else if (key == "hash_ids") {
+      field = 3;
+    } else {
+      return std::nullopt;  // other fields: the JSON reader skips them
+    }
+    if (seen[field]) return std::nullopt;  // a duplicate key is an error there
+    seen[field] = true;
+    if (scalar != nullptr) {
+      if (!cur.Integer(scalar)) return std::nullopt;
+      continue;
+    }
+    if (!cur.Eat('[')) return std::nullopt;
+    if (cur.Eat(']')) continue;
+    do {
+      int64_t id = 0;
+      if (request.hash_ids.size() == limits.hash_ids_per_request_max || !cur.Integer(&id)) {
+        return std::nullopt;
+      }
+      request.hash_ids.push_back(id);
+    } while (cur.Eat(','));
+    if (!cur.Eat(']')) return std::nullopt;
+  } while (cur.Eat(','));
+  if (!cur.Eat('}') || !cur.AtEnd()) return std::nullopt;
+  if (!(seen[0] && seen[1] && seen[2] && seen[3])) return std::nullopt;
+  if (request.timestamp_ms > kInt64Max / kNsPerMs) return std::nullopt;
+  return request;
+}
+
+absl::StatusOr<TraceRequest> ParseTraceLineJson(absl::string_view line, absl::string_view source,
+                                                int64_t line_number, const TraceLimits& limits) {
   if (line.size() > limits.line_bytes_max) {
     return LineTooLong(source, line_number, limits.line_bytes_max);
   }
@@ -119,6 +238,16 @@ absl::StatusOr<TraceRequest> ParseTraceLine(absl::string_view line, absl::string
     request.hash_ids.push_back(id);
   }
   return request;
+}
+
+}  // namespace trace_internal
+
+absl::StatusOr<TraceRequest> ParseTraceLine(absl::string_view line, absl::string_view source,
+                                            int64_t line_number, const TraceLimits& limits) {
+  std::optional<TraceRequest> plain =
+      trace_internal::ParsePlainTraceLine(line, line_number, limits);
+  if (plain.has_value()) return *std::move(plain);
+  return trace_internal::ParseTraceLineJson(line, source, line_number, limits);
 }
 
 absl::StatusOr<std::vector<TraceRequest>> ParseTrace(absl::string_view text,

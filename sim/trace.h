@@ -57,10 +57,29 @@ struct TraceLimits {
 };
 
 // Parses one line (without its newline). `line_number` is used in messages.
+// Lines of the public traces' plain shape take a direct reader; anything
+// else goes through the strict JSON reader (see trace_internal below).
 [[nodiscard]] absl::StatusOr<TraceRequest> ParseTraceLine(absl::string_view line,
                                                           absl::string_view source,
                                                           int64_t line_number,
                                                           const TraceLimits& limits = TraceLimits());
+
+namespace trace_internal {
+// The two readers ParseTraceLine combines (exposed for tests and the fuzzer).
+// ParsePlainTraceLine reads only the shape the public traces have: one
+// object whose keys are exactly the four fields (any order, no escapes),
+// whose values are non-negative integer literals of at most 18 digits (an
+// array of them for hash_ids), within the limits; it returns nullopt for
+// anything else, never an error. ParseTraceLineJson is the full strict JSON
+// reader with positioned messages. Where the plain reader answers, both
+// give the same request.
+std::optional<TraceRequest> ParsePlainTraceLine(absl::string_view line, int64_t line_number,
+                                                const TraceLimits& limits);
+[[nodiscard]] absl::StatusOr<TraceRequest> ParseTraceLineJson(absl::string_view line,
+                                                              absl::string_view source,
+                                                              int64_t line_number,
+                                                              const TraceLimits& limits);
+}  // namespace trace_internal
 
 // Parses a whole JSONL text.
 [[nodiscard]] absl::StatusOr<std::vector<TraceRequest>> ParseTrace(

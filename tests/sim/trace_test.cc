@@ -3,19 +3,22 @@
 // (not JSON, missing field, wrong type, negative value, decreasing
 // timestamp, limits), each naming the file and line; request_limit stops
 // early; file reading in chunks matches text parsing, including the shipped
-// copy of the conversation trace.
-#include "tests/sim/repo_root.h"
+// copy of the conversation trace; the plain-shape reader agrees with the
+// JSON reader wherever it answers.
 #include "sim/trace.h"
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <string>
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/sim/repo_root.h"
 
 namespace heatsink::sim {
 namespace {
@@ -189,6 +192,100 @@ TEST(Trace, ShippedConversationTraceLoads) {
   for (const TraceRequest& q : *r) {
     ASSERT_EQ(static_cast<int64_t>(q.hash_ids.size()), (q.input_length + 511) / 512) << q.line;
   }
+}
+
+// The plain-shape reader answers exactly where the JSON reader accepts a
+// line of that shape, and gives the same request; anything else it leaves to
+// the JSON reader (nullopt), including every line the JSON reader refuses.
+void ExpectReadersAgree(absl::string_view line, const TraceLimits& limits) {
+  SCOPED_TRACE(line);
+  const std::optional<TraceRequest> plain = trace_internal::ParsePlainTraceLine(line, 9, limits);
+  const absl::StatusOr<TraceRequest> json =
+      trace_internal::ParseTraceLineJson(line, "t.jsonl", 9, limits);
+  if (!json.ok()) {
+    EXPECT_FALSE(plain.has_value());
+    return;
+  }
+  if (!plain.has_value()) return;
+  EXPECT_EQ(plain->timestamp_ms, json->timestamp_ms);
+  EXPECT_EQ(plain->input_length, json->input_length);
+  EXPECT_EQ(plain->output_length, json->output_length);
+  EXPECT_EQ(plain->hash_ids, json->hash_ids);
+  EXPECT_EQ(plain->line, json->line);
+}
+
+TEST(Trace, PlainReaderAgreesWithJsonReader) {
+  TraceLimits limits;
+  limits.hash_ids_per_request_max = 3;
+  limits.line_bytes_max = 120;
+  const std::string fields = R"("input_length": 10, "output_length": 1)";
+  // Lines of the plain shape: the plain reader must answer them.
+  for (const std::string& line : {
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1, 2, 3]})"),
+           absl::StrCat(R"({ "hash_ids":[],)", fields, R"(,"timestamp":0 } )"),
+           absl::StrCat("\t{\"timestamp\":\r\n9223372036854,", fields, R"(,"hash_ids":[0]})"),
+           absl::StrCat(R"({"timestamp": 7, )", fields, R"(, "hash_ids": [999999999999999999]})"),
+       }) {
+    EXPECT_TRUE(trace_internal::ParsePlainTraceLine(line, 1, limits).has_value()) << line;
+    ExpectReadersAgree(line, limits);
+  }
+  // Everything else goes to the JSON reader, valid or not.
+  for (const std::string& line : {
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1, 2, 3, 4]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1], "x": 1})"),
+           absl::StrCat(R"({"timestamp": 5, "timestamp": 6, )", fields, R"(, "hash_ids": [1]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [01]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1.0]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1e2]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [-1]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1,]})"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1]} x)"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(, "hash_ids": [1]},)"),
+           absl::StrCat(R"({"timestamp": 5, )", fields, R"(})"),
+           absl::StrCat(R"({"timestamp": 9223372036854776, )", fields, R"(, "hash_ids": []})"),
+           absl::StrCat(R"({"timestamp": 1000000000000000000, )", fields, R"(, "hash_ids": []})"),
+           absl::StrCat(R"({"time\u0073tamp": 5, )", fields, R"(, "hash_ids": [1]})"),
+           absl::StrCat("\xEF\xBB\xBF{\"timestamp\": 5, ", fields, R"(, "hash_ids": [1]})"),
+           absl::StrCat("{\"timestamp\":\f5, ", fields, R"(, "hash_ids": [1]})"),
+           std::string(R"({"timestamp": 5, "input_length": 10, "output_length": 1, )"
+                       R"("hash_ids": [1],                                          })"),
+       }) {
+    EXPECT_FALSE(trace_internal::ParsePlainTraceLine(line, 1, limits).has_value()) << line;
+    ExpectReadersAgree(line, limits);
+  }
+  // Random byte edits of a plain line: whatever the plain reader accepts,
+  // the JSON reader accepts the same way.
+  const std::string base =
+      absl::StrCat(R"({"timestamp": 15, )", fields, R"(, "hash_ids": [10, 2, 31]})");
+  const std::string alphabet = "0123456789 ,:[]{}\"-.e\t\r";
+  uint64_t state = 7;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  int plain_answers = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = base;
+    for (int edits = 1 + static_cast<int>(next() % 3); edits > 0; --edits) {
+      const size_t at = next() % (line.size() + 1);
+      const char c = alphabet[next() % alphabet.size()];
+      switch (next() % 3) {
+        case 0:
+          if (at < line.size()) line[at] = c;
+          break;
+        case 1:
+          line.insert(at, 1, c);
+          break;
+        default:
+          if (at < line.size()) line.erase(at, 1);
+          break;
+      }
+    }
+    plain_answers += trace_internal::ParsePlainTraceLine(line, 9, limits).has_value() ? 1 : 0;
+    ExpectReadersAgree(line, limits);
+  }
+  // The edits keep some lines plain (spaces, digits), so both paths ran.
+  EXPECT_GT(plain_answers, 100);
 }
 
 }  // namespace
