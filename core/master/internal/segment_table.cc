@@ -164,12 +164,15 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
   if (out.size() < replica_num) {
     // Candidates in segment id order, so the strategy sees the same list in
     // every process.
+    const auto is_candidate = [&](SegmentId id, const SegmentRecord& r) {
+      return Usable(r, size) && (chosen.empty() || !is_chosen(id));
+    };
     std::vector<std::pair<SegmentId, SegmentRecord*>>& candidates = candidates_;
     candidates.clear();
-    for (const auto& [id, r] : ordered_) {
-      if (Usable(*r, size) && !is_chosen(id)) candidates.emplace_back(id, r);
-    }
     if (knobs_.allocation_strategy == AllocationStrategy::kFreeRatioFirst) {
+      for (const auto& [id, r] : ordered_) {
+        if (is_candidate(id, *r)) candidates.emplace_back(id, r);
+      }
       // free_a / cap_a > free_b / cap_b, compared exactly in integers.
       std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
         const unsigned __int128 lhs = static_cast<unsigned __int128>(a.second->allocator.free_bytes()) *
@@ -184,6 +187,32 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
         try_allocate(id, *r);
       }
     } else {
+      // Uniform draws without replacement from the candidate list. The first
+      // draw finds its candidate by counting, without building the list: a
+      // put whose replicas all fit at the first draw (the common case) never
+      // builds it. Later draws use the list as it stood before the first
+      // draw, minus the first pick, so the draws and the result are the same.
+      size_t count = 0;
+      for (const auto& [id, r] : ordered_) count += is_candidate(id, *r) ? 1 : 0;
+      if (count > 0) {
+        const size_t first_pick = static_cast<size_t>(rng_.Uniform(count));
+        size_t at = 0;
+        for (size_t seen = 0;; ++at) {
+          if (!is_candidate(ordered_[at].first, *ordered_[at].second)) continue;
+          if (seen++ == first_pick) break;
+        }
+        const SegmentId first_id = ordered_[at].first;
+        try_allocate(first_id, *ordered_[at].second);
+        if (out.size() < replica_num) {
+          // The first pick's own state is unchanged when it failed and only
+          // just chosen when it succeeded; every other record is as it was.
+          for (const auto& [id, r] : ordered_) {
+            if (id == first_id || is_candidate(id, *r)) candidates.emplace_back(id, r);
+          }
+          HS_CHECK(candidates.size() == count && candidates[first_pick].first == first_id);
+          candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(first_pick));
+        }
+      }
       while (out.size() < replica_num && !candidates.empty()) {
         const size_t pick = static_cast<size_t>(rng_.Uniform(candidates.size()));
         try_allocate(candidates[pick].first, *candidates[pick].second);

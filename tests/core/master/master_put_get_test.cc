@@ -3,10 +3,13 @@
 // the `random` and `free_ratio_first` strategies, GetReplicaList descriptors
 // and read leases, BatchPutStart/End/Revoke, BatchGetReplicaList, the ReadObserver extension point
 // (and the word it keeps per object), Remove's distinct refusals, and every limit's status code.
+#include <algorithm>
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/env/rng.h"
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 
@@ -190,6 +193,36 @@ TEST(MasterPut, RandomStrategyIsSeededAndSpreads) {
   std::set<SegmentId> used(a.begin(), a.end());
   EXPECT_GE(used.size(), 3u) << "random placement should spread over segments";
   EXPECT_NE(a, RandomPlacements(12));
+}
+
+// The random strategy draws uniformly without replacement from the segments
+// that can take the object, in segment id order, with the master's
+// "master.allocation" stream: a reference model of that rule predicts every
+// placement of 2- and 3-replica puts, with one segment too small to be a
+// candidate.
+TEST(MasterPut, RandomStrategyDrawsWithoutReplacementFromUsableSegments) {
+  constexpr uint64_t kSeed = 23;
+  MasterHarness h(TestKnobs(), kSeed);
+  const std::vector<uint64_t> ids = {1, 2, 3, 4, 5};
+  for (uint64_t id : ids) HS_ASSERT_OK(h.AddStore(id, id == 3 ? 50 : 100'000));
+  Rng reference = Rng(kSeed).Fork("master.allocation");
+  for (int i = 0; i < 40; ++i) {
+    const uint32_t replicas = i % 2 == 0 ? 2 : 3;
+    std::vector<SegmentId> candidates = {SegmentId(1), SegmentId(2), SegmentId(4), SegmentId(5)};
+    std::vector<SegmentId> expected;
+    while (expected.size() < replicas) {
+      const size_t pick = static_cast<size_t>(reference.Uniform(candidates.size()));
+      expected.push_back(candidates[pick]);
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    const std::string key = "k" + std::to_string(i);
+    HS_ASSERT_OK(h.Put(key, 100, replicas));
+    std::vector<SegmentId> got = h.SegmentsOf(*h.Get(key));
+    std::sort(got.begin(), got.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(got, expected) << key;
+  }
+  HS_EXPECT_OK(h.master().CheckInvariants());
 }
 
 TEST(MasterPut, ReplicasLandOnDistinctSegmentsAllOrNothing) {
