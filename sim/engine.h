@@ -47,10 +47,14 @@
 #include "core/env/clock.h"
 #include "core/env/executor.h"
 #include "core/env/time.h"
+#include "sim/inline_function.h"
 
 namespace heatsink::sim {
 
-using EventFn = absl::AnyInvocable<void() &&>;
+// An event's callback. Most are closures of a few words, a shared_ptr and a
+// nested callback; up to 96 bytes they live inline in the engine's slot, so
+// scheduling one does not allocate (sim/inline_function.h).
+using EventFn = InlineFunction<void(), 96>;
 // Same space as core's TimerId: never kNoTimer for a scheduled event.
 using EventId = TimerId;
 // A timer lane of one engine (see Engine::AddLane).

@@ -63,12 +63,15 @@
 #include "absl/types/span.h"
 #include "core/env/rng.h"
 #include "sim/engine.h"
+#include "sim/inline_function.h"
 #include "sim/network_topology.h"
 
 namespace heatsink::sim {
 
 using FlowId = uint64_t;  // 0 is never issued
-using FlowDone = absl::AnyInvocable<void(absl::Status) &&>;
+// A flow's completion callback; up to 48 bytes of closure live inline in the
+// flow's slot (sim/inline_function.h).
+using FlowDone = InlineFunction<void(absl::Status), 48>;
 
 struct FlowSpec {
   int src_host = -1;  // host indices, see Network::FindHost
