@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "core/base/mutex.h"
 #include "core/base/check.h"
+#include "core/base/mutex.h"
 
 namespace heatsink {
 
@@ -74,13 +75,23 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
 
  private:
   // A callback that runs `f(core, args...)` only while the worker exists.
+  // With a captureless `f` it is one weak_ptr (16 bytes), which an
+  // absl::AnyInvocable holds inline: the fetch and heartbeat timers and
+  // their replies, many times a second per worker, allocate nothing for it.
   template <typename F>
-  auto Weak(F f) {
-    return [weak = weak_from_this(), f = std::move(f)](auto&&... args) mutable {
-      if (std::shared_ptr<Core> self = weak.lock()) {
-        f(*self, std::forward<decltype(args)>(args)...);
-      }
-    };
+  struct WeakCall {
+    std::weak_ptr<Core> weak;
+    [[no_unique_address]] F f;
+    template <typename... A>
+    void operator()(A&&... args) {
+      if (std::shared_ptr<Core> self = weak.lock()) f(*self, std::forward<A>(args)...);
+    }
+  };
+  template <typename F>
+  WeakCall<F> Weak(F f) {
+    static_assert(!std::is_empty_v<F> || sizeof(WeakCall<F>) == sizeof(std::weak_ptr<Core>),
+                  "a captureless callback adds nothing to the weak pointer");
+    return WeakCall<F>{weak_from_this(), std::move(f)};
   }
 
   // --- Registration and mounting ------------------------------------------
