@@ -59,7 +59,7 @@ namespace {
 namespace v1 = ::heatsink::v1;
 
 constexpr int kCallsMax = 64;
-constexpr int kMethods = 22;  // 21 RPCs + the clock advance
+constexpr int kMethods = 25;  // 24 RPCs + the clock advance
 
 void Fail(const std::string& what) {
   std::fprintf(stderr, "master_rpc fuzz check failed: %s\n", what.c_str());
@@ -164,6 +164,9 @@ class World {
       HS_FUZZ_CALL(18, DynamicReplicaCopyEnd, v1::CopyTaskFence, v1::Empty, true)
       HS_FUZZ_CALL(19, DynamicReplicaCopyRevoke, v1::CopyTaskFence, v1::Empty, true)
       HS_FUZZ_CALL(20, Ping, v1::Empty, v1::Empty, false)
+      HS_FUZZ_CALL(21, BatchPutStart, v1::BatchPutStartRequest, v1::BatchPutStartResponse, true)
+      HS_FUZZ_CALL(22, BatchPutEnd, v1::BatchPutFenceRequest, v1::BatchPutResponse, true)
+      HS_FUZZ_CALL(23, BatchPutRevoke, v1::BatchPutFenceRequest, v1::BatchPutResponse, true)
 #undef HS_FUZZ_CALL
       default:
         Fail(absl::StrCat("method index ", method));

@@ -14,7 +14,8 @@ import sys
 # Method indices of fuzz/master_rpc.cc.
 (PING, REGISTER, HEARTBEAT, MOUNT, UNMOUNT, LIST, PUT_START, PUT_END, PUT_REVOKE, GET,
  BATCH_GET, REMOVE, FETCH, MARK_COMPLETE, COPY_START, COPY_END, COPY_REVOKE, DYN_START,
- DYN_END, DYN_REVOKE, PING2, ADVANCE) = range(22)
+ DYN_END, DYN_REVOKE, PING2, BATCH_PUT_START, BATCH_PUT_END, BATCH_PUT_REVOKE,
+ ADVANCE) = range(25)
 NO_CALLER, BAD_ZERO, BAD_NEGATIVE, BAD_TEXT = 0, 5, 6, 7
 
 
@@ -110,6 +111,17 @@ SEEDS = {
         call(REMOVE, NO_CALLER, text(1, name("", "a"))) + advance(5000) + advance(5000) +
         call(REMOVE, NO_CALLER, text(1, name("", "a"))) + call(UNMOUNT, 2, uint(1, 2)) +
         call(LIST, NO_CALLER)),
+    # Batch puts: a fit and a key too large for any segment, the fit ended
+    # and a stale fence refused per key, then the other revoked; a read.
+    "batch_puts": (
+        store(1) + store(2) +
+        call(BATCH_PUT_START, 1, text(1, name("", "a")) + text(1, name("", "b")) +
+             uint(2, 100) + uint(2, 1 << 30) + uint(3, 1)) +
+        call(BATCH_PUT_END, 1, text(1, text(1, name("", "a")) + uint(2, 1)) +
+             text(1, text(1, name("", "z")) + uint(2, 9))) +
+        call(BATCH_PUT_START, 2, text(1, name("t1", "c")) + uint(2, 200) + uint(3, 1)) +
+        call(BATCH_PUT_REVOKE, 2, text(1, text(1, name("t1", "c")) + uint(2, 2))) +
+        get(2, "a") + call(LIST, NO_CALLER)),
     # Malformed payloads: a truncated sub-message, a wrong wire type, a huge
     # length prefix, an over-long varint, an oversized key.
     "malformed": (

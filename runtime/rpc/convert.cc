@@ -1,7 +1,9 @@
 #include "runtime/rpc/convert.h"
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/rpc/status.h"
 
@@ -173,8 +175,7 @@ BatchGetReplicaListRequest FromProto(const v1::BatchGetReplicaListRequest& in) {
 void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out) {
   for (const absl::StatusOr<GetReplicaListResponse>& r : in.results) {
     v1::BatchGetReplicaListResult* result = out->add_results();
-    result->mutable_status()->set_code(static_cast<int>(r.status().code()));
-    result->mutable_status()->set_message(std::string(r.status().message()));
+    ToProto(r.status(), result->mutable_status());
     if (r.ok()) ToProto(*r, result->mutable_response());
   }
 }
@@ -190,6 +191,101 @@ BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in)
       out.results.push_back(absl::Status(code, r.status().message()));
     }
   }
+  return out;
+}
+
+void ToProto(const absl::Status& in, v1::RpcStatus* out) {
+  out->set_code(static_cast<int>(in.code()));
+  out->set_message(std::string(in.message()));
+}
+
+absl::Status FromProto(const v1::RpcStatus& in) {
+  return absl::Status(StatusCodeFromInt(in.code()), in.message());
+}
+
+void ToProto(const BatchPutStartRequest& in, v1::BatchPutStartRequest* out) {
+  for (const ObjectName& n : in.names) ToProto(n, out->add_names());
+  for (uint64_t size : in.sizes_bytes) out->add_sizes_bytes(size);
+  out->set_replica_num(in.replica_num);
+  for (SegmentId s : in.preferred_segments) out->add_preferred_segments(s.value);
+}
+
+BatchPutStartRequest FromProto(const v1::BatchPutStartRequest& in) {
+  BatchPutStartRequest out;
+  out.names.reserve(in.names_size());
+  for (const v1::ObjectName& n : in.names()) out.names.push_back(FromProto(n));
+  out.sizes_bytes.assign(in.sizes_bytes().begin(), in.sizes_bytes().end());
+  out.replica_num = in.replica_num();
+  for (uint64_t s : in.preferred_segments()) out.preferred_segments.push_back(SegmentId(s));
+  return out;
+}
+
+void ToProto(const BatchPutStartResponse& in, v1::BatchPutStartResponse* out) {
+  for (const absl::StatusOr<PutStartResponse>& r : in.results) {
+    v1::BatchPutStartResult* result = out->add_results();
+    ToProto(r.status(), result->mutable_status());
+    if (r.ok()) ToProto(*r, result->mutable_response());
+  }
+}
+
+BatchPutStartResponse FromProto(const v1::BatchPutStartResponse& in) {
+  BatchPutStartResponse out;
+  out.results.reserve(in.results_size());
+  for (const v1::BatchPutStartResult& r : in.results()) {
+    absl::Status status = FromProto(r.status());
+    if (status.ok()) {
+      out.results.push_back(FromProto(r.response()));
+    } else {
+      out.results.push_back(std::move(status));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+template <typename Fence>
+void FencesToProto(const std::vector<Fence>& in, v1::BatchPutFenceRequest* out) {
+  for (const Fence& f : in) {
+    v1::PutFenceRequest* p = out->add_puts();
+    runtime::ToProto(f.name, p->mutable_name());
+    p->set_version(f.version);
+  }
+}
+
+template <typename Fence>
+std::vector<Fence> FencesFromProto(const v1::BatchPutFenceRequest& in) {
+  std::vector<Fence> out;
+  out.reserve(in.puts_size());
+  for (const v1::PutFenceRequest& p : in.puts()) {
+    out.push_back(Fence{runtime::FromProto(p.name()), p.version()});
+  }
+  return out;
+}
+
+}  // namespace
+
+void ToProto(const BatchPutEndRequest& in, v1::BatchPutFenceRequest* out) {
+  FencesToProto(in.puts, out);
+}
+void ToProto(const BatchPutRevokeRequest& in, v1::BatchPutFenceRequest* out) {
+  FencesToProto(in.puts, out);
+}
+BatchPutEndRequest BatchPutEndFromProto(const v1::BatchPutFenceRequest& in) {
+  return BatchPutEndRequest{FencesFromProto<PutEndRequest>(in)};
+}
+BatchPutRevokeRequest BatchPutRevokeFromProto(const v1::BatchPutFenceRequest& in) {
+  return BatchPutRevokeRequest{FencesFromProto<PutRevokeRequest>(in)};
+}
+
+void ToProto(const BatchPutResponse& in, v1::BatchPutResponse* out) {
+  for (const absl::Status& r : in.results) ToProto(r, out->add_results());
+}
+
+BatchPutResponse FromProto(const v1::BatchPutResponse& in) {
+  BatchPutResponse out;
+  out.results.reserve(in.results_size());
+  for (const v1::RpcStatus& r : in.results()) out.results.push_back(FromProto(r));
   return out;
 }
 

@@ -36,6 +36,22 @@ BatchGetReplicaListRequest FromProto(const v1::BatchGetReplicaListRequest& in);
 void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out);
 BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in);
 
+// A per-key status of a batch call (code and message).
+void ToProto(const absl::Status& in, v1::RpcStatus* out);
+absl::Status FromProto(const v1::RpcStatus& in);
+
+void ToProto(const BatchPutStartRequest& in, v1::BatchPutStartRequest* out);
+BatchPutStartRequest FromProto(const v1::BatchPutStartRequest& in);
+void ToProto(const BatchPutStartResponse& in, v1::BatchPutStartResponse* out);
+BatchPutStartResponse FromProto(const v1::BatchPutStartResponse& in);
+// BatchPutEnd and BatchPutRevoke carry the same (name, version) fences.
+void ToProto(const BatchPutEndRequest& in, v1::BatchPutFenceRequest* out);
+void ToProto(const BatchPutRevokeRequest& in, v1::BatchPutFenceRequest* out);
+BatchPutEndRequest BatchPutEndFromProto(const v1::BatchPutFenceRequest& in);
+BatchPutRevokeRequest BatchPutRevokeFromProto(const v1::BatchPutFenceRequest& in);
+void ToProto(const BatchPutResponse& in, v1::BatchPutResponse* out);
+BatchPutResponse FromProto(const v1::BatchPutResponse& in);
+
 void ToProto(const Task& in, v1::Task* out);
 Task FromProto(const v1::Task& in);
 

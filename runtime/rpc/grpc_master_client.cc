@@ -197,6 +197,30 @@ void GrpcMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req,
   Start(std::move(call), client, HS_GRPC_ISSUE(PutRevoke));
 }
 
+void GrpcMasterClient::BatchPutStart(ClientId client, const BatchPutStartRequest& req,
+                                     Callback<BatchPutStartResponse> done) {
+  auto call = std::make_unique<Pending<v1::BatchPutStartRequest, v1::BatchPutStartResponse>>();
+  ToProto(req, &call->req);
+  call->finish = WithResult<v1::BatchPutStartResponse, BatchPutStartResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(BatchPutStart));
+}
+
+void GrpcMasterClient::BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                                   Callback<BatchPutResponse> done) {
+  auto call = std::make_unique<Pending<v1::BatchPutFenceRequest, v1::BatchPutResponse>>();
+  ToProto(req, &call->req);
+  call->finish = WithResult<v1::BatchPutResponse, BatchPutResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(BatchPutEnd));
+}
+
+void GrpcMasterClient::BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
+                                      Callback<BatchPutResponse> done) {
+  auto call = std::make_unique<Pending<v1::BatchPutFenceRequest, v1::BatchPutResponse>>();
+  ToProto(req, &call->req);
+  call->finish = WithResult<v1::BatchPutResponse, BatchPutResponse>(std::move(done));
+  Start(std::move(call), client, HS_GRPC_ISSUE(BatchPutRevoke));
+}
+
 void GrpcMasterClient::GetReplicaList(const GetReplicaListRequest& req,
                                       Callback<GetReplicaListResponse> done) {
   auto call =

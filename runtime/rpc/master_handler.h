@@ -36,6 +36,12 @@ class MasterHandler {
                                                                   const PutStartRequest& req) = 0;
   [[nodiscard]] virtual absl::Status PutEnd(ClientId client, const PutEndRequest& req) = 0;
   [[nodiscard]] virtual absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<BatchPutStartResponse> BatchPutStart(
+      ClientId client, const BatchPutStartRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<BatchPutResponse> BatchPutEnd(
+      ClientId client, const BatchPutEndRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<BatchPutResponse> BatchPutRevoke(
+      ClientId client, const BatchPutRevokeRequest& req) = 0;
   [[nodiscard]] virtual absl::StatusOr<GetReplicaListResponse> GetReplicaList(
       const GetReplicaListRequest& req) = 0;
   [[nodiscard]] virtual absl::StatusOr<BatchGetReplicaListResponse> BatchGetReplicaList(
@@ -86,6 +92,18 @@ class MasterServiceHandler final : public MasterHandler {
   }
   absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req) override {
     return master_->PutRevoke(client, req);
+  }
+  absl::StatusOr<BatchPutStartResponse> BatchPutStart(ClientId client,
+                                                      const BatchPutStartRequest& req) override {
+    return master_->BatchPutStart(client, req);
+  }
+  absl::StatusOr<BatchPutResponse> BatchPutEnd(ClientId client,
+                                               const BatchPutEndRequest& req) override {
+    return master_->BatchPutEnd(client, req);
+  }
+  absl::StatusOr<BatchPutResponse> BatchPutRevoke(ClientId client,
+                                                  const BatchPutRevokeRequest& req) override {
+    return master_->BatchPutRevoke(client, req);
   }
   absl::StatusOr<GetReplicaListResponse> GetReplicaList(const GetReplicaListRequest& req) override {
     return master_->GetReplicaList(req);

@@ -96,6 +96,42 @@ class MasterServer::Service final : public v1::Master::Service {
     });
   }
 
+  // Batch puts: every name must be the caller's tenant's, or the whole batch
+  // is refused (PERMISSION_DENIED), as a single put would be.
+  grpc::Status BatchPutStart(grpc::ServerContext* ctx, const v1::BatchPutStartRequest* req,
+                             v1::BatchPutStartResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      for (const v1::ObjectName& name : req->names()) {
+        HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
+      }
+      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status BatchPutEnd(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
+                           v1::BatchPutResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+      absl::StatusOr<BatchPutResponse> r =
+          handler_->BatchPutEnd(caller, BatchPutEndFromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
+  grpc::Status BatchPutRevoke(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
+                              v1::BatchPutResponse* resp) override {
+    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+      absl::StatusOr<BatchPutResponse> r =
+          handler_->BatchPutRevoke(caller, BatchPutRevokeFromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
+    });
+  }
+
   grpc::Status GetReplicaList(grpc::ServerContext* ctx, const v1::GetReplicaListRequest* req,
                               v1::GetReplicaListResponse* resp) override {
     get_replica_list_.fetch_add(1, std::memory_order_relaxed);
@@ -231,6 +267,13 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status ForNamer(grpc::ServerContext* ctx, Fn&& fn) {
     if (tenants_.enabled()) return ForCaller(ctx, std::forward<Fn>(fn));
     return Guarded([&] { return fn(ClientId()); });
+  }
+
+  absl::Status CheckFenceTenants(ClientId caller, const v1::BatchPutFenceRequest& req) const {
+    for (const v1::PutFenceRequest& put : req.puts()) {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, put.name().tenant()));
+    }
+    return absl::OkStatus();
   }
 
   static absl::Status CheckRequester(ClientId caller, uint64_t requester) {

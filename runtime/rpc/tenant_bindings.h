@@ -5,9 +5,9 @@
 // (heatsink-master --tenant ID=TENANT, repeatable). With at least one binding
 // the master is in bound mode:
 //
-//   - every call that names objects (PutStart, PutEnd, PutRevoke,
-//     GetReplicaList, BatchGetReplicaList, Remove) must carry the caller's
-//     identity (UNAUTHENTICATED otherwise);
+//   - every call that names objects (PutStart, PutEnd, PutRevoke, the three
+//     BatchPut calls, GetReplicaList, BatchGetReplicaList, Remove) must
+//     carry the caller's identity (UNAUTHENTICATED otherwise);
 //   - a caller bound to no tenant may name no object, and a caller may name
 //     only its own tenant's objects: anything else is PERMISSION_DENIED
 //     (not NOT_FOUND: tenant names are configuration, not secrets, and the

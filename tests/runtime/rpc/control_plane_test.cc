@@ -196,6 +196,67 @@ TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
   EXPECT_TRUE(master_->CheckInvariants().ok());
 }
 
+TEST_F(ControlPlaneTest, BatchPutsGiveAResultPerKeyOverTheWire) {
+  StartCluster(DynamicReplicationMode::kOff);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  ASSERT_TRUE(writer->Put("exists", Pattern(2, 1000)).ok());
+  GrpcMasterClient* rpc = client_rpcs_.back().get();
+  const ClientId me(100);
+  const auto name = [](const std::string& key) { return ObjectName{"t1", key}; };
+
+  // Per key, in order: a fit, a key that exists, one too large for any
+  // segment, another fit.
+  BatchPutStartRequest start;
+  start.names = {name("b1"), name("exists"), name("huge"), name("b2")};
+  start.sizes_bytes = {1000, 1000, 2 * kSegmentBytes, 3000};
+  const auto started = Wait<absl::StatusOr<BatchPutStartResponse>>(
+      [&](auto done) { rpc->BatchPutStart(me, start, std::move(done)); });
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(started->results.size(), 4u);
+  ASSERT_TRUE(started->results[0].ok()) << started->results[0].status();
+  EXPECT_EQ(started->results[1].status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(started->results[2].ok());
+  ASSERT_TRUE(started->results[3].ok()) << started->results[3].status();
+  EXPECT_EQ(started->results[3]->replicas.size(), 1u);
+
+  // End b1, revoke b2; a stale version is refused for its key alone.
+  BatchPutEndRequest end;
+  end.puts = {{name("b1"), started->results[0]->version},
+              {name("b2"), started->results[3]->version + 1}};
+  const auto ended = Wait<absl::StatusOr<BatchPutResponse>>(
+      [&](auto done) { rpc->BatchPutEnd(me, end, std::move(done)); });
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  ASSERT_EQ(ended->results.size(), 2u);
+  EXPECT_TRUE(ended->results[0].ok()) << ended->results[0];
+  EXPECT_FALSE(ended->results[1].ok());
+  BatchPutRevokeRequest revoke;
+  revoke.puts = {{name("b2"), started->results[3]->version}};
+  const auto revoked = Wait<absl::StatusOr<BatchPutResponse>>(
+      [&](auto done) { rpc->BatchPutRevoke(me, revoke, std::move(done)); });
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  ASSERT_EQ(revoked->results.size(), 1u);
+  EXPECT_TRUE(revoked->results[0].ok()) << revoked->results[0];
+
+  const auto b1 = Wait<absl::StatusOr<GetReplicaListResponse>>([&](auto done) {
+    rpc->GetReplicaList(GetReplicaListRequest{name("b1"), me, "a"}, std::move(done));
+  });
+  ASSERT_TRUE(b1.ok()) << b1.status();
+  EXPECT_EQ(b1->size_bytes, 1000u);
+  const auto b2 = Wait<absl::StatusOr<GetReplicaListResponse>>([&](auto done) {
+    rpc->GetReplicaList(GetReplicaListRequest{name("b2"), me, "a"}, std::move(done));
+  });
+  EXPECT_EQ(b2.status().code(), absl::StatusCode::kNotFound);
+
+  // A batch whose names and sizes differ in count is refused whole.
+  BatchPutStartRequest bad;
+  bad.names = {name("c1"), name("c2")};
+  bad.sizes_bytes = {1000};
+  const auto refused = Wait<absl::StatusOr<BatchPutStartResponse>>(
+      [&](auto done) { rpc->BatchPutStart(me, bad, std::move(done)); });
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
 TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
   StartCluster(DynamicReplicationMode::kEnforce);
   std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");

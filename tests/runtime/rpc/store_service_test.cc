@@ -397,7 +397,40 @@ TEST_F(BoundClusterTest, CallersNameOnlyTheirOwnTenant) {
               absl::StatusCode::kPermissionDenied);
     EXPECT_EQ(resp.results_size(), 0);
   }
-  EXPECT_GE(server_->stats().calls_permission_denied_total, 10);
+  {
+    // A batch put with one foreign name is refused whole: nothing starts.
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kClientIdMetadataKey, "20");
+    v1::BatchPutStartRequest req;
+    v1::ObjectName* mine = req.add_names();
+    mine->set_tenant("t2");
+    mine->set_key("x");
+    v1::ObjectName* theirs = req.add_names();
+    theirs->set_tenant("t1");
+    theirs->set_key("k3");
+    req.add_sizes_bytes(100);
+    req.add_sizes_bytes(100);
+    req.set_replica_num(1);
+    v1::BatchPutStartResponse resp;
+    EXPECT_EQ(FromGrpcStatus(stub->BatchPutStart(&ctx, req, &resp)).code(),
+              absl::StatusCode::kPermissionDenied);
+    EXPECT_EQ(resp.results_size(), 0);
+    EXPECT_EQ(master_->master().Stats().objects, before.objects);
+  }
+  for (const bool end : {true, false}) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kClientIdMetadataKey, "20");
+    v1::BatchPutFenceRequest req;
+    v1::PutFenceRequest* put = req.add_puts();
+    put->mutable_name()->set_tenant("t1");
+    put->mutable_name()->set_key("k");
+    put->set_version(1);
+    v1::BatchPutResponse resp;
+    const grpc::Status st =
+        end ? stub->BatchPutEnd(&ctx, req, &resp) : stub->BatchPutRevoke(&ctx, req, &resp);
+    EXPECT_EQ(FromGrpcStatus(st).code(), absl::StatusCode::kPermissionDenied);
+  }
+  EXPECT_GE(server_->stats().calls_permission_denied_total, 13);
 
   // The owner still reads its bytes and may remove them once the read lease
   // (default_kv_lease_ttl_ms, 200 ms here) has passed.
