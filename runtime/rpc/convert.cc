@@ -172,26 +172,42 @@ BatchGetReplicaListRequest FromProto(const v1::BatchGetReplicaListRequest& in) {
   return out;
 }
 
-void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out) {
-  for (const absl::StatusOr<GetReplicaListResponse>& r : in.results) {
-    v1::BatchGetReplicaListResult* result = out->add_results();
-    ToProto(r.status(), result->mutable_status());
-    if (r.ok()) ToProto(*r, result->mutable_response());
+namespace {
+
+// Per-key results of a batch call: a status each, and the response where it
+// is OK (BatchGetReplicaList, BatchPutStart).
+template <typename Result, typename ProtoResponse>
+void ResultsToProto(const std::vector<absl::StatusOr<Result>>& in, ProtoResponse* out) {
+  for (const absl::StatusOr<Result>& r : in) {
+    auto* result = out->add_results();
+    runtime::ToProto(r.status(), result->mutable_status());
+    if (r.ok()) runtime::ToProto(*r, result->mutable_response());
   }
 }
 
-BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in) {
-  BatchGetReplicaListResponse out;
-  out.results.reserve(in.results_size());
-  for (const v1::BatchGetReplicaListResult& r : in.results()) {
-    const absl::StatusCode code = StatusCodeFromInt(r.status().code());
-    if (code == absl::StatusCode::kOk) {
-      out.results.push_back(FromProto(r.response()));
+template <typename Result, typename ProtoResponse>
+std::vector<absl::StatusOr<Result>> ResultsFromProto(const ProtoResponse& in) {
+  std::vector<absl::StatusOr<Result>> out;
+  out.reserve(in.results_size());
+  for (const auto& r : in.results()) {
+    absl::Status status = runtime::FromProto(r.status());
+    if (status.ok()) {
+      out.push_back(runtime::FromProto(r.response()));
     } else {
-      out.results.push_back(absl::Status(code, r.status().message()));
+      out.push_back(std::move(status));
     }
   }
   return out;
+}
+
+}  // namespace
+
+void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out) {
+  ResultsToProto(in.results, out);
+}
+
+BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in) {
+  return BatchGetReplicaListResponse{ResultsFromProto<GetReplicaListResponse>(in)};
 }
 
 void ToProto(const absl::Status& in, v1::RpcStatus* out) {
@@ -221,25 +237,11 @@ BatchPutStartRequest FromProto(const v1::BatchPutStartRequest& in) {
 }
 
 void ToProto(const BatchPutStartResponse& in, v1::BatchPutStartResponse* out) {
-  for (const absl::StatusOr<PutStartResponse>& r : in.results) {
-    v1::BatchPutStartResult* result = out->add_results();
-    ToProto(r.status(), result->mutable_status());
-    if (r.ok()) ToProto(*r, result->mutable_response());
-  }
+  ResultsToProto(in.results, out);
 }
 
 BatchPutStartResponse FromProto(const v1::BatchPutStartResponse& in) {
-  BatchPutStartResponse out;
-  out.results.reserve(in.results_size());
-  for (const v1::BatchPutStartResult& r : in.results()) {
-    absl::Status status = FromProto(r.status());
-    if (status.ok()) {
-      out.results.push_back(FromProto(r.response()));
-    } else {
-      out.results.push_back(std::move(status));
-    }
-  }
-  return out;
+  return BatchPutStartResponse{ResultsFromProto<PutStartResponse>(in)};
 }
 
 namespace {
