@@ -101,9 +101,7 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status BatchPutStart(grpc::ServerContext* ctx, const v1::BatchPutStartRequest* req,
                              v1::BatchPutStartResponse* resp) override {
     return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
-      for (const v1::ObjectName& name : req->names()) {
-        HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
-      }
+      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
       absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
@@ -152,9 +150,7 @@ class MasterServer::Service final : public v1::Master::Service {
     return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
       if (tenants_.enabled()) {
         HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-        for (const v1::ObjectName& name : req->names()) {
-          HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
-        }
+        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
       }
       absl::StatusOr<BatchGetReplicaListResponse> r =
           handler_->BatchGetReplicaList(FromProto(*req));
@@ -269,6 +265,14 @@ class MasterServer::Service final : public v1::Master::Service {
     return Guarded([&] { return fn(ClientId()); });
   }
 
+  // Every name of a batch is the caller's tenant's, or the batch is refused.
+  absl::Status CheckNameTenants(
+      ClientId caller, const google::protobuf::RepeatedPtrField<v1::ObjectName>& names) const {
+    for (const v1::ObjectName& name : names) {
+      HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
+    }
+    return absl::OkStatus();
+  }
   absl::Status CheckFenceTenants(ClientId caller, const v1::BatchPutFenceRequest& req) const {
     for (const v1::PutFenceRequest& put : req.puts()) {
       HS_RETURN_IF_ERROR(tenants_.Check(caller, put.name().tenant()));

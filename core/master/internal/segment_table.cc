@@ -165,7 +165,7 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
     // Candidates in segment id order, so the strategy sees the same list in
     // every process.
     const auto is_candidate = [&](SegmentId id, const SegmentRecord& r) {
-      return Usable(r, size) && (chosen.empty() || !is_chosen(id));
+      return Usable(r, size) && !is_chosen(id);
     };
     std::vector<std::pair<SegmentId, SegmentRecord*>>& candidates = candidates_;
     candidates.clear();
