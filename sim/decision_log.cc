@@ -59,7 +59,9 @@ absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
   if (*kind == "heat") r.kind = DecisionKind::kHeat;
   else if (*kind == "warmup") r.kind = DecisionKind::kWarmup;
   else if (*kind == "proposal") r.kind = DecisionKind::kProposal;
-  else return absl::InvalidArgumentError("field 'kind' must be heat, warmup or proposal");
+  else if (*kind == "evict") r.kind = DecisionKind::kEvict;
+  else if (*kind == "release") r.kind = DecisionKind::kRelease;
+  else return absl::InvalidArgumentError("field 'kind' must be heat, warmup, proposal, evict or release");
   for (auto [field, out] : {std::pair{"tenant", &r.tenant}, std::pair{"key", &r.key}}) {
     auto v = OptString(j, field);
     if (!v.ok()) return v.status();
@@ -77,7 +79,8 @@ absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
   if (*outcome == "accepted") r.outcome = DecisionOutcome::kAccepted;
   else if (*outcome == "would_propose") r.outcome = DecisionOutcome::kWouldPropose;
   else if (*outcome == "rejected") r.outcome = DecisionOutcome::kRejected;
-  else return absl::InvalidArgumentError("field 'outcome' must be accepted, would_propose or rejected");
+  else if (*outcome == "dropped") r.outcome = DecisionOutcome::kDropped;
+  else return absl::InvalidArgumentError("field 'outcome' must be accepted, would_propose, rejected or dropped");
   auto reason = OptString(j, "reason");
   if (!reason.ok()) return reason.status();
   if (reason->has_value()) {
@@ -86,6 +89,11 @@ absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
   }
   if (r.reason.has_value() != (r.outcome == DecisionOutcome::kRejected)) {
     return absl::InvalidArgumentError("'reason' must be set exactly when outcome is rejected");
+  }
+  const bool drop_kind = r.kind == DecisionKind::kEvict || r.kind == DecisionKind::kRelease;
+  if (drop_kind != (r.outcome == DecisionOutcome::kDropped)) {
+    return absl::InvalidArgumentError(
+        "outcome 'dropped' goes exactly with kind 'evict' or 'release'");
   }
   auto src = OptUnsigned(j, "source_segment");
   if (!src.ok()) return src.status();

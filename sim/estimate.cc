@@ -66,10 +66,13 @@ class Estimator {
 
   void OnDecision(const LoggedDecision& d) {
     const DecisionRecord& r = d.record;
+    // A drop (evict / release) is not an admission decision.
+    if (r.outcome == DecisionOutcome::kDropped) return;
     ++est_.decisions;
     switch (r.outcome) {
       case DecisionOutcome::kAccepted: ++est_.accepted; return;
       case DecisionOutcome::kRejected: ++est_.rejected; return;
+      case DecisionOutcome::kDropped: return;
       case DecisionOutcome::kWouldPropose: break;
     }
     ++est_.would_propose;

@@ -292,7 +292,7 @@ std::string RenderCompareReportHtml(const std::vector<RunResult>& runs,
   body += "<h2>Side by side</h2>\n";
   body += RenderHtmlTable(header, rows);
 
-  std::vector<PlotSeries> cdfs, cross, busiest, dynamic;
+  std::vector<PlotSeries> cdfs, cross, busiest, dynamic, extra;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunResult& run = runs[i];
     const std::string label = RunLabel(run, i);
@@ -301,15 +301,18 @@ std::string RenderCompareReportHtml(const std::vector<RunResult>& runs,
     PlotSeries c{.name = label, .x = x, .y = {}};
     PlotSeries b{.name = label, .x = x, .y = {}};
     PlotSeries d{.name = label, .x = x, .y = {}};
+    PlotSeries e{.name = label, .x = x, .y = {}};
     for (size_t k = 0; k < run.intervals.size(); ++k) {
       const IntervalSample& s = run.intervals[k];
       c.y.push_back(MegabytesPerSecond(s.bytes.cross_domain, run.time_step_ns));
       b.y.push_back(MegabytesPerSecond(stats[i].intervals[k].host_load.max_bytes, run.time_step_ns));
       d.y.push_back(static_cast<double>(s.dynamic_replica_count));
+      e.y.push_back(static_cast<double>(s.extra_memory_bytes) / (1024.0 * 1024.0));
     }
     cross.push_back(std::move(c));
     busiest.push_back(std::move(b));
     dynamic.push_back(std::move(d));
+    extra.push_back(std::move(e));
   }
   body += "<h2>Plots</h2>\n";
   body += RenderFigure(RenderLineChartSvg(CdfOptions(), cdfs), "One curve per run.");
@@ -328,6 +331,12 @@ std::string RenderCompareReportHtml(const std::vector<RunResult>& runs,
                                            .y_label = "replicas"},
                                           dynamic),
                        "");
+  body += RenderFigure(RenderLineChartSvg({.title = "Extra memory over time",
+                                           .x_label = "time (s)",
+                                           .y_label = "MiB held by dynamic replicas"},
+                                          extra),
+                       "Bytes of dynamic replicas, in-flight copies included: what eviction "
+                       "and the optional cold release give back.");
   return RenderHtmlPage(absl::StrCat("Heatsink compare: ", scenario), body);
 }
 

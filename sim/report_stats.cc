@@ -5,8 +5,10 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/replication/replication_knobs.h"
 #include "sim/report_format.h"
 
 namespace heatsink::sim {
@@ -109,6 +111,8 @@ AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_
       counts.accepted += count;
     } else if (key == "would_propose") {
       counts.would_propose += count;
+    } else if (absl::StartsWith(key, "dropped/")) {
+      counts.dropped += count;
     } else if (absl::StartsWith(key, kRejectedPrefix) && key.size() > kRejectedPrefix.size()) {
       counts.rejected_by_reason[key.substr(kRejectedPrefix.size())] += count;
       counts.rejected += count;
@@ -117,6 +121,28 @@ AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_
     }
   }
   return counts;
+}
+
+namespace {
+
+// A knob's value from the run's echo; `fallback` when absent or unreadable.
+int64_t KnobOr(const RunResult& run, absl::string_view name, int64_t fallback) {
+  for (const auto& [knob, value] : run.knobs) {
+    int64_t v = 0;
+    if (knob == name && absl::SimpleAtoi(value, &v)) return v;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+TimeNs SteadyStateFromNs(const RunResult& run) {
+  const ReplicationKnobs defaults;
+  const int64_t window_s = KnobOr(run, "dynamic_replication_heat_window_seconds",
+                                  defaults.dynamic_replication_heat_window_seconds);
+  const int64_t cooldown_ms = KnobOr(run, "dynamic_replication_admission_cooldown_ms",
+                                     defaults.dynamic_replication_admission_cooldown_ms);
+  return SecToNs(window_s) + MsToNs(cooldown_ms);
 }
 
 RunStats ComputeRunStats(const RunResult& run) {
@@ -142,6 +168,24 @@ RunStats ComputeRunStats(const RunResult& run) {
       stats.interval_max_over_mean_peak_index = static_cast<int>(i);
     }
     stats.intervals.push_back(std::move(interval));
+  }
+  stats.steady_state_from_ns = SteadyStateFromNs(run);
+  double steady_sum = 0;
+  int64_t steady_count = 0;
+  double extra_sum = 0;
+  for (size_t i = 0; i < run.intervals.size(); ++i) {
+    extra_sum += static_cast<double>(run.intervals[i].extra_memory_bytes);
+    if (run.intervals[i].t_start_ns < stats.steady_state_from_ns) continue;
+    if (stats.intervals[i].host_load.busiest_host < 0) continue;
+    steady_sum += stats.intervals[i].host_load.max_over_mean;
+    ++steady_count;
+  }
+  if (steady_count > 0) stats.steady_state_max_over_mean = steady_sum / steady_count;
+  if (!run.intervals.empty()) {
+    stats.extra_memory_mean_bytes = extra_sum / static_cast<double>(run.intervals.size());
+  }
+  if (auto it = run.metrics.find("sim_read_misses_total"); it != run.metrics.end()) {
+    stats.read_misses = it->second;
   }
   return stats;
 }
@@ -182,13 +226,23 @@ std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
   });
   add("bottleneck host bytes", [](R, S s) { return FormatBytesIec(s.host_load.max_bytes); });
   add("host load max/mean", [](R, S s) { return FormatFixed(s.host_load.max_over_mean, 3); });
+  add("host load max/mean (steady)", [](R, S s) {
+    if (!s.steady_state_max_over_mean.has_value()) return std::string("n/a");
+    return absl::StrCat(FormatFixed(*s.steady_state_max_over_mean, 3), " (t >= ",
+                        s.steady_state_from_ns / kNsPerSec, " s)");
+  });
+  add("read misses", [](R, S s) { return absl::StrCat(s.read_misses); });
   add("copies", [](R r, S) { return absl::StrCat(r.copies_completed); });
   add("copy bytes", [](R r, S) { return FormatBytesIec(r.copy_bytes); });
   add("copy bytes cross-domain",
       [](R r, S) { return FormatBytesIec(r.copy_bytes_cross_domain); });
   add("extra memory peak", [](R r, S) { return FormatBytesIec(r.extra_memory_peak_bytes); });
+  add("extra memory mean", [](R, S s) {
+    return FormatBytesIec(static_cast<uint64_t>(s.extra_memory_mean_bytes));
+  });
   add("would-propose", [](R, S s) { return absl::StrCat(s.admissions.would_propose); });
   add("accepted", [](R, S s) { return absl::StrCat(s.admissions.accepted); });
+  add("dynamic replicas dropped", [](R, S s) { return absl::StrCat(s.admissions.dropped); });
   add("local-hit fraction", [](R, S s) { return FractionCell(s.local_hit_fraction); });
   return rows;
 }

@@ -84,6 +84,7 @@ struct AdmissionCounts {
   int64_t accepted = 0;
   int64_t would_propose = 0;
   int64_t rejected = 0;                             // sum of rejected_by_reason
+  int64_t dropped = 0;  // dynamic replicas dropped ("dropped/evict", "dropped/release")
   std::map<std::string, int64_t> rejected_by_reason;  // reason word -> count
   std::map<std::string, int64_t> other;
 };
@@ -108,9 +109,24 @@ struct RunStats {
   // (-1 without intervals or load).
   double interval_max_over_mean_peak = 0;
   int interval_max_over_mean_peak_index = -1;
+  // Steady state: the intervals starting at or after the warm-up (the heat
+  // window plus the admission cooldown, from the run's knobs: a hot key's
+  // first admission and its first re-evaluation are behind it). The mean of
+  // their host-load max/mean (intervals that served bytes only); nullopt when
+  // none did.
+  TimeNs steady_state_from_ns = 0;
+  std::optional<double> steady_state_max_over_mean;
+  // Time-averaged bytes held by dynamic replicas over the intervals.
+  double extra_memory_mean_bytes = 0;
+  // Reads of keys that did not exist (metric sim_read_misses_total).
+  int64_t read_misses = 0;
 };
 
 RunStats ComputeRunStats(const RunResult& run);
+
+// Where RunStats' steady state starts: heat window + admission cooldown from
+// the run's knobs (their defaults when the echo lacks them).
+TimeNs SteadyStateFromNs(const RunResult& run);
 
 // The label a run is shown under: RunResult::label, or "run<index+1>" when
 // the label is empty.
@@ -124,8 +140,9 @@ struct CompareRow {
 
 // The compare table's rows, in display order: latency p50/p90/p99/p999 (ms),
 // reads, bytes cross-domain, bottleneck (busiest) host and its bytes, host
-// load max/mean, copies, copy bytes, cross-domain copy bytes, extra memory
-// peak, would-propose and accepted counts, local-hit fraction.
+// load max/mean (whole run and steady state), read misses, copies, copy
+// bytes, cross-domain copy bytes, extra memory peak and time-averaged,
+// would-propose, accepted and dropped counts, local-hit fraction.
 // REQUIRES: stats[i] == ComputeRunStats(runs[i]).
 std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
                                          const std::vector<RunStats>& stats);

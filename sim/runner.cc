@@ -135,6 +135,12 @@ absl::StatusOr<RunResult> Simulation::Run() {
     }
   }
   for (const auto& [name, value] : counters_) result_.metrics[name] = value;
+  const MasterStats master_stats = master().Stats();
+  result_.metrics["sim_master_evicted_objects_total"] = master_stats.evicted_objects_total;
+  result_.metrics["sim_master_evicted_dynamic_replicas_total"] =
+      master_stats.evicted_dynamic_replicas_total;
+  result_.metrics["sim_master_released_dynamic_replicas_total"] =
+      master_stats.released_dynamic_replicas_total;
   result_.metrics["sim_control_messages_total"] = static_cast<int64_t>(control_stats_.messages);
   result_.metrics["sim_control_messages_dropped_total"] =
       static_cast<int64_t>(control_stats_.dropped);

@@ -89,6 +89,10 @@ void SwarmChecker::OnOp(TimeNs now_ns, const SimOp& op) {
 
 void SwarmChecker::OnDecision(const DecisionRecord& record) {
   Remember(record.t_ns, DescribeDecision(record));
+  if (record.kind == DecisionKind::kHeat) {
+    last_heat_decision_ns_[HeatKey(record.tenant, record.key,
+                                   record.requester_domain.value_or(""))] = record.t_ns;
+  }
   if (record.outcome == DecisionOutcome::kAccepted && record.lease_id.has_value()) {
     lease_accepted_ns_.emplace(*record.lease_id, record.t_ns);
   }
@@ -296,7 +300,59 @@ absl::Status SwarmChecker::AfterEvent(const RunWorld& world) {
   }
   if (absl::Status st = CheckLeases(world); !st.ok()) return st;
   if (absl::Status st = CheckReplicaLimit(world); !st.ok()) return st;
+  if (absl::Status st = CheckSustainedHeat(world); !st.ok()) return st;
   return CheckTiering(world);
+}
+
+absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
+  const ReplicatedMaster& rm = *world.master;
+  if (rm.master().Stats().evictions_with_optional_left_total > 0) {
+    return Violate(world, "optional_replicas_first",
+                   "an object eviction began while a dynamic replica of an unleased object "
+                   "could have been dropped instead");
+  }
+  if (rm.dynamic_replication_mode() == DynamicReplicationMode::kOff) {
+    mode_on_since_ns_ = -1;
+    return absl::OkStatus();
+  }
+  if (mode_on_since_ns_ < 0) mode_on_since_ns_ = world.now_ns;
+  if (world.now_ns - last_heat_check_ns_ < kNsPerSec) return absl::OkStatus();
+  last_heat_check_ns_ = world.now_ns;
+  const DynamicReplicationStats stats = rm.replication().Stats();
+  if (stats.rechecks_lost > 0 || stats.triggers_lost > 0) return absl::OkStatus();
+  const ReplicationKnobs& k = rm.replication_knobs();
+  const MasterKnobs& mk = rm.master_knobs();
+  const DurationNs bound =
+      std::max({k.admission_cooldown_ns(), k.recreate_cooldown_ns(), k.admission_retry_ns(),
+                k.lease_ttl_ns() + mk.sweep_interval_ns()}) +
+      k.heat_window_ns() / k.dynamic_replication_heat_window_sub_buckets + kNsPerSec;
+  if (world.now_ns - mode_on_since_ns_ < bound) return absl::OkStatus();
+  const int64_t hit_count = k.AdmissionHitCount();
+  for (const auto& [key, last_ns] : last_heat_decision_ns_) {
+    if (world.now_ns - last_ns <= bound) continue;
+    const ObjectName name = key.object();
+    if (rm.replication().HeatCount(name, key.domain) < hit_count) continue;
+    absl::StatusOr<ObjectView> object = rm.master().GetObjectView(name);
+    if (!object.ok() || object->put_in_progress) continue;
+    int64_t counted = 0;
+    for (const ReplicaDescriptor& r : object->replicas) {
+      if (r.kind != ReplicaKind::kMemory || r.status != ReplicaStatus::kComplete ||
+          r.version != object->version) {
+        continue;
+      }
+      if (!k.dynamic_replication_domain_aware ||
+          NormalizeDomain(r.location->domain) == NormalizeDomain(key.domain)) {
+        ++counted;
+      }
+    }
+    if (counted >= k.dynamic_replication_max_memory_replicas) continue;
+    return Violate(world, "liveness.hot_key_reevaluated",
+                   absl::StrCat(FormatName(name), " (requester domain '", key.domain,
+                                "') is still hot with ", counted,
+                                " readable replicas below the cap, but its last heat decision was ",
+                                FormatTime(last_ns), " (bound ", bound / kNsPerMs, " ms)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SwarmChecker::AtEnd(const RunWorld& world) {

@@ -36,6 +36,20 @@
 //   tiering_scores               each host's tiering core: scores finite,
 //                                exactly one score owner per key
 //                                (TierManager::CheckInvariants)
+//   optional_replicas_first      no object eviction began while a dynamic
+//                                replica of an unleased object could have
+//                                been dropped instead (DESIGN 12;
+//                                MasterStats::evictions_with_optional_left)
+//   liveness.hot_key_reevaluated a heat key that had a decision and is still
+//                                at or above the hit count, below its cap,
+//                                with its object complete and the mode on,
+//                                gets a new decision within max(admission
+//                                cooldown, recreate cooldown, retry delay,
+//                                lease TTL + reaping period) + one heat
+//                                sub-bucket + 1 s (DESIGN 1); checked once
+//                                per simulated second, and not once a
+//                                trigger or re-evaluation was lost to a full
+//                                table
 //   liveness.no_in_flight_lease  at the end: no copy in flight
 //   liveness.pending_actions_end at the end: no pending action
 //   liveness.no_processing_replica at the end: no PROCESSING replica, no
@@ -57,6 +71,7 @@
 
 #include "absl/status/status.h"
 #include "core/model/ids.h"
+#include "core/replication/heat_key.h"
 #include "sim/runner.h"
 
 namespace heatsink::sim {
@@ -107,6 +122,7 @@ class SwarmChecker final : public RunObserver {
   absl::Status CheckLeases(const RunWorld& world);
   absl::Status CheckReplicaLimit(const RunWorld& world);
   absl::Status CheckTiering(const RunWorld& world);
+  absl::Status CheckSustainedHeat(const RunWorld& world);
 
   const SwarmCheckerOptions options_;
   std::deque<std::string> recent_;
@@ -122,6 +138,11 @@ class SwarmChecker final : public RunObserver {
   // Keys whose object was seen missing while an action was pending, since when.
   std::map<ObjectName, TimeNs> missing_since_ns_;
   std::set<ObjectName> keys_;
+  // Sustained heat: the last heat decision per heat key, since when the mode
+  // has been on (-1: off now), when the check last ran.
+  std::map<HeatKey, TimeNs> last_heat_decision_ns_;
+  TimeNs mode_on_since_ns_ = -1;
+  TimeNs last_heat_check_ns_ = 0;
   int64_t copy_ends_accepted_ = 0;
   uint64_t events_seen_ = 0;
   TimeNs last_event_ns_ = 0;

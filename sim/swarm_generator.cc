@@ -117,6 +117,13 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   knobs["dynamic_replication_recreate_cooldown_ms"] =
       Coin(knob, 1, 4) ? 0 : 50 * knob.UniformRange(1, 20);
   knobs["dynamic_replication_target_utilization_cap"] = Permille(50 * knob.UniformRange(10, 20));
+  knobs["dynamic_replication_admission_retry_ms"] = 50 * knob.UniformRange(1, 20);
+  knobs["dynamic_replication_target_heat_aware"] = Coin(knob, 1, 2);
+  if (Coin(knob, 1, 3)) {
+    knobs["dynamic_replication_release_enabled"] = true;
+    knobs["dynamic_replication_release_after_ms"] = 100 * knob.UniformRange(1, 20);
+    knobs["dynamic_replication_release_below_count"] = knob.UniformRange(1, 4);
+  }
   const bool domain_aware = Coin(knob, 1, 2);
   knobs["dynamic_replication_domain_aware"] = domain_aware;
   knobs["dynamic_replication_lease_ttl_ms"] = lease_ttl_ms;

@@ -257,8 +257,8 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
   }
   const ObjectName object = peek->task.copy.name;
   const ObjectNameRef name{object.tenant, object.key};
-  // Two attempts: the second follows one synchronous eviction pass when the
-  // target had no room.
+  // Ordinary copies: two attempts, the second after one synchronous eviction
+  // pass when the target had no room.
   for (int attempt = 0;; ++attempt) {
     absl::Status reserve_failure;
     {
@@ -317,7 +317,11 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
       }
       reserve_failure = reserved.status();
     }
-    if (attempt > 0 || !absl::IsResourceExhausted(reserve_failure)) return reserve_failure;
+    // A leased (dynamic) copy is optional: it never evicts anything to make
+    // room (DESIGN 12); its caller clears the pending state instead.
+    if (attempt > 0 || kind == CopyKind::kLeased || !absl::IsResourceExhausted(reserve_failure)) {
+      return reserve_failure;
+    }
     Evict(peek->task.copy.size_bytes);
   }
 }

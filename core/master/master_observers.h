@@ -2,7 +2,8 @@
 //
 // Extension points through which dynamic replication watches the master
 // without the master knowing about it: one call per key read (the heat window
-// hangs here) and one call per replica removed (recreate cooldown hangs here).
+// hangs here), one call per replica removed (recreate cooldown hangs here),
+// and the heat by which eviction orders optional replicas.
 //
 // Contract for both: the master calls observers after releasing its own
 // locks, so an observer may call back into MasterService. The exceptions are
@@ -82,6 +83,18 @@ class ReplicaRemovalObserver {
  public:
   virtual ~ReplicaRemovalObserver() = default;
   virtual void OnReplicaRemoved(const ReplicaRemoval& removal) = 0;
+};
+
+// Orders optional (dynamic) replicas for eviction, which drops them before
+// any object (DESIGN 12): the coldest first. Called by an eviction pass with
+// no master lock held; must not call into MasterService.
+class OptionalReplicaRanker {
+ public:
+  virtual ~OptionalReplicaRanker() = default;
+  // How hot the object is now for readers of a replica in `domain` (the
+  // replica's segment domain); lower is dropped first. Ties go to the older
+  // read lease, then to name and segment id.
+  virtual int64_t OptionalReplicaHeat(const ObjectName& name, absl::string_view domain) const = 0;
 };
 
 }  // namespace heatsink

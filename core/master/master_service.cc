@@ -59,6 +59,10 @@ void MasterService::SetReplicaRemovalObserver(ReplicaRemovalObserver* observer) 
   removal_observer_.store(observer, std::memory_order_release);
 }
 
+void MasterService::SetOptionalReplicaRanker(OptionalReplicaRanker* ranker) {
+  optional_ranker_.store(ranker, std::memory_order_release);
+}
+
 void MasterService::Notify(const Removals& removals) const {
   if (removals.empty()) return;
   ReplicaRemovalObserver* observer = removal_observer_.load(std::memory_order_acquire);

@@ -92,6 +92,8 @@ class MasterService {
   // locks held).
   void SetReadObserver(ReadObserver* observer);
   void SetReplicaRemovalObserver(ReplicaRemovalObserver* observer);
+  // Without a ranker every optional replica has heat 0 (oldest lease first).
+  void SetOptionalReplicaRanker(OptionalReplicaRanker* ranker);
 
   // --- Clients ------------------------------------------------------------
   // Registers or refreshes a client (idempotent).
@@ -203,8 +205,25 @@ class MasterService {
   // evicts when above the watermark.
   void Sweep();
   // One eviction pass freeing about eviction_ratio of the used bytes (at
-  // least `min_bytes`). Returns the bytes freed.
+  // least `min_bytes`). Returns the bytes freed (or set to be freed).
+  // Optional replicas go first (DESIGN 12): COMPLETE dynamic replicas that
+  // are not their object's last COMPLETE replica, of objects with no put or
+  // copy task in progress, coldest first (OptionalReplicaRanker). A dropped
+  // replica leaves the replica lists at once; when its object is read-leased
+  // its bytes stay allocated (as discarded) until the lease ends, since a
+  // reader may be fetching them, and the watermark no longer counts them.
+  // Whole objects (near-LRU, unleased, no put or task in progress) are
+  // evicted only when no such replica is left and the pass still needs
+  // bytes; when optional replicas gave some, objects go only for what is
+  // still needed (`min_bytes`, or the way back under the high watermark),
+  // not for the rest of the eviction ratio.
   uint64_t Evict(uint64_t min_bytes = 0);
+
+  // Drops the COMPLETE dynamic replica of `name` on `segment` (cold release,
+  // beyond the RFC; RemovalCause::kReleased). NOT_FOUND: no such object or
+  // dynamic replica; FAILED_PRECONDITION: the object is read-leased, has a
+  // copy task or a put in progress, or the replica is its last COMPLETE one.
+  [[nodiscard]] absl::Status ReleaseDynamicReplica(const ObjectName& name, SegmentId segment);
 
   // --- Views (extension points) -------------------------------------------
   std::vector<SegmentView> ListSegments() const;  // ascending id
@@ -241,6 +260,9 @@ class MasterService {
     std::atomic<int64_t> puts_discarded{0};
     std::atomic<int64_t> eviction_passes{0};
     std::atomic<int64_t> evicted_objects{0};
+    std::atomic<int64_t> evicted_dynamic_replicas{0};
+    std::atomic<int64_t> released_dynamic_replicas{0};
+    std::atomic<int64_t> evictions_with_optional_left{0};
     std::atomic<uint64_t> evicted_bytes{0};
     std::atomic<int64_t> copy_tasks_created{0};
     std::atomic<int64_t> copies_completed{0};
@@ -263,6 +285,12 @@ class MasterService {
   // removal. Does not touch tasks. REQUIRES: shard lock held.
   void RemoveReplicaLocked(const ObjectNameRef& name, ObjectMeta& meta, size_t index,
                            RemovalCause cause, Removals& out);
+  // Drops replica `index` (never the object's last: REQUIRES another) with
+  // `cause`: freed at once when the object's read lease has passed, else kept
+  // allocated as discarded until the lease ends. False (nothing changed)
+  // when the discarded table is full. REQUIRES: shard lock held.
+  bool DropReplicaLocked(const ObjectNameRef& name, ObjectMeta& meta, size_t index,
+                         RemovalCause cause, Removals& out);
   // Removes all replicas and erases the object. REQUIRES: shard lock held, no
   // replication task.
   void DeleteObjectLocked(Shard& shard, const ObjectNameRef& name, RemovalCause cause,
@@ -304,6 +332,12 @@ class MasterService {
   void ReapTimedOutTasks(TimeNs now);
   void ReapStuckPuts(TimeNs now);
   void MaybeScheduleEviction();
+  // Eviction's two phases (Evict): optional replicas, then whole objects.
+  // Each frees up to `target` bytes and returns what it freed.
+  uint64_t EvictOptionalReplicas(uint64_t target);
+  uint64_t EvictObjects(TimeNs now, uint64_t target);
+  // A dynamic replica eviction could drop at once (object unleased) exists.
+  bool OptionalReplicaLeft(TimeNs now) const;
   void ScheduleSweep();
 
   void Notify(const Removals& removals) const;
@@ -322,6 +356,7 @@ class MasterService {
   std::atomic<int64_t> object_count_{0};
   std::atomic<ReadObserver*> read_observer_{nullptr};
   std::atomic<ReplicaRemovalObserver*> removal_observer_{nullptr};
+  std::atomic<OptionalReplicaRanker*> optional_ranker_{nullptr};
   mutable Counters counters_;
 
   Mutex timer_mu_;

@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/base/check.h"
+#include "core/base/status_macros.h"
 #include "core/master/master_service.h"
 
 namespace heatsink {
@@ -29,6 +31,17 @@ bool Evictable(const master_internal::ObjectMeta& meta, TimeNs now) {
          IsExpired(now, meta.lease_expiry_ns);
 }
 
+// A replica eviction may drop before any object: a COMPLETE dynamic replica
+// that is not its object's last COMPLETE replica (so dropping it never costs
+// the object), while no put or copy task of the object runs. The object may
+// be read-leased: the replica then leaves the replica lists at once and its
+// bytes are released when the lease ends (a reader may still be fetching).
+bool DroppableOptional(const master_internal::ObjectMeta& meta,
+                       const master_internal::ReplicaRecord& r) {
+  return r.dynamic && r.status == ReplicaStatus::kComplete && !meta.put_in_progress &&
+         !meta.replication_task.valid() && meta.CompleteCount() >= 2;
+}
+
 }  // namespace
 
 uint64_t MasterService::Evict(uint64_t min_bytes) {
@@ -38,7 +51,87 @@ uint64_t MasterService::Evict(uint64_t min_bytes) {
       knobs_.eviction_ratio * static_cast<double>(totals.used_bytes));
   const uint64_t target = std::max<uint64_t>({min_bytes, ratio_bytes, 1});
   const TimeNs now = Now();
+  uint64_t freed = EvictOptionalReplicas(target);
+  if (freed > 0 && freed < target) {
+    // Optional replicas gave what they had: objects go only for what the
+    // pass still needs, the caller's bytes or the way back under the high
+    // watermark, not for the rest of the ratio's hysteresis (that room
+    // would be there for copies, not for objects).
+    const master_internal::UsageTotals now_totals = segments_.Totals();
+    const uint64_t in_use =
+        now_totals.used_bytes + now_totals.reserved_bytes - now_totals.discarded_bytes;
+    const uint64_t watermark = static_cast<uint64_t>(knobs_.eviction_high_watermark_ratio *
+                                                     static_cast<double>(now_totals.capacity_bytes));
+    const uint64_t over = in_use > watermark ? in_use - watermark : 0;
+    const uint64_t still = min_bytes > freed ? min_bytes - freed : 0;
+    const uint64_t needed = std::max(still, over);
+    if (needed > 0) freed += EvictObjects(now, needed);
+  } else if (freed < target) {
+    freed += EvictObjects(now, target - freed);
+  }
+  counters_.evicted_bytes.fetch_add(freed, std::memory_order_relaxed);
+  return freed;
+}
 
+uint64_t MasterService::EvictOptionalReplicas(uint64_t target) {
+  struct Candidate {
+    int64_t heat = 0;
+    TimeNs lease_expiry_ns = 0;
+    ObjectName name;
+    SegmentId segment;
+    ReplicaId replica;
+    Domain domain;
+    size_t shard = 0;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_.at(i);
+    MutexLock lock(&shard.mu);
+    for (const auto& [name, meta] : shard.objects) {
+      for (const ReplicaRecord& r : meta.replicas) {
+        if (!DroppableOptional(meta, r)) continue;
+        candidates.push_back({0, meta.lease_expiry_ns, name, r.segment_id(), r.id,
+                              r.segment->location.domain, i});
+      }
+    }
+  }
+  if (candidates.empty()) return 0;
+  // The heat comes from the ranker with no master lock held.
+  if (const OptionalReplicaRanker* ranker = optional_ranker_.load(std::memory_order_acquire)) {
+    for (Candidate& c : candidates) c.heat = ranker->OptionalReplicaHeat(c.name, c.domain);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.heat, a.lease_expiry_ns, a.name, a.segment) <
+           std::tie(b.heat, b.lease_expiry_ns, b.name, b.segment);
+  });
+  uint64_t freed = 0;
+  for (const Candidate& c : candidates) {
+    if (freed >= target) break;
+    Removals removals;
+    {
+      Shard& shard = shards_.at(c.shard);
+      MutexLock lock(&shard.mu);
+      const ObjectNameRef name{c.name.tenant, c.name.key};
+      auto it = shard.objects.find(name);
+      if (it == shard.objects.end()) continue;
+      ObjectMeta& meta = it->second;
+      // Re-checked: the object may have been read, removed or re-put since.
+      for (size_t k = 0; k < meta.replicas.size(); ++k) {
+        if (meta.replicas[k].id != c.replica) continue;
+        if (!DroppableOptional(meta, meta.replicas[k])) break;
+        const uint64_t size = meta.replicas[k].size;
+        if (!DropReplicaLocked(name, meta, k, RemovalCause::kEviction, removals)) break;
+        freed += size;
+        counters_.evicted_dynamic_replicas.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+    }
+    Notify(removals);
+  }
+  return freed;
+}
+
+uint64_t MasterService::EvictObjects(TimeNs now, uint64_t target) {
   // Near-LRU: the oldest lease expiry first (PutEnd time for never-read
   // objects); ties by name.
   struct Candidate {
@@ -61,8 +154,17 @@ uint64_t MasterService::Evict(uint64_t min_bytes) {
 
   uint64_t freed = 0;
   Removals removals;
+  bool audited = false;
   for (const Candidate& c : candidates) {
     if (freed >= target) break;
+    if (!audited) {
+      // DESIGN 12's promise, audited once per pass that evicts an object:
+      // no dynamic replica that could go at once (unleased object) is left.
+      audited = true;
+      if (OptionalReplicaLeft(now)) {
+        counters_.evictions_with_optional_left.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
     Shard& shard = shards_.at(c.shard);
     MutexLock lock(&shard.mu);
     const ObjectNameRef name{c.name.tenant, c.name.key};
@@ -77,9 +179,80 @@ uint64_t MasterService::Evict(uint64_t min_bytes) {
     freed += bytes;
     counters_.evicted_objects.fetch_add(1, std::memory_order_relaxed);
   }
-  counters_.evicted_bytes.fetch_add(freed, std::memory_order_relaxed);
   Notify(removals);
   return freed;
+}
+
+bool MasterService::DropReplicaLocked(const ObjectNameRef& name, ObjectMeta& meta, size_t index,
+                                      RemovalCause cause, Removals& out) {
+  const TimeNs now = Now();
+  if (IsExpired(now, meta.lease_expiry_ns)) {
+    RemoveReplicaLocked(name, meta, index, cause, out);
+    return true;
+  }
+  // Read-leased: a reader may be fetching these bytes; they stay allocated
+  // (as discarded) until the lease ends, while no new reader is given them.
+  const ReplicaRecord& r = meta.replicas[index];
+  const master_internal::Allocation range{r.segment, r.offset, r.size};
+  if (!segments_.DiscardPut(absl::MakeConstSpan(&range, 1), meta.lease_expiry_ns).ok()) {
+    return false;  // the discarded table is full: the replica stays
+  }
+  ReplicaRemoval removal;
+  removal.t_ns = now;
+  removal.name = Own(name);
+  removal.replica = r.Describe();
+  removal.cause = cause;
+  removal.object_deleted = false;
+  out.push_back(std::move(removal));
+  meta.replicas.erase(meta.replicas.begin() + static_cast<std::ptrdiff_t>(index));
+  return true;
+}
+
+bool MasterService::OptionalReplicaLeft(TimeNs now) const {
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_.at(i);
+    MutexLock lock(&shard.mu);
+    for (const auto& [name, meta] : shard.objects) {
+      if (!IsExpired(now, meta.lease_expiry_ns)) continue;
+      for (const ReplicaRecord& r : meta.replicas) {
+        if (DroppableOptional(meta, r)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+absl::Status MasterService::ReleaseDynamicReplica(const ObjectName& name_in, SegmentId segment) {
+  HS_ASSIGN_OR_RETURN(const ObjectNameRef name, CheckName(name_in));
+  Removals removals;
+  {
+    Shard& shard = shards_.For(name);
+    MutexLock lock(&shard.mu);
+    auto it = shard.objects.find(name);
+    if (it == shard.objects.end()) {
+      return absl::NotFoundError(absl::StrCat("object '", name.key, "' not found"));
+    }
+    ObjectMeta& meta = it->second;
+    size_t k = 0;
+    while (k < meta.replicas.size() &&
+           !(meta.replicas[k].dynamic && meta.replicas[k].segment_id() == segment)) {
+      ++k;
+    }
+    if (k == meta.replicas.size()) {
+      return absl::NotFoundError(absl::StrCat("object '", name.key,
+                                              "' has no dynamic replica on segment ",
+                                              segment.value));
+    }
+    if (!DroppableOptional(meta, meta.replicas[k]) || !IsExpired(Now(), meta.lease_expiry_ns)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the dynamic replica of '", name.key, "' on segment ", segment.value,
+          " is in use (read lease, copy task, put, or its object's last complete replica)"));
+    }
+    HS_CHECK(DropReplicaLocked(name, meta, k, RemovalCause::kReleased, removals));
+    counters_.released_dynamic_replicas.fetch_add(1, std::memory_order_relaxed);
+  }
+  Notify(removals);
+  return absl::OkStatus();
 }
 
 void MasterService::MaybeScheduleEviction() {

@@ -56,6 +56,7 @@ enum class RemovalCause {
   kCopyRevoked,    // CopyRevoke, or a failed MarkTaskComplete, of a started copy
   kCopyTimedOut,   // a started copy's task passed processing_task_timeout_sec
   kCopyCancelled,  // a started copy's task was cancelled (CancelCopyTask, source gone)
+  kReleased,       // a cold dynamic replica released by ReleaseDynamicReplica
 };
 
 absl::string_view ReplicaStatusName(ReplicaStatus s);
@@ -341,6 +342,14 @@ struct MasterStats {
   int64_t puts_discarded_total = 0;
   int64_t eviction_passes_total = 0;
   int64_t evicted_objects_total = 0;
+  // Dynamic (optional) replicas dropped by eviction before any object
+  // (DESIGN 12); their bytes are part of evicted_bytes_total.
+  int64_t evicted_dynamic_replicas_total = 0;
+  int64_t released_dynamic_replicas_total = 0;
+  // Object-eviction passes that began while a dynamic replica of an unleased
+  // object could still have been dropped instead (DESIGN 12: stays 0 unless
+  // dynamic replicas appear concurrently with the pass).
+  int64_t evictions_with_optional_left_total = 0;
   uint64_t evicted_bytes_total = 0;
   int64_t copy_tasks_created_total = 0;
   int64_t copies_completed_total = 0;

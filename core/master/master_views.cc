@@ -73,6 +73,9 @@ MasterStats MasterService::Stats() const {
   s.puts_discarded_total = load(counters_.puts_discarded);
   s.eviction_passes_total = load(counters_.eviction_passes);
   s.evicted_objects_total = load(counters_.evicted_objects);
+  s.evicted_dynamic_replicas_total = load(counters_.evicted_dynamic_replicas);
+  s.released_dynamic_replicas_total = load(counters_.released_dynamic_replicas);
+  s.evictions_with_optional_left_total = load(counters_.evictions_with_optional_left);
   s.evicted_bytes_total = load(counters_.evicted_bytes);
   s.copy_tasks_created_total = load(counters_.copy_tasks_created);
   s.copies_completed_total = load(counters_.copies_completed);

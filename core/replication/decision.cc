@@ -60,6 +60,8 @@ absl::string_view DecisionKindName(DecisionKind k) {
     case DecisionKind::kHeat: return "heat";
     case DecisionKind::kWarmup: return "warmup";
     case DecisionKind::kProposal: return "proposal";
+    case DecisionKind::kEvict: return "evict";
+    case DecisionKind::kRelease: return "release";
   }
   HS_CHECK_MSG(false, "bad DecisionKind");
   return {};  // not reached; some sanitizer builds cannot prove it
@@ -70,6 +72,7 @@ absl::string_view DecisionOutcomeName(DecisionOutcome o) {
     case DecisionOutcome::kAccepted: return "accepted";
     case DecisionOutcome::kWouldPropose: return "would_propose";
     case DecisionOutcome::kRejected: return "rejected";
+    case DecisionOutcome::kDropped: return "dropped";
   }
   HS_CHECK_MSG(false, "bad DecisionOutcome");
   return {};  // not reached; some sanitizer builds cannot prove it

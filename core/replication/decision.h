@@ -19,8 +19,11 @@ namespace heatsink {
 
 inline constexpr int kDecisionLogVersion = 1;
 
-enum class DecisionKind { kHeat, kWarmup, kProposal };
-enum class DecisionOutcome { kAccepted, kWouldPropose, kRejected };
+// kEvict and kRelease record the drop of a readable dynamic replica (by
+// eviction, which drops optional replicas before any object, DESIGN 12; by
+// the optional cold release); their outcome is kDropped.
+enum class DecisionKind { kHeat, kWarmup, kProposal, kEvict, kRelease };
+enum class DecisionOutcome { kAccepted, kWouldPropose, kRejected, kDropped };
 
 // Every rejection has its own reason (DESIGN "distinct reasons"). The words
 // are part of the log format: add new ones at the end, never rename.

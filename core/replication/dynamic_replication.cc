@@ -6,6 +6,7 @@
 #include "core/replication/dynamic_replication.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,8 @@ namespace {
 
 // Triggers one admission pass takes before it yields the executor.
 constexpr size_t kAdmissionBatchMax = 64;
+// Due re-evaluations one recheck pass takes before it yields the executor.
+constexpr size_t kRecheckBatchMax = 256;
 
 // Placement's view of an object and the mounted segments.
 struct Candidates {
@@ -96,6 +99,7 @@ DynamicReplication::DynamicReplication(Env* env, MasterService* master,
       mode_(knobs.dynamic_replication_mode),
       window_(HeatWindow::Options::FromKnobs(knobs)),
       triggers_(static_cast<size_t>(knobs.dynamic_replication_trigger_queue_max)),
+      rechecks_(static_cast<size_t>(knobs.dynamic_replication_cooldown_entries_max)),
       admission_cooldown_("admission",
                           static_cast<size_t>(knobs.dynamic_replication_cooldown_entries_max)),
       recreate_cooldown_("recreate",
@@ -104,12 +108,14 @@ DynamicReplication::DynamicReplication(Env* env, MasterService* master,
   HS_CHECK(master != nullptr && metrics != nullptr);
   HS_CHECK_OK(knobs.Validate());
   if (enabled() && knobs_.dynamic_replication_warmup_enabled) ScheduleDomainPoll();
+  if (enabled() && knobs_.dynamic_replication_release_enabled) ScheduleReleaseCheck();
 }
 
 DynamicReplication::~DynamicReplication() {
   MutexLock lock(&timer_mu_);
   stopping_ = true;
-  for (TimerId* t : {&admission_timer_, &domain_poll_timer_, &warmup_timer_}) {
+  for (TimerId* t : {&admission_timer_, &domain_poll_timer_, &warmup_timer_, &recheck_timer_,
+                     &release_timer_}) {
     if (*t != kNoTimer) env_->executor->Cancel(*t);
     *t = kNoTimer;
   }
@@ -120,11 +126,23 @@ DynamicReplication::~DynamicReplication() {
 void DynamicReplication::SetMode(DynamicReplicationMode mode) {
   {
     MutexLock control(&control_mu_);
-    if (mode_.exchange(mode, std::memory_order_relaxed) == mode) return;
-    if (mode == DynamicReplicationMode::kOff) warmup_jobs_.clear();
+    const DynamicReplicationMode previous = mode_.exchange(mode, std::memory_order_relaxed);
+    if (previous == mode) return;
+    // Turning it on starts from the heat recorded from then on: counts left
+    // from before the mode went off would keep a hot key above the hit count
+    // without a crossing, and its re-evaluations were dropped with the mode.
+    if (previous == DynamicReplicationMode::kOff) window_.Clear();
+    if (mode == DynamicReplicationMode::kOff) {
+      warmup_jobs_.clear();
+      // Heat is no longer recorded: nothing to look at again.
+      rechecks_.Clear();
+    }
   }
   if (mode != DynamicReplicationMode::kOff && knobs_.dynamic_replication_warmup_enabled) {
     ScheduleDomainPoll();
+  }
+  if (mode != DynamicReplicationMode::kOff && knobs_.dynamic_replication_release_enabled) {
+    ScheduleReleaseCheck();
   }
 }
 
@@ -160,15 +178,19 @@ void DynamicReplication::OnKeyRead(const ReadObservation& read) {
   const uint64_t note = read.observer_note != 0 ? read.observer_note : RecordHeat(read, nullptr);
   if (note != kHeatNoteCrossed) return;
   const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
-  const HeatKeyView key{read.tenant, read.key, domain};
-  absl::StatusOr<TriggerEnqueue> queued = triggers_.Enqueue(read.t_ns, key);
+  (void)QueueTrigger(read.t_ns, HeatKeyView{read.tenant, read.key, domain});
+}
+
+bool DynamicReplication::QueueTrigger(TimeNs now, HeatKeyView key) {
+  absl::StatusOr<TriggerEnqueue> queued = triggers_.Enqueue(now, key);
   if (!queued.ok()) {
     metrics_.trigger_queue_overflows.Add();
-    return;
+    return false;
   }
-  if (!queued->queued) return;
+  if (!queued->queued) return true;
   metrics_.triggers_enqueued.Add();
   if (queued->queue_was_empty) WakeAdmissionWorker();
+  return true;
 }
 
 uint64_t DynamicReplication::RecordHeat(const ReadObservation& read, HeatHandle* handle) {
@@ -222,11 +244,172 @@ int64_t DynamicReplication::RunAdmission() {
     input.target_domain = domain_aware() ? NormalizeDomain(trigger.key.domain) : Domain();
     AdmissionResult result = Admit(input);
     Emit(result.record);
+    RearmAfter(input, result);
   }
   MutexLock lock(&mu_);
   ++stats_.admission_passes;
   stats_.triggers_processed += static_cast<int64_t>(batch.size());
   return static_cast<int64_t>(batch.size());
+}
+
+// ---------------------------------------------------------------------------
+// Sustained heat (DESIGN 1)
+// ---------------------------------------------------------------------------
+
+namespace {
+// Rejections that may pass by themselves: the key is looked at again after
+// the retry delay.
+bool TransientRejection(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kNoTarget:
+    case RejectReason::kNoTargetInDomain:
+    case RejectReason::kUtilizationCap:
+    case RejectReason::kNoSource:
+    case RejectReason::kResourceExhausted:
+    case RejectReason::kTaskCreateFailed:
+    case RejectReason::kNotComplete:
+    case RejectReason::kObjectNotFound:
+    // At its cap a key's reads record no heat, so the look usually finds it
+    // cooled; if it lost a replica meanwhile and is still read, it goes on.
+    case RejectReason::kReplicaLimit:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+bool DynamicReplication::AtReplicaCap(const ObjectView& object,
+                                      absl::string_view requester_domain) const {
+  int64_t counted = 0;
+  for (const ReplicaDescriptor& d : object.replicas) {
+    if (d.kind != ReplicaKind::kMemory || d.status != ReplicaStatus::kComplete ||
+        d.version != object.version) {
+      continue;
+    }
+    if (!domain_aware() || DomainCost(requester_domain, ReplicaDomain(d)) == 0) ++counted;
+  }
+  return counted >= knobs_.dynamic_replication_max_memory_replicas;
+}
+
+HeatKey DynamicReplication::BlockerOf(const PendingKey& pending_key) {
+  return HeatKey(pending_key.name.tenant, pending_key.name.key, pending_key.domain);
+}
+
+void DynamicReplication::RearmAfter(const AdmissionInput& input, const AdmissionResult& result) {
+  if (input.kind != DecisionKind::kHeat || !enabled()) return;
+  const TimeNs now = result.record.t_ns;
+  const HeatKeyView key = input.heat_key.view();
+  const DurationNs retry = knobs_.admission_retry_ns();
+  const PendingKey pending_key{ObjectName{result.record.tenant, result.record.key},
+                               PendingDomain(input.target_domain)};
+  // Parks the key on its pending copy; false when no dynamic copy of the key
+  // (and domain) is pending any more. Checked and parked under mu_, the lock
+  // under which a pending action ends and releases what is parked on it.
+  auto park = [&]() {
+    MutexLock lock(&mu_);
+    if (pending_.find(pending_key) == pending_.end()) return false;
+    if (!rechecks_.Park(BlockerOf(pending_key), key).ok()) {
+      metrics_.recheck_overflows.Add();
+      ++stats_.rechecks_lost;
+    }
+    return true;
+  };
+  switch (result.record.outcome) {
+    case DecisionOutcome::kAccepted:
+    case DecisionOutcome::kWouldPropose: {
+      const DurationNs cooldown = knobs_.admission_cooldown_ns();
+      if (cooldown > 0) return ScheduleRecheck(now + cooldown, key);
+      if (result.record.outcome == DecisionOutcome::kAccepted && park()) return;
+      return ScheduleRecheck(now + retry, key);
+    }
+    case DecisionOutcome::kRejected:
+      break;
+    case DecisionOutcome::kDropped:
+      return;
+  }
+  HS_CHECK(result.record.reason.has_value());
+  const RejectReason reason = *result.record.reason;
+  if (reason == RejectReason::kCooldown) {
+    const std::optional<TimeNs> end = admission_cooldown_.Deadline(now, key);
+    return ScheduleRecheck(end.value_or(now), key);
+  }
+  if (reason == RejectReason::kRecreateCooldown) {
+    const Domain domain = domain_aware() ? NormalizeDomain(input.target_domain) : Domain();
+    const std::optional<TimeNs> end =
+        recreate_cooldown_.Deadline(now, HeatKeyView{pending_key.name.tenant, pending_key.name.key,
+                                                     domain});
+    return ScheduleRecheck(end.value_or(now), key);
+  }
+  if (reason == RejectReason::kPending) {
+    // A dynamic copy: when it ends or fails. An ordinary copy task of the
+    // key: after the retry delay.
+    if (park()) return;
+    return ScheduleRecheck(now + retry, key);
+  }
+  if (TransientRejection(reason)) ScheduleRecheck(now + retry, key);
+}
+
+void DynamicReplication::ScheduleRecheck(TimeNs due_ns, HeatKeyView key) {
+  if (!rechecks_.Schedule(due_ns, key).ok()) {
+    metrics_.recheck_overflows.Add();
+    MutexLock lock(&mu_);
+    ++stats_.rechecks_lost;
+    return;
+  }
+  ArmRecheckTimer(due_ns);
+}
+
+void DynamicReplication::ArmRecheckTimer(TimeNs due_ns) {
+  MutexLock lock(&timer_mu_);
+  if (stopping_) return;
+  if (recheck_timer_ != kNoTimer) {
+    if (recheck_timer_due_ns_ <= due_ns) return;
+    env_->executor->Cancel(recheck_timer_);
+  }
+  recheck_timer_due_ns_ = due_ns;
+  recheck_timer_ = env_->executor->PostAfter(std::max<DurationNs>(0, due_ns - Now()), [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      recheck_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    RunRechecks();
+  });
+}
+
+void DynamicReplication::RunRechecks() {
+  const TimeNs now = Now();
+  const std::vector<HeatKey> due = rechecks_.TakeDue(now, kRecheckBatchMax);
+  if (enabled()) {
+    // A copy task of the object still running (typically a dynamic copy that
+    // ended and whose worker has not reported the task complete yet) would
+    // only turn the look into a `pending` line: look again one heat
+    // sub-bucket later instead, without a decision.
+    const DurationNs defer = window_.options().window_ns / window_.options().sub_buckets;
+    for (const HeatKey& key : due) {
+      if (window_.CountInWindow(now, key.view()) < hit_count_) {
+        metrics_.rechecks_cooled.Add();
+        continue;
+      }
+      absl::StatusOr<ObjectView> object = master_->GetObjectView(key.object());
+      if (object.ok() && object->replication_task.valid()) {
+        ScheduleRecheck(now + defer, key.view());
+        continue;
+      }
+      if (object.ok() && AtReplicaCap(*object, key.domain)) {
+        // Done: a key at its cap stays silent (DESIGN 2); it records heat,
+        // and so crosses again, only once it has lost a replica.
+        metrics_.rechecks_at_cap.Add();
+        continue;
+      }
+      metrics_.rechecks_requeued.Add();
+      (void)QueueTrigger(now, key.view());
+    }
+  }
+  if (const std::optional<TimeNs> next = rechecks_.NextDue(); next.has_value()) {
+    ArmRecheckTimer(*next);
+  }
 }
 
 DynamicReplication::AdmissionResult DynamicReplication::Reject(AdmissionResult result,
@@ -287,6 +470,7 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
 
   if (!warmup) {
     const int64_t count = window_.CountInWindow(now, input.heat_key.view());
+    r.heat = count;
     if (count < hit_count_) {
       return Reject(std::move(r), RejectReason::kBelowThreshold,
                     absl::StrCat(what, " has ", count,
@@ -341,7 +525,14 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   }
 
   const std::vector<SegmentView> segments = master_->ListSegments();
-  const Candidates c = BuildCandidates(*object, segments);
+  Candidates c = BuildCandidates(*object, segments);
+  if (knobs_.dynamic_replication_target_heat_aware) {
+    MutexLock lock(&mu_);
+    for (SegmentCandidate& sc : c.segments) {
+      auto it = hosted_heat_.find(sc.id);
+      if (it != hosted_heat_.end()) sc.hosted_heat = it->second;
+    }
+  }
   if (warmup) {
     for (const ReplicaCandidate& rc : c.replicas) {
       if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) {
@@ -391,7 +582,18 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   if (proposal != nullptr) request.preferred_target = proposal->preferred_target_segment;
   request.target_domain = input.target_domain;
   request.domain_aware = place_in_domain;
-  request.utilization_cap_ppm = knobs_.target_utilization_cap_ppm();
+  // An optional replica never takes its target into the band that makes
+  // eviction run either (DESIGN 12): above the level one eviction pass brings
+  // usage down to from the high watermark, watermark x (1 - eviction_ratio),
+  // a copy would only make the next put start a pass that drops it again or
+  // costs another object.
+  const MasterKnobs& mk = master_->knobs();
+  const int64_t watermark_ppm =
+      std::llround(mk.eviction_high_watermark_ratio * (1.0 - mk.eviction_ratio) * 1e6);
+  request.utilization_cap_ppm =
+      std::clamp<int64_t>(std::min(knobs_.target_utilization_cap_ppm(), watermark_ppm), 1,
+                          1'000'000);
+  request.heat_aware = knobs_.dynamic_replication_target_heat_aware;
   const PlacementPlan plan = PlanCopy(request, c.segments, c.replicas);
   if (plan.source.has_value()) r.record.source_segment = c.replicas[*plan.source].segment;
   if (plan.reason.has_value()) {
@@ -471,15 +673,14 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
     }
     // A stale entry for the key (its task retired underneath) is replaced.
     if (auto it = pending_.find(key); it != pending_.end()) {
-      CancelTimerLocked(it->second.expiry_timer);
-      lease_index_.erase(it->second.lease.lease_id);
-      pending_.erase(it);
-      --stats_.pending;
+      (void)TakePendingLocked(it->second.lease.lease_id);
     }
     // The RFC's order: pending state first, then the task.
     Pending p;
     p.lease = lease;
     p.cross_domain = cross_domain;
+    p.admitted_heat = result.heat;
+    AddHostedHeatLocked(lease.target_segment, p.admitted_heat);
     pending_.emplace(key, std::move(p));
     lease_index_.emplace(lease.lease_id, key);
     ++stats_.pending;
@@ -524,6 +725,14 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
   result.lease = lease;
   result.status = absl::OkStatus();
   return result;
+}
+
+void DynamicReplication::AddHostedHeatLocked(SegmentId segment, int64_t delta) {
+  if (delta == 0) return;
+  auto [it, inserted] = hosted_heat_.try_emplace(segment, 0);
+  it->second += delta;
+  HS_CHECK(it->second >= 0);
+  if (it->second == 0) hosted_heat_.erase(it);
 }
 
 void DynamicReplication::Emit(const DecisionRecord& record) {

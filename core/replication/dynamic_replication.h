@@ -36,6 +36,39 @@
 // MasterService::CreateCopyTaskForPlan, starts the admission cooldown, and
 // arms a timer at the lease's expiry.
 //
+// Sustained heat (DESIGN 1). The read path fires a trigger only on the read
+// that brings a key's window to the hit count; a key that stays hot is
+// evaluated again, off the read path, from the events that already run in
+// the background (HeatRecheckQueue): after an accepted (or would_propose)
+// heat admission, at the end of its admission cooldown; after a cooldown or
+// recreate_cooldown rejection, at that cooldown's end; after a pending
+// rejection, when that pending dynamic copy ends or fails (an ordinary copy
+// task: after the retry delay); after a transient rejection (no_target,
+// no_target_in_domain, utilization_cap, no_source, resource_exhausted,
+// task_create_failed, not_complete, object_not_found) and after
+// replica_limit (at its cap a key's reads record no heat, so the look finds
+// it cooled unless it lost a replica and is still read), after
+// dynamic_replication_admission_retry_ms. When the look is due the key's
+// window count is read again and, if still at or above the hit count, an
+// ordinary trigger is queued; a key that cooled, or that holds its cap now,
+// is dropped without a decision, and one whose object still runs a copy task
+// is looked at again one heat sub-bucket later. Nothing is
+// re-armed after below_threshold, target_domain_has_replica or mode_off, nor
+// for proposals and warmup. So a hot key gets a new decision at each cooldown end
+// until it holds its cap or cools.
+//
+// Optional replicas (DESIGN 12). Dynamic replicas never cost unique data:
+// the master's eviction drops them (coldest first by this object's window
+// count, OptionalReplicaRanker) before any object, and a dynamic CopyStart
+// whose target reservation fails evicts nothing (resource_exhausted, pending
+// cleared). Each readable dynamic replica dropped by eviction is logged as a
+// decision of kind "evict" (outcome "dropped") and starts the recreate
+// cooldown. With dynamic_replication_release_enabled (off by default), a
+// dynamic replica whose key held fewer than release_below_count reads in the
+// window at every check (one per heat sub-bucket) for release_after_ms, while
+// its object was not read-leased, is dropped (kind "release", recreate
+// cooldown started).
+//
 // Copy lifecycle (DynamicCopyCalls). DynamicReplicaCopyStart checks, in
 // order: the lease exists and is pending (else FAILED_PRECONDITION, nothing
 // cleared: a stale task without pending state); expiry (clears); the fence
@@ -115,6 +148,7 @@
 #include "core/replication/admission_trigger_queue.h"
 #include "core/replication/cooldown.h"
 #include "core/replication/decision.h"
+#include "core/replication/heat_recheck.h"
 #include "core/replication/heat_window.h"
 #include "core/replication/replica_action.h"
 #include "core/replication/replication_knobs.h"
@@ -168,10 +202,15 @@ struct DynamicReplicationStats {
   int64_t warmup_copies = 0;
   int64_t pending = 0;           // now
   int64_t dynamic_replicas = 0;  // now
+  // Sustained heat: re-evaluations lost to a full recheck table, and
+  // triggers lost to a full trigger queue (read path and re-evaluations).
+  int64_t rechecks_lost = 0;
+  int64_t triggers_lost = 0;
 };
 
 class DynamicReplication final : public ReadObserver,
                                  public ReplicaRemovalObserver,
+                                 public OptionalReplicaRanker,
                                  public DynamicCopyCalls {
  public:
   // Does not register itself as an observer (ReplicatedMaster does).
@@ -213,6 +252,9 @@ class DynamicReplication final : public ReadObserver,
   void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override;
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
+  // The window count of (object, `domain` when domain-aware): eviction drops
+  // the coldest dynamic replicas first.
+  int64_t OptionalReplicaHeat(const ObjectName& name, absl::string_view domain) const override;
 
   // --- Control plane --------------------------------------------------------
   // Internal control-plane entry (not a public client RPC). OK: the lease
@@ -255,6 +297,7 @@ class DynamicReplication final : public ReadObserver,
   DynamicReplicationStats Stats() const;
   const HeatWindow& heat_window() const { return window_; }
   const AdmissionTriggerQueue& trigger_queue() const { return triggers_; }
+  const HeatRecheckQueue& recheck_queue() const { return rechecks_; }
   // Synced (SyncMetrics) before it is returned.
   ReplicationMetrics& metrics() {
     SyncMetrics();
@@ -286,6 +329,8 @@ class DynamicReplication final : public ReadObserver,
     ReplicaId target_replica;
     bool cross_domain = false;
     TimerId expiry_timer = kNoTimer;
+    // The window count that admitted it (hosted heat of its target).
+    int64_t admitted_heat = 0;
   };
   struct ProposalEntry {
     ReplicaActionProposal proposal;
@@ -296,7 +341,12 @@ class DynamicReplication final : public ReadObserver,
     LeaseId lease_id;
     Version version = 0;
     uint64_t size_bytes = 0;
+    // Cold release: since when every check found the key cold (kNotCold: the
+    // last check found it hot or read-leased, or none ran yet).
+    TimeNs cold_since_ns = kNotCold;
+    int64_t admitted_heat = 0;  // see Pending
   };
+  static constexpr TimeNs kNotCold = -1;
   // What an admission needs to know about its origin.
   struct AdmissionInput {
     DecisionKind kind = DecisionKind::kHeat;
@@ -310,6 +360,8 @@ class DynamicReplication final : public ReadObserver,
     absl::Status status;  // OK exactly when accepted or would_propose
     // Warmup only: the byte budget is spent; nothing was decided, retry.
     bool deferred = false;
+    // The key's window count when it was admitted (0 for warmup).
+    int64_t heat = 0;
   };
   struct WarmupJob {
     Domain domain;
@@ -335,6 +387,31 @@ class DynamicReplication final : public ReadObserver,
   void Emit(const DecisionRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
 
   void WakeAdmissionWorker();
+  // Queues an admission trigger for `key` (deduplicated) and wakes the
+  // worker when the queue was empty. False when the queue is full.
+  bool QueueTrigger(TimeNs now, HeatKeyView key);
+
+  // Sustained heat: schedules the next look at a heat decision's key
+  // (see "Sustained heat" above).
+  void RearmAfter(const AdmissionInput& input, const AdmissionResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  void ScheduleRecheck(TimeNs due_ns, HeatKeyView key);
+  // Arms the recheck timer for `due_ns` unless it is armed for that time or
+  // earlier.
+  void ArmRecheckTimer(TimeNs due_ns);
+  // Takes the due keys, queues triggers for those still hot, re-arms.
+  void RunRechecks();
+  // The object holds its cap of readable MEMORY replicas (in the requester's
+  // domain when domain-aware), as the read path counts them (DESIGN 2).
+  bool AtReplicaCap(const ObjectView& object, absl::string_view requester_domain) const;
+  // The blocker a heat key parks on while `pending_key`'s copy runs.
+  static HeatKey BlockerOf(const PendingKey& pending_key);
+
+  // Cold release (knob dynamic_replication_release_enabled).
+  void ScheduleReleaseCheck();
+  void RunReleaseCheck();
+  // Logs the drop of a readable dynamic replica (evict / release).
+  void EmitDrop(const ReplicaRemoval& removal);
   // Counts one read in the heat window (with `handle` when not null) and
   // returns a ReadObservation::observer_note: kHeatNoteDone or
   // kHeatNoteCrossed.
@@ -379,6 +456,7 @@ class DynamicReplication final : public ReadObserver,
 
   HeatWindow window_;
   AdmissionTriggerQueue triggers_;
+  HeatRecheckQueue rechecks_;
   CooldownTable admission_cooldown_;
   CooldownTable recreate_cooldown_;
 
@@ -394,6 +472,10 @@ class DynamicReplication final : public ReadObserver,
   std::set<std::pair<TimeNs, ProposalId>> proposals_by_expiry_ ABSL_GUARDED_BY(mu_);
   std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic_ ABSL_GUARDED_BY(mu_);
   int64_t dynamic_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per segment: the admitted heat of its dynamic replicas and of the copies
+  // granted into it (dynamic_replication_target_heat_aware).
+  std::map<SegmentId, int64_t> hosted_heat_ ABSL_GUARDED_BY(mu_);
+  void AddHostedHeatLocked(SegmentId segment, int64_t delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::set<Domain> known_domains_ ABSL_GUARDED_BY(control_mu_);
   std::vector<WarmupJob> warmup_jobs_ ABSL_GUARDED_BY(control_mu_);
   TimeNs warmup_budget_window_start_ns_ ABSL_GUARDED_BY(control_mu_) = 0;
@@ -407,6 +489,9 @@ class DynamicReplication final : public ReadObserver,
   TimerId admission_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId domain_poll_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId warmup_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId recheck_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimeNs recheck_timer_due_ns_ ABSL_GUARDED_BY(timer_mu_) = 0;
+  TimerId release_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   std::set<TimerId> lease_timers_ ABSL_GUARDED_BY(timer_mu_);
   bool stopping_ ABSL_GUARDED_BY(timer_mu_) = false;
   std::atomic<uint64_t> next_lease_id_{1};

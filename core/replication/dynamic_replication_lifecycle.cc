@@ -14,7 +14,7 @@
 namespace heatsink {
 namespace {
 
-// Removal causes that are reclaim (eviction) or the failure of a dynamic copy
+// Removal causes that are reclaim (eviction, cold release) or the failure of a dynamic copy
 // (revoke, reaping at timeout or lease expiry): they start the recreate
 // cooldown (DESIGN 3). Unmount, a dead client, a cancelled copy (the master
 // cancels copies whose source or target segment leaves), an explicit Remove
@@ -23,6 +23,7 @@ namespace {
 bool StartsRecreateCooldown(RemovalCause cause) {
   switch (cause) {
     case RemovalCause::kEviction:
+    case RemovalCause::kReleased:
     case RemovalCause::kCopyRevoked:
     case RemovalCause::kCopyTimedOut:
       return true;
@@ -64,14 +65,19 @@ std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked
   if (idx == lease_index_.end()) return std::nullopt;
   auto it = pending_.find(idx->second);
   HS_CHECK(it != pending_.end());
+  const PendingKey key = it->first;
   Pending p = std::move(it->second);
   pending_.erase(it);
+  AddHostedHeatLocked(p.lease.target_segment, -p.admitted_heat);
   lease_index_.erase(idx);
   --stats_.pending;
   CancelTimerLocked(p.expiry_timer);
   if (p.phase == PendingPhase::kInFlight && p.cross_domain) {
     metrics_.cross_domain_copies_in_flight.Add(-1);
   }
+  // Sustained heat: the keys this copy held back are looked at now.
+  const TimeNs now = Now();
+  if (rechecks_.ReleaseParked(BlockerOf(key), now) > 0) ArmRecheckTimer(now);
   return p;
 }
 
@@ -139,14 +145,21 @@ void DynamicReplication::StartRecreateCooldown(TimeNs now, const ObjectName& nam
 void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
   if (!removal.replica.dynamic) return;
   const ReplicaDescriptor& replica = removal.replica;
+  bool dropped = false;
   {
     MutexLock lock(&mu_);
     if (replica.status == ReplicaStatus::kComplete) {
       auto obj = dynamic_.find(removal.name);
+      auto rec = obj != dynamic_.end() ? obj->second.find(replica.segment_id)
+                                       : std::map<SegmentId, DynamicRecord>::iterator();
       if (obj != dynamic_.end()) {
-        if (obj->second.erase(replica.segment_id) > 0) {
+        if (rec != obj->second.end()) {
+          AddHostedHeatLocked(replica.segment_id, -rec->second.admitted_heat);
+          obj->second.erase(rec);
           --dynamic_count_;
           metrics_.dynamic_replicas.Add(-1);
+          dropped = removal.cause == RemovalCause::kEviction ||
+                    removal.cause == RemovalCause::kReleased;
         }
         if (obj->second.empty()) dynamic_.erase(obj);
       }
@@ -164,6 +177,95 @@ void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
   }
   if (StartsRecreateCooldown(removal.cause)) {
     StartRecreateCooldown(removal.t_ns, removal.name, ReplicaDomain(replica));
+  }
+  if (dropped) EmitDrop(removal);
+}
+
+void DynamicReplication::EmitDrop(const ReplicaRemoval& removal) {
+  // Not under control_mu_ (the removal observer never takes it): in the
+  // runtime a drop may interleave with an admission's line; in the
+  // simulator (one thread) the log order is the event order.
+  DecisionRecord r;
+  r.t_ns = removal.t_ns;
+  r.kind = removal.cause == RemovalCause::kReleased ? DecisionKind::kRelease : DecisionKind::kEvict;
+  r.tenant = removal.name.tenant;
+  r.key = removal.name.key;
+  if (domain_aware()) r.target_domain = std::string(ReplicaDomain(removal.replica));
+  r.outcome = DecisionOutcome::kDropped;
+  r.target_segment = removal.replica.segment_id;
+  r.lease_id = removal.replica.lease_id;
+  r.version = removal.replica.version;
+  {
+    MutexLock lock(&mu_);
+    ++stats_.decisions;
+  }
+  metrics_.CountDecision(r);
+  if (sink_ != nullptr) sink_->Record(r);
+}
+
+int64_t DynamicReplication::OptionalReplicaHeat(const ObjectName& name,
+                                                absl::string_view domain) const {
+  const absl::string_view d = domain_aware() ? domain : absl::string_view();
+  return window_.CountInWindow(Now(), HeatKeyView{name.tenant, name.key, d});
+}
+
+// ---------------------------------------------------------------------------
+// Cold release (beyond the RFC; off by default)
+// ---------------------------------------------------------------------------
+
+void DynamicReplication::ScheduleReleaseCheck() {
+  MutexLock lock(&timer_mu_);
+  if (stopping_ || release_timer_ != kNoTimer) return;
+  // One check per heat sub-bucket: the window's count changes no faster.
+  const DurationNs period = window_.options().window_ns / window_.options().sub_buckets;
+  release_timer_ = env_->executor->PostAfter(period, [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      release_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    // Mode off stops the checks; SetMode starts them again.
+    if (!enabled()) return;
+    RunReleaseCheck();
+    ScheduleReleaseCheck();
+  });
+}
+
+void DynamicReplication::RunReleaseCheck() {
+  const TimeNs now = Now();
+  struct Due {
+    ObjectName name;
+    SegmentId segment;
+  };
+  std::vector<Due> due;
+  {
+    MutexLock lock(&mu_);
+    for (auto& [name, by_segment] : dynamic_) {
+      for (auto& [segment, record] : by_segment) {
+        const absl::string_view domain = domain_aware() ? absl::string_view(record.domain) : "";
+        const int64_t count =
+            window_.CountInWindow(now, HeatKeyView{name.tenant, name.key, domain});
+        if (count >= knobs_.dynamic_replication_release_below_count) {
+          record.cold_since_ns = kNotCold;
+        } else if (record.cold_since_ns == kNotCold) {
+          record.cold_since_ns = now;
+        } else if (now - record.cold_since_ns >= knobs_.release_after_ns()) {
+          due.push_back({name, segment});
+        }
+      }
+    }
+  }
+  for (const Due& d : due) {
+    // OK: OnReplicaRemoved logs the release and starts the recreate cooldown.
+    const absl::Status released = master_->ReleaseDynamicReplica(d.name, d.segment);
+    if (!absl::IsFailedPrecondition(released)) continue;
+    // Read-leased (its reads may not record heat: at its cap, DESIGN 2) or
+    // busy: in use, so the wait starts again.
+    MutexLock lock(&mu_);
+    auto obj = dynamic_.find(d.name);
+    if (obj == dynamic_.end()) continue;
+    auto rec = obj->second.find(d.segment);
+    if (rec != obj->second.end()) rec->second.cold_since_ns = now;
   }
 }
 
@@ -331,9 +433,11 @@ absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const Co
     record.lease_id = lease.lease_id;
     record.version = lease.version;
     record.size_bytes = lease.size_bytes;
+    record.admitted_heat = done->admitted_heat;
     if (dynamic_[lease.name].emplace(lease.target_segment, std::move(record)).second) {
       ++dynamic_count_;
       metrics_.dynamic_replicas.Add(1);
+      AddHostedHeatLocked(lease.target_segment, done->admitted_heat);
     }
     ++stats_.copies_completed;
   }
@@ -575,6 +679,7 @@ DynamicReplicationStats DynamicReplication::Stats() const {
   MutexLock lock(&mu_);
   DynamicReplicationStats s = stats_;
   s.dynamic_replicas = dynamic_count_;
+  s.triggers_lost = triggers_.stats().overflows;
   return s;
 }
 

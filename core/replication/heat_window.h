@@ -14,7 +14,9 @@
 // that brings this count from hit_count - 1 to hit_count, so the caller
 // enqueues one admission trigger. If the key cools below the hit count and
 // heats up again, it crosses again (the trigger queue and the admission
-// cooldown absorb repeats).
+// cooldown absorb repeats). A key that stays at or above the hit count does
+// not cross again: DynamicReplication looks at it again from background
+// events (DESIGN decision 1, heat_recheck.h) through CountInWindow.
 //
 // Bound. At most `entries_max` keys are tracked, split evenly over the
 // shards; the memory for them is reserved at construction (untouched pages

@@ -143,7 +143,9 @@ TargetChoice SelectTarget(const PlacementRequest& request,
       continue;
     }
     const SegmentCandidate& b = segments[*best];
-    if (LowerUtilization(s, b, request.size_bytes)) {
+    if (request.heat_aware && s.hosted_heat != b.hosted_heat) {
+      if (s.hosted_heat < b.hosted_heat) best = i;
+    } else if (LowerUtilization(s, b, request.size_bytes)) {
       best = i;
     } else if (!LowerUtilization(b, s, request.size_bytes)) {
       const uint64_t hs = PlacementTieHash(request.object, s.id);

@@ -14,8 +14,11 @@
 //   target: valid, allocatable, not already holding a replica of the object,
 //     enough free bytes, and at most the utilisation cap after the copy; a
 //     valid preferred target wins; else avoid hosts that already hold a
-//     readable replica when another valid host exists; then lower
-//     utilisation after the copy; then the stable tie-break.
+//     readable replica when another valid host exists; then (knob
+//     dynamic_replication_target_heat_aware, off by default) lower hosted
+//     heat, so the copies of the hottest keys spread over hosts instead of
+//     piling onto the emptiest one; then lower utilisation after the copy;
+//     then the stable tie-break.
 // Stage 2 (domain_aware = true), RFC stage 2 and issue 4:
 //   source: prefer the target domain (fanout stays domain-local), i.e. the
 //     lowest DomainCost(target_domain, replica domain); then lower in-flight
@@ -58,6 +61,9 @@ struct SegmentCandidate {
   uint64_t used_bytes = 0;
   uint64_t reserved_bytes = 0;  // quota reserved by copies in flight
   bool allocatable = true;
+  // Heat-aware targets only: the heat the segment's dynamic replicas (and
+  // copies into it) were admitted with (DynamicReplication keeps it).
+  int64_t hosted_heat = 0;
 };
 
 // One replica of the object (all of them, readable or not: a segment that
@@ -98,6 +104,9 @@ struct PlacementRequest {
   bool domain_aware = false;
   // ReplicationKnobs::target_utilization_cap_ppm(): 850'000 for 0.85.
   int64_t utilization_cap_ppm = 850'000;
+  // dynamic_replication_target_heat_aware: lower hosted_heat wins before
+  // lower utilisation (beyond the RFC; off keeps the RFC's order).
+  bool heat_aware = false;
 };
 
 struct TargetChoice {

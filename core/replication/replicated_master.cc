@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
                                                          sink, m->metrics_.get());
   m->master_->SetReadObserver(m->replication_.get());
   m->master_->SetReplicaRemovalObserver(m->replication_.get());
+  m->master_->SetOptionalReplicaRanker(m->replication_.get());
   return m;
 }
 
@@ -30,6 +31,7 @@ ReplicatedMaster::~ReplicatedMaster() {
   if (master_ != nullptr) {
     master_->SetReadObserver(nullptr);
     master_->SetReplicaRemovalObserver(nullptr);
+    master_->SetOptionalReplicaRanker(nullptr);
   }
   replication_.reset();
   master_.reset();

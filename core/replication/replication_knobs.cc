@@ -111,6 +111,10 @@ absl::Status ReplicationKnobs::Validate() const {
        kMsPerWeek},
       {"dynamic_replication_recreate_cooldown_ms", dynamic_replication_recreate_cooldown_ms, 0,
        kMsPerWeek},
+      {"dynamic_replication_admission_retry_ms", dynamic_replication_admission_retry_ms, 1,
+       kMsPerWeek},
+      {"dynamic_replication_release_below_count", dynamic_replication_release_below_count, 1,
+       kAdmissionHitCountMax},
       {"dynamic_replication_lease_ttl_ms", dynamic_replication_lease_ttl_ms, 1,
        kSecondsPerDay * 1'000},
       {"dynamic_replication_trigger_queue_max", dynamic_replication_trigger_queue_max, 1,
@@ -157,6 +161,14 @@ absl::Status ReplicationKnobs::Validate() const {
   if (!std::isfinite(cap) || cap <= 0.0 || cap > 1.0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "knob dynamic_replication_target_utilization_cap must be in (0, 1], got ", cap));
+  }
+  if (dynamic_replication_release_enabled) {
+    if (absl::Status s = CheckRange("dynamic_replication_release_after_ms",
+                                    dynamic_replication_release_after_ms, 1, kMsPerWeek);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.message(), " (dynamic_replication_release_enabled is on)"));
+    }
   }
   // Warmup places copies per domain and skips domains that already hold a
   // replica; the replica limit it respects is the per-domain one. Without
@@ -208,9 +220,24 @@ KnobRegistry<ReplicationKnobs> MakeRegistry() {
       .Field("dynamic_replication_recreate_cooldown_ms",
              "per-object (per-domain) cooldown after a dynamic replica is removed, ms",
              [](K& k) -> int64_t& { return k.dynamic_replication_recreate_cooldown_ms; })
+      .Field("dynamic_replication_admission_retry_ms",
+             "delay before a still-hot key is evaluated again after a transient rejection, ms",
+             [](K& k) -> int64_t& { return k.dynamic_replication_admission_retry_ms; })
+      .Field("dynamic_replication_release_enabled",
+             "drop dynamic replicas whose key stayed cold (beyond the RFC; off by default)",
+             [](K& k) -> bool& { return k.dynamic_replication_release_enabled; })
+      .Field("dynamic_replication_release_after_ms",
+             "how long a dynamic replica's key must stay cold before it is released, ms",
+             [](K& k) -> int64_t& { return k.dynamic_replication_release_after_ms; })
+      .Field("dynamic_replication_release_below_count",
+             "a dynamic replica is cold while its key has fewer reads than this in the window",
+             [](K& k) -> int64_t& { return k.dynamic_replication_release_below_count; })
       .Field("dynamic_replication_target_utilization_cap",
              "maximum target segment utilisation after the copy, in (0, 1]",
              [](K& k) -> double& { return k.dynamic_replication_target_utilization_cap; })
+      .Field("dynamic_replication_target_heat_aware",
+             "prefer targets hosting less admitted heat before less utilised ones (beyond the RFC)",
+             [](K& k) -> bool& { return k.dynamic_replication_target_heat_aware; })
       .Field("dynamic_replication_domain_aware", "domain-aware admission and placement (stage 2)",
              [](K& k) -> bool& { return k.dynamic_replication_domain_aware; })
       .Field("dynamic_replication_lease_ttl_ms", "upper bound of a replica action lease, ms",
@@ -272,6 +299,7 @@ ReplicationKnobs ReplicationKnobs::TestMin() {
   k.dynamic_replication_admission_cooldown_ms = 1'000;
   k.dynamic_replication_recreate_cooldown_ms = 2'000;
   k.dynamic_replication_lease_ttl_ms = 500;
+  k.dynamic_replication_admission_retry_ms = 250;
   k.dynamic_replication_trigger_queue_max = 4;
   k.dynamic_replication_pending_actions_max = 4;
   k.dynamic_replication_proposals_max = 4;

@@ -87,10 +87,32 @@ struct ReplicationKnobs {
   // per object (per object and domain when domain-aware). 0 disables.
   int64_t dynamic_replication_recreate_cooldown_ms = 60'000;
 
+  // --- Sustained heat (DESIGN 1, beyond the RFC's crossing trigger) -------
+  // A key still at or above the hit count is evaluated again, off the read
+  // path, when its admission (or recreate) cooldown ends, when the pending
+  // copy that blocked it ends or fails, and this long after a transient
+  // rejection (no_target, no_target_in_domain, utilization_cap, no_source,
+  // resource_exhausted, task_create_failed, not_complete, object_not_found,
+  // replica_limit, or a pending ordinary copy task). > 0.
+  int64_t dynamic_replication_admission_retry_ms = 5'000;
+
+  // --- Cold release of dynamic replicas (beyond the RFC; off by default) ---
+  // When enabled, a dynamic replica whose key (in the replica's domain when
+  // domain-aware) held fewer than release_below_count reads in the heat window
+  // and whose object was not read-leased, at every check for
+  // release_after_ms, is dropped (and its recreate cooldown starts).
+  bool dynamic_replication_release_enabled = false;
+  int64_t dynamic_replication_release_after_ms = 60'000;  // > 0 when enabled
+  int64_t dynamic_replication_release_below_count = 1;
+
   // --- Placement ----------------------------------------------------------
   // A target segment must stay at or below this utilisation after the copy:
   // (used + reserved + object size) / capacity <= cap.
   double dynamic_replication_target_utilization_cap = 0.85;
+  // Among valid targets, prefer the segment whose dynamic replicas were
+  // admitted with less heat before the less utilised one (beyond the RFC's
+  // "prefer lower utilization"; off by default).
+  bool dynamic_replication_target_heat_aware = false;
   // Placement is domain-aware (RFC stage 2). Off: stage-1 behaviour exactly,
   // and domain hints in proposals are rejected.
   bool dynamic_replication_domain_aware = false;
@@ -135,6 +157,8 @@ struct ReplicationKnobs {
     return MsToNs(dynamic_replication_recreate_cooldown_ms);
   }
   DurationNs lease_ttl_ns() const { return MsToNs(dynamic_replication_lease_ttl_ms); }
+  DurationNs admission_retry_ns() const { return MsToNs(dynamic_replication_admission_retry_ms); }
+  DurationNs release_after_ns() const { return MsToNs(dynamic_replication_release_after_ms); }
   // The utilisation cap in parts per million, for exact integer comparisons.
   int64_t target_utilization_cap_ppm() const;
 

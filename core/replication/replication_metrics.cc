@@ -46,6 +46,24 @@ ReplicationMetrics::ReplicationMetrics(MetricsRegistry& registry)
       cross_domain_copies_in_flight(registry.GetGauge(
           "dynamic_replication_cross_domain_copies_in_flight",
           "Dynamic copies in flight whose source and target are in different domains")),
+      rechecks_requeued(registry.GetCounter(
+          "dynamic_replication_rechecks_requeued_total",
+          "Keys still hot when evaluated again (cooldown end, copy end, retry): trigger queued")),
+      rechecks_cooled(registry.GetCounter(
+          "dynamic_replication_rechecks_cooled_total",
+          "Keys evaluated again that had cooled below the hit count (nothing queued)")),
+      rechecks_at_cap(registry.GetCounter(
+          "dynamic_replication_rechecks_at_cap_total",
+          "Keys evaluated again that held their replica cap by then (nothing queued)")),
+      recheck_overflows(registry.GetCounter(
+          "dynamic_replication_recheck_overflows_total",
+          "Re-evaluations not scheduled because the recheck table was full")),
+      dynamic_replicas_evicted(registry.GetCounter(
+          "dynamic_replication_replicas_evicted_total",
+          "Readable dynamic replicas dropped by eviction (before any object)")),
+      dynamic_replicas_released(registry.GetCounter(
+          "dynamic_replication_replicas_released_total",
+          "Readable dynamic replicas dropped by the cold release")),
       registry_(registry) {
   for (size_t i = 0; i < kRejectReasonCount; ++i) {
     rejected_[i] = &registry.GetCounter(
@@ -101,6 +119,10 @@ void ReplicationMetrics::CountDecision(const DecisionRecord& record) {
         }
       }
       break;
+    case DecisionOutcome::kDropped:
+      (record.kind == DecisionKind::kRelease ? dynamic_replicas_released : dynamic_replicas_evicted)
+          .Add();
+      return;  // a drop is not an admission: no proposals series
   }
   if (record.requester_domain.has_value() || record.target_domain.has_value()) {
     Proposals(record.requester_domain.value_or("none"), record.target_domain.value_or("none"))

@@ -15,6 +15,12 @@
 //     _revoked_total
 //   dynamic_replication_replicas                        readable dynamic replicas now (gauge)
 //   dynamic_replication_recreate_cooldown_hits_total    admissions stopped by recreate cooldown
+//   dynamic_replication_rechecks_requeued_total         still-hot keys queued again (DESIGN 1)
+//   dynamic_replication_rechecks_cooled_total           keys found cooled when looked at again
+//   dynamic_replication_rechecks_at_cap_total           keys found at their cap when looked at again
+//   dynamic_replication_recheck_overflows_total         re-evaluations lost to a full table
+//   dynamic_replication_replicas_evicted_total          dynamic replicas dropped by eviction
+//   dynamic_replication_replicas_released_total         dynamic replicas dropped by cold release
 //   stage 2:
 //   dynamic_replication_proposals_total{requester_domain,target_domain}
 //   dynamic_replication_same_domain_copies_total / _cross_domain_copies_total
@@ -61,6 +67,12 @@ class ReplicationMetrics {
   Gauge& dynamic_replicas;
   Counter& recreate_cooldown_hits;
   Gauge& cross_domain_copies_in_flight;
+  Counter& rechecks_requeued;
+  Counter& rechecks_cooled;
+  Counter& rechecks_at_cap;
+  Counter& recheck_overflows;
+  Counter& dynamic_replicas_evicted;
+  Counter& dynamic_replicas_released;
 
   Counter& Rejected(RejectReason reason) { return *rejected_[static_cast<size_t>(reason)]; }
   Counter& Copies(bool cross_domain) { return *copies_[cross_domain ? 1 : 0]; }
@@ -71,7 +83,7 @@ class ReplicationMetrics {
   Counter& WarmupCopies(absl::string_view target_domain);
 
   // Counts one admission or warmup decision: would_propose, accepted or
-  // rejected{reason}; a recreate_cooldown rejection also counts a recreate
+  // rejected{reason} (a dropped record counts as evicted or released); a recreate_cooldown rejection also counts a recreate
   // cooldown hit, a target_domain_has_replica rejection a suppression; a
   // record that carries a requester or target domain (domain-aware
   // placement) also counts in proposals{requester_domain,target_domain},

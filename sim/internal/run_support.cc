@@ -12,6 +12,9 @@
 namespace heatsink::sim::runner_internal {
 
 std::string DecisionCountKey(const DecisionRecord& r) {
+  if (r.outcome == DecisionOutcome::kDropped) {
+    return absl::StrCat("dropped/", DecisionKindName(r.kind));
+  }
   if (r.outcome != DecisionOutcome::kRejected) {
     return std::string(DecisionOutcomeName(r.outcome));
   }

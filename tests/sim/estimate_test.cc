@@ -268,12 +268,19 @@ TEST(EstimateScenarios, RefusesAScriptedModeSwitch) {
   EXPECT_THAT(e.status().message(), HasSubstr("set_knob of dynamic_replication_mode"));
 }
 
-TEST(EstimateScenarios, ObserveEstimateMatchesEnforceOnEvictionRecreate) {
+TEST(EstimateScenarios, ObserveEstimateBoundsEnforceOnEvictionRecreate) {
   const Scenario s = Load("scenarios/eviction-recreate.json");
   const ScenarioEstimate observe = MustEstimateScenario(s, "er");
   const RunResult enforce = MustRunEnforce(s);
   ASSERT_GT(enforce.copies_completed, 10);
-  ExpectWithinTolerance(observe.estimate.copies, enforce.copies_completed);
+  // docs/estimate.md: with eviction the estimate is an upper bound (eviction
+  // drops dynamic replicas first and starts recreate cooldowns observe does
+  // not see, and enforce's own replicas fill the memory the placement cap
+  // counts), within 50%.
+  EXPECT_GE(observe.estimate.copies, enforce.copies_completed);
+  EXPECT_LE(observe.estimate.copies * 2, enforce.copies_completed * 3)
+      << "estimated " << observe.estimate.copies << " copies, enforce made "
+      << enforce.copies_completed;
 }
 
 // Where monotonicity must hold: with an admission cooldown longer than the

@@ -561,7 +561,8 @@ TEST_F(ReportOutputTest, CompareWritesPerRunDirectoriesAndCombinedPage) {
     EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", label, "/report.html"))) << label;
   }
   const std::string html = ReadFile(dir + "/compare.html");
-  EXPECT_EQ(Count(html, "<svg"), 4u);
+  EXPECT_EQ(Count(html, "<svg"), 5u);
+  EXPECT_TRUE(absl::StrContains(html, "Extra memory over time"));
   EXPECT_FALSE(absl::StrContains(html, "http://"));
   EXPECT_FALSE(absl::StrContains(html, "https://"));
   EXPECT_TRUE(absl::StrContains(html, "href=\"observe/report.html\""));

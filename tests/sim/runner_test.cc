@@ -337,9 +337,11 @@ TEST(Runner, ProposalBurstsAreIdempotentAndPendingIsRejected) {
   EXPECT_EQ(ReasonOf(seen[7]), RejectReason::kDomainHintUnsupported) << seen[7].result.status();
   EXPECT_EQ(Metric(*run, "sim_proposals_accepted_total"), 2);
   EXPECT_EQ(Metric(*run, "sim_proposals_rejected_total"), 6);
-  // The retry logs no second decision: heat admission + proposal 1.
-  EXPECT_EQ(run->decisions_by_outcome.at("accepted"), 2);
-  EXPECT_EQ(run->copies_completed, 2);
+  // The retry logs no second decision: heat admission + proposal 1, then
+  // the heat path again once proposal 1's copy is over (k is still hot, the
+  // admission cooldown is 0: DESIGN 1).
+  EXPECT_EQ(run->decisions_by_outcome.at("accepted"), 3);
+  EXPECT_EQ(run->copies_completed, 3);
 }
 
 TEST(Runner, ProposeOpErrorsNameTheField) {
@@ -566,12 +568,20 @@ TEST(ExampleScenarios, EvictionRecreateHitsTheRecreateCooldown) {
   const auto it = run.decisions_by_outcome.find("rejected/recreate_cooldown");
   ASSERT_NE(it, run.decisions_by_outcome.end());
   EXPECT_GE(it->second, 5);
-  // Without the recreate cooldown the same crossings are admitted.
+  // Without the recreate cooldown the same crossings go on to placement,
+  // where the full store refuses most of them: optional replicas never take
+  // a segment into the band that makes eviction run (DESIGN 12).
   const RunResult no_cooldown = MustRun(Load("scenarios/eviction-recreate.json"),
                                         {{"dynamic_replication_recreate_cooldown_ms", "0"}});
   EXPECT_EQ(no_cooldown.decisions_by_outcome.count("rejected/recreate_cooldown"), 0u);
-  EXPECT_GT(no_cooldown.decisions_by_outcome.at("accepted"),
-            run.decisions_by_outcome.at("accepted"));
+  EXPECT_GT(no_cooldown.decisions_by_outcome.at("rejected/utilization_cap"),
+            run.decisions_by_outcome.at("rejected/utilization_cap"));
+  // Dynamic replicas are dropped before any object: enforce misses no more
+  // reads than a run without replication.
+  const RunResult off = MustRun(Load("scenarios/eviction-recreate.json"),
+                                {{"dynamic_replication_mode", "off"}});
+  EXPECT_LE(Metric(run, "sim_read_misses_total"), Metric(off, "sim_read_misses_total"));
+  EXPECT_GT(Metric(run, "dynamic_replication_replicas_evicted_total"), 0);
 }
 
 TEST(ExampleScenarios, NumaPromotionRaisesLocalHitsAfterTheShift) {

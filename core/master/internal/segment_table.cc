@@ -119,6 +119,7 @@ void SegmentTable::FinishUnmount(const std::shared_ptr<SegmentHandle>& handle) {
   HS_CHECK(it->second.used_bytes == it->second.discarded_bytes);
   totals_.capacity_bytes -= it->second.allocator.capacity_bytes();
   totals_.used_bytes -= it->second.used_bytes;
+  totals_.discarded_bytes -= it->second.discarded_bytes;
   segments_.erase(it);
   RebuildOrder();
 }
@@ -336,6 +337,7 @@ absl::Status SegmentTable::DiscardPut(absl::Span<const Allocation> ranges, TimeN
     HS_CHECK(r.replica_count > 0);
     r.replica_count -= 1;
     r.discarded_bytes += a.size;
+    totals_.discarded_bytes += a.size;
     put.ranges.emplace_back(a.segment->location.id, std::make_pair(a.offset, a.size));
   }
   discarded_.emplace(std::make_pair(release_at_ns, next_discard_seq_++), std::move(put));
@@ -352,6 +354,7 @@ int64_t SegmentTable::ReleaseDiscarded(TimeNs now) {
       r.used_bytes -= range.second;
       r.discarded_bytes -= range.second;
       totals_.used_bytes -= range.second;
+      totals_.discarded_bytes -= range.second;
     }
     discarded_.erase(discarded_.begin());
     ++released;
@@ -362,7 +365,10 @@ int64_t SegmentTable::ReleaseDiscarded(TimeNs now) {
 bool SegmentTable::AboveRatio(double ratio) const {
   MutexLock lock(&mu_);
   if (totals_.capacity_bytes == 0) return false;
-  const double in_use = static_cast<double>(totals_.used_bytes + totals_.reserved_bytes);
+  // Bytes awaiting release are on their way out: counting them would evict
+  // again for bytes already given up.
+  const double in_use = static_cast<double>(totals_.used_bytes + totals_.reserved_bytes -
+                                            totals_.discarded_bytes);
   return in_use > ratio * static_cast<double>(totals_.capacity_bytes);
 }
 

@@ -84,6 +84,9 @@ struct UsageTotals {
   uint64_t capacity_bytes = 0;
   uint64_t used_bytes = 0;
   uint64_t reserved_bytes = 0;
+  // Of used_bytes: ranges awaiting release (DiscardPut), already on their way
+  // out.
+  uint64_t discarded_bytes = 0;
 };
 
 class SegmentTable {
@@ -141,14 +144,16 @@ class SegmentTable {
   void FreeReserved(SegmentId id, uint64_t offset, uint64_t size);
   void CommitReserved(SegmentId id, uint64_t size);  // copy ended: reserved -> used
 
-  // Moves a discarded put's ranges to the discarded table, freed at
+  // Moves a discarded put's ranges (or a dropped dynamic replica's, whose
+  // object is still read-leased) to the discarded table, freed at
   // `release_at_ns`. RESOURCE_EXHAUSTED (and no change) at discarded_puts_max.
   // The ranges stay in `used`; the replicas are no longer counted.
   [[nodiscard]] absl::Status DiscardPut(absl::Span<const Allocation> ranges, TimeNs release_at_ns);
   // Frees every discarded put whose release time has come. Returns how many.
   int64_t ReleaseDiscarded(TimeNs now);
 
-  // (used + reserved) / capacity over mounted segments is above the ratio.
+  // (used + reserved - discarded) / capacity over mounted segments is above
+  // the ratio.
   bool AboveRatio(double ratio) const;
   UsageTotals Totals() const;
   int64_t segment_count() const;

@@ -217,7 +217,12 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_heat_window_sub_buckets",
                            "dynamic_replication_admission_cooldown_ms",
                            "dynamic_replication_recreate_cooldown_ms",
+                           "dynamic_replication_admission_retry_ms",
+                           "dynamic_replication_release_enabled",
+                           "dynamic_replication_release_after_ms",
+                           "dynamic_replication_release_below_count",
                            "dynamic_replication_target_utilization_cap",
+                           "dynamic_replication_target_heat_aware",
                            "dynamic_replication_domain_aware",
                            "dynamic_replication_lease_ttl_ms",
                            "dynamic_replication_trigger_queue_max",
@@ -232,7 +237,30 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_warmup_domain_poll_ms"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(r.entries().size(), 21u);
+  EXPECT_EQ(r.entries().size(), 26u);
+}
+
+TEST(ReplicationKnobs, SustainedHeatAndReleaseKnobsAreValidated) {
+  ReplicationKnobs k;
+  k.dynamic_replication_admission_retry_ms = 0;
+  absl::Status s = k.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dynamic_replication_admission_retry_ms"), std::string::npos) << s;
+
+  k = ReplicationKnobs();
+  k.dynamic_replication_release_after_ms = 0;  // ignored while release is off
+  EXPECT_TRUE(k.Validate().ok());
+  k.dynamic_replication_release_enabled = true;
+  s = k.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dynamic_replication_release_after_ms"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("dynamic_replication_release_enabled"), std::string::npos) << s;
+  k.dynamic_replication_release_after_ms = 1;
+  EXPECT_TRUE(k.Validate().ok());
+
+  k.dynamic_replication_release_below_count = 0;
+  s = k.Validate();
+  EXPECT_NE(s.message().find("dynamic_replication_release_below_count"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -1,0 +1,274 @@
+// Sustained heat (DESIGN 1: a key that stays hot is evaluated again at each
+// cooldown end, copy end and after transient rejections, until it reaches its
+// cap or cools) and optional replicas (DESIGN 12: eviction drops dynamic
+// replicas before any object, a dynamic CopyStart never evicts, the optional
+// cold release).
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/core/replication/replication_test_util.h"
+
+namespace heatsink::testing {
+namespace {
+
+constexpr DurationNs kStepNs = MsToNs(100);
+
+std::vector<DecisionRecord> Kind(const std::vector<DecisionRecord>& all, DecisionOutcome outcome) {
+  std::vector<DecisionRecord> out;
+  for (const DecisionRecord& r : all) {
+    if (r.outcome == outcome) out.push_back(r);
+  }
+  return out;
+}
+
+class SustainedHeat : public ::testing::Test {
+ protected:
+  explicit SustainedHeat(ReplicationKnobs knobs = Knobs()) : h_(knobs) {
+    for (uint64_t id = 1; id <= 5; ++id) {
+      HS_CHECK_OK(h_.AddStore(id, kMiB, "h" + std::to_string(id)));
+    }
+    HS_CHECK_OK(h_.Put("k", 1000, {SegmentId(1)}).status());
+  }
+
+  static ReplicationKnobs Knobs() {
+    ReplicationKnobs k = ReplicationTestKnobs();  // window 1 s in 4 sub-buckets, hit count 3
+    k.dynamic_replication_max_memory_replicas = 4;
+    k.dynamic_replication_admission_retry_ms = 1'000;
+    return k;
+  }
+
+  // Runs every dynamic copy task the stores hold (fetch, start, end,
+  // complete). Returns how many.
+  int RunCopies() {
+    int done = 0;
+    for (uint64_t id = 1; id <= 5; ++id) {
+      for (const Task& task : h_.Fetch(id)) {
+        const CopyTaskFence fence = ReplicationHarness::FenceOf(task);
+        HS_CHECK_OK(h_.rm().DynamicReplicaCopyStart(ClientId(id), fence).status());
+        HS_CHECK_OK(h_.rm().DynamicReplicaCopyEnd(ClientId(id), fence));
+        HS_CHECK_OK(h_.master().MarkTaskComplete(ClientId(id),
+                                                 MarkTaskCompleteRequest{fence.task_id, true, ""}));
+        ++done;
+      }
+    }
+    return done;
+  }
+
+  // `seconds` of steady reads of "k" (one per 100 ms: 10 reads/s, above the
+  // 3 reads/s threshold), copies run as soon as they are queued when
+  // `run_copies`.
+  void ReadSteadily(int64_t seconds, bool run_copies = true) {
+    for (int64_t i = 0; i < seconds * 10; ++i) {
+      h_.ReadTimes("k", 1);
+      h_.env().AdvanceBy(kStepNs);
+      if (run_copies) RunCopies();
+    }
+  }
+
+  int64_t Readable() {
+    absl::StatusOr<GetReplicaListResponse> r = h_.Read("k");
+    HS_CHECK_OK(r.status());
+    return static_cast<int64_t>(r->replicas.size());
+  }
+
+  ReplicationHarness h_;
+};
+
+TEST_F(SustainedHeat, SteadyHotKeyGetsADecisionAfterEachCooldownUntilItsCap) {
+  ReadSteadily(30);
+  const std::vector<DecisionRecord> accepted = Kind(h_.sink().records(), DecisionOutcome::kAccepted);
+  // The cap is 4 readable replicas, the original included: three admissions.
+  ASSERT_EQ(accepted.size(), 3u) << h_.sink().Jsonl();
+  EXPECT_EQ(Readable(), 4);
+  const DurationNs cooldown = MsToNs(h_.dr().knobs().dynamic_replication_admission_cooldown_ms);
+  const DurationNs sub_bucket = SecToNs(1) / 4;
+  for (size_t i = 1; i < accepted.size(); ++i) {
+    const DurationNs gap = accepted[i].t_ns - accepted[i - 1].t_ns;
+    // Not before the cooldown ends; within one sub-bucket plus the
+    // admission delay (here: the next 100 ms step) after it.
+    EXPECT_GE(gap, cooldown) << i;
+    EXPECT_LE(gap, cooldown + sub_bucket + kStepNs) << i;
+  }
+  // At its cap the key records no heat: nothing more is decided.
+  const size_t decisions = h_.sink().size();
+  ReadSteadily(20);
+  EXPECT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 3u);
+  EXPECT_EQ(Readable(), 4);
+  EXPECT_LE(h_.sink().size(), decisions + 1);  // at most one replica_limit look
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+TEST_F(SustainedHeat, KeyThatCoolsIsNotReadmitted) {
+  ReadSteadily(2);
+  ASSERT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 1u);
+  const size_t decisions = h_.sink().size();
+  // No more reads: the look at the cooldown's end finds the key cold.
+  h_.env().AdvanceBy(SecToNs(20));
+  EXPECT_EQ(h_.sink().size(), decisions) << h_.sink().Jsonl();
+  EXPECT_EQ(h_.metrics().Value("dynamic_replication_rechecks_cooled_total"), 1);
+  EXPECT_EQ(h_.metrics().Value("dynamic_replication_rechecks_requeued_total"), 0);
+  EXPECT_EQ(h_.dr().recheck_queue().scheduled() + h_.dr().recheck_queue().parked(), 0u);
+  EXPECT_EQ(Readable(), 2);
+}
+
+class SustainedHeatNoCooldown : public SustainedHeat {
+ protected:
+  SustainedHeatNoCooldown() : SustainedHeat(NoCooldown()) {}
+  static ReplicationKnobs NoCooldown() {
+    ReplicationKnobs k = Knobs();
+    k.dynamic_replication_admission_cooldown_ms = 0;
+    k.dynamic_replication_lease_ttl_ms = 60'000;
+    return k;
+  }
+};
+
+TEST_F(SustainedHeatNoCooldown, PendingCopyHoldsTheKeyUntilItEnds) {
+  // Hot, admitted; the copy is not run, so the key waits on it without
+  // a decision per crossing.
+  ReadSteadily(3, /*run_copies=*/false);
+  ASSERT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 1u) << h_.sink().Jsonl();
+  EXPECT_EQ(h_.dr().recheck_queue().parked(), 1u);
+  const size_t decisions = h_.sink().size();
+  // The copy ends: the key is looked at again at once and admitted again.
+  ASSERT_EQ(RunCopies(), 1);
+  const TimeNs copy_end = h_.now();
+  h_.env().RunUntilIdle();
+  const std::vector<DecisionRecord> accepted = Kind(h_.sink().records(), DecisionOutcome::kAccepted);
+  ASSERT_EQ(accepted.size(), 2u) << h_.sink().Jsonl();
+  EXPECT_EQ(h_.sink().size(), decisions + 1);
+  EXPECT_EQ(accepted[1].t_ns, copy_end);
+}
+
+TEST_F(SustainedHeat, TransientRejectionIsRetriedAfterTheRetryDelay) {
+  // A second key on a master whose only other segments are drained: no
+  // target until one is undrained.
+  for (uint64_t id = 2; id <= 5; ++id) {
+    HS_ASSERT_OK(h_.master().SetSegmentAllocatable(ClientId(), SegmentId(id), false));
+  }
+  ReadSteadily(3);
+  std::vector<DecisionRecord> all = h_.sink().records();
+  ASSERT_GE(all.size(), 3u) << h_.sink().Jsonl();
+  for (const DecisionRecord& r : all) EXPECT_EQ(r.reason, RejectReason::kNoTarget);
+  for (size_t i = 1; i < all.size(); ++i) {
+    EXPECT_GE(all[i].t_ns - all[i - 1].t_ns, MsToNs(1'000));
+    EXPECT_LE(all[i].t_ns - all[i - 1].t_ns, MsToNs(1'000) + kStepNs);
+  }
+  HS_ASSERT_OK(h_.master().SetSegmentAllocatable(ClientId(), SegmentId(3), true));
+  ReadSteadily(2);
+  EXPECT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 1u) << h_.sink().Jsonl();
+}
+
+// --------------------------------------------------------- optional replicas
+
+class OptionalReplicas : public SustainedHeat {};
+
+TEST_F(OptionalReplicas, EvictionDropsDynamicReplicasBeforeAnyObject) {
+  ReadSteadily(2);
+  ASSERT_EQ(Readable(), 2);
+  HS_ASSERT_OK(h_.Put("cold", 1000, {SegmentId(2)}).status());
+  // Everything unleased: the object "cold" is older than k's replicas, so
+  // the old near-LRU order would take it first.
+  h_.env().AdvanceBy(SecToNs(5));
+  const uint64_t freed = h_.master().Evict(1);
+  EXPECT_EQ(freed, 1000u);
+  EXPECT_TRUE(h_.master().GetObjectView(ObjectName{"", "cold"}).ok());
+  EXPECT_EQ(Readable(), 1);
+  const DecisionRecord last = h_.sink().last();
+  EXPECT_EQ(last.kind, DecisionKind::kEvict);
+  EXPECT_EQ(last.outcome, DecisionOutcome::kDropped);
+  EXPECT_NE(FormatDecisionJson(last).find("\"kind\":\"evict\",\"tenant\":\"default\",\"key\":\"k\""),
+            std::string::npos);
+  EXPECT_NE(FormatDecisionJson(last).find("\"outcome\":\"dropped\",\"reason\":null"),
+            std::string::npos);
+  EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
+  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_evicted_total"), 1);
+  EXPECT_EQ(h_.master().Stats().evicted_objects_total, 0);
+  // The original is never dropped as an optional replica: the next pass
+  // evicts objects.
+  h_.master().Evict(1);
+  EXPECT_EQ(h_.master().Stats().evicted_objects_total, 1);
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+TEST_F(OptionalReplicas, ReadLeasedDynamicReplicaLeavesAtOnceAndFreesAtLeaseEnd) {
+  ReadSteadily(2);
+  ASSERT_EQ(Readable(), 2);  // this read leases the object
+  const uint64_t used_before = h_.master().Stats().used_bytes;
+  EXPECT_EQ(h_.master().Evict(1), 1000u);
+  EXPECT_EQ(Readable(), 1);
+  // Still allocated while the read lease lives.
+  EXPECT_EQ(h_.master().Stats().used_bytes, used_before);
+  h_.env().AdvanceBy(SecToNs(3));  // lease (1 s) over, sweeps ran
+  EXPECT_EQ(h_.master().Stats().used_bytes, used_before - 1000);
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+TEST_F(OptionalReplicas, DynamicCopyStartNeverEvicts) {
+  // Segments 2..5 drained except 2, which is then filled with cold objects.
+  for (uint64_t id = 3; id <= 5; ++id) {
+    HS_ASSERT_OK(h_.master().SetSegmentAllocatable(ClientId(), SegmentId(id), false));
+  }
+  ReadSteadily(2, /*run_copies=*/false);
+  ASSERT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 1u);
+  std::vector<Task> tasks = h_.Fetch(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  // Fill the target before the copy starts, with objects that are not
+  // read-leased (evictable: the copy of an ordinary task would evict them).
+  auto free_bytes = [&]() {
+    const std::optional<SegmentView> s = h_.master().GetSegment(SegmentId(2));
+    HS_CHECK(s.has_value());
+    return s->capacity_bytes - s->used_bytes - s->reserved_bytes;
+  };
+  int filled = 0;
+  while (free_bytes() >= 1000) {
+    const uint64_t size = std::min<uint64_t>(free_bytes(), 64 * 1024);
+    HS_ASSERT_OK(h_.Put("fill-" + std::to_string(filled++), size, {SegmentId(2)}).status());
+  }
+  const int64_t objects = h_.master().Stats().objects;
+  absl::StatusOr<CopyStartResponse> started =
+      h_.rm().DynamicReplicaCopyStart(ClientId(1), ReplicationHarness::FenceOf(tasks[0]));
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kResourceExhausted) << started.status();
+  EXPECT_EQ(h_.master().Stats().objects, objects);
+  EXPECT_EQ(h_.master().Stats().evicted_objects_total, 0);
+  EXPECT_TRUE(h_.dr().PendingActions().empty());
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+class ColdRelease : public SustainedHeat {
+ protected:
+  ColdRelease() : SustainedHeat(ReleaseKnobs()) {}
+  static ReplicationKnobs ReleaseKnobs() {
+    ReplicationKnobs k = Knobs();
+    k.dynamic_replication_release_enabled = true;
+    k.dynamic_replication_release_after_ms = 2'000;
+    return k;
+  }
+};
+
+TEST_F(ColdRelease, HotReplicaStaysColdReplicaIsReleased) {
+  ReadSteadily(4);
+  ASSERT_EQ(Readable(), 2);
+  // Still read: never released.
+  ReadSteadily(6);
+  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_released_total"), 0);
+  EXPECT_GE(Readable(), 2);
+  const int64_t replicas = Readable();
+  // Reads stop: the window empties, the read lease ends, and after 2 s of
+  // cold checks the dynamic replicas go.
+  h_.env().AdvanceBy(SecToNs(6));
+  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_released_total"), replicas - 1);
+  EXPECT_EQ(h_.master().Stats().released_dynamic_replicas_total, replicas - 1);
+  const DecisionRecord last = h_.sink().last();
+  EXPECT_EQ(last.kind, DecisionKind::kRelease);
+  EXPECT_EQ(last.outcome, DecisionOutcome::kDropped);
+  EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
+  EXPECT_EQ(Readable(), 1);
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+}  // namespace
+}  // namespace heatsink::testing
