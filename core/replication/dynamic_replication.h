@@ -3,14 +3,30 @@
 // Dynamic hot replication (RFC stage 1 and stage 2) on top of a MasterService:
 // centralised admission, distributed execution.
 //
-// Read path (ReadObserver::OnKeyReadLocked and OnKeyRead, foreground). Mode
-// off: nothing. Else one
-// heat observation per key read in the bounded HeatWindow, keyed by tenant +
-// key (+ requester domain when domain-aware); a read of an object already at
-// its replica cap (in the requester's domain when domain-aware) records no
-// heat (DESIGN 2). When the read brings the window to the admission hit count,
-// one deduplicated trigger is queued and, if the queue was empty, the
-// admission worker is posted to the Executor. Nothing else happens there.
+// Read path (ReadObserver::OnKeyRead, foreground, after the master has
+// released the object's lock). Mode off: nothing. Else, unless the object is
+// already at its replica cap (in the requester's domain when domain-aware;
+// DESIGN 2: no heat), the read's heat key (tenant + key, + requester domain
+// when domain-aware) and time are appended to the calling thread's stripe of
+// the HeatReadBuffer (heat_read_buffer.h): a compare-exchange on the stripe's
+// own tail and a store of one record, no lock, no allocation, no per-key
+// state. A full stripe drops the read and counts it
+// (dynamic_replication_heat_reads_dropped_total); the read never waits. A key
+// too long for a record (over HeatReadBuffer::kKeyBytesMax bytes of tenant,
+// key and domain) is counted in the window directly, as a drain would.
+// The first read after a drain arms the drain timer (one lock, once per
+// drain interval); a read that brings its stripe to its high-water mark
+// posts an immediate drain (once until that drain runs).
+//
+// Drain (background, on the Executor; DrainReads). At most
+// dynamic_replication_heat_drain_interval_ms after the first read it has not
+// applied yet, and as soon as the Executor runs it after a high-water read,
+// one drainer applies every buffered read, stripe by stripe in append order,
+// to the HeatWindow with the read's own time. When a read brings its key's
+// window to the admission hit count, one deduplicated trigger is queued and,
+// if the queue was empty, the admission worker is posted to the Executor.
+// The window therefore sees every read at most one drain interval late
+// (heat_window.h "Drain lag").
 //
 // Admission (background, on the Executor; also SubmitReplicaActionProposal).
 // Checks in this order, each with its own reason word (decision.h) and status
@@ -81,10 +97,11 @@
 // Dynamic state lives in master memory only; it is not persisted across a
 // master restart (DESIGN 11).
 //
-// Thread safety: every public method is thread-safe. The read path takes only
-// the heat window's shard lock (inside the master's object lock, in
-// OnKeyReadLocked; the window is a leaf: it never calls out) and the trigger
-// queue's lock (in OnKeyRead, after the master's lock). Decisions and
+// Thread safety: every public method is thread-safe. The read path takes no
+// lock (but timer_mu_ when it arms the drain timer, once per drain
+// interval); reads with over-long keys take the heat window's shard lock.
+// Drains serialise on drain_mu_ and take the window's and the trigger
+// queue's leaf locks and timer_mu_. Decisions and
 // the copy lifecycle serialise on one control lock (never taken by the read
 // path or by the removal observer); the master is never called with the
 // state lock held, because its observers take that lock.
@@ -115,6 +132,7 @@
 #include "core/replication/admission_trigger_queue.h"
 #include "core/replication/cooldown.h"
 #include "core/replication/decision.h"
+#include "core/replication/heat_read_buffer.h"
 #include "core/replication/heat_window.h"
 #include "core/replication/replica_action.h"
 #include "core/replication/replication_knobs.h"
@@ -204,18 +222,14 @@ class DynamicReplication final : public ReadObserver,
   void SetMode(DynamicReplicationMode mode);
 
   // --- Observers (called by the master) ------------------------------------
-  // The heat observation, under the object's lock: the object's word holds
-  // the key's HeatHandle, so a read of a tracked key goes straight to its
-  // heat-window slot. OnKeyRead then queues the trigger if the read crossed;
-  // a read that reaches OnKeyRead without OnKeyReadLocked (an observer in
-  // between that forwards only OnKeyRead) is recorded there, by key.
-  void BeforeKeyRead(uint64_t object_word) const override;
-  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override;
+  // The heat observation: appends the read to the read buffer (see "Read
+  // path" above).
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
 
   // --- Control plane --------------------------------------------------------
-  // Internal control-plane entry (not a public client RPC). OK: the lease
+  // Internal control-plane entry (not a public client RPC). Drains the read
+  // buffer first (DrainReads), so the proposal sees every earlier read. OK: the lease
   // (enforce) or the would-be plan (observe, would_propose = true). Same
   // proposal id and identical content returns the same lease while it lives
   // (a repeat is not a new decision: nothing is logged); different content
@@ -233,13 +247,20 @@ class DynamicReplication final : public ReadObserver,
                                                       const CopyRevokeRequest& req) override;
 
   // --- Warmup (stage 2) -----------------------------------------------------
-  // Starts (or extends) a warmup of `domain`. FAILED_PRECONDITION when warmup
+  // Starts (or extends) a warmup of `domain`, after draining the read buffer
+  // (DrainReads) so that its candidates include every earlier read.
+  // FAILED_PRECONDITION when warmup
   // is disabled or the mode is not enforce; INVALID_ARGUMENT for a bad domain.
   [[nodiscard]] absl::StatusOr<WarmupRequestResult> RequestWarmup(absl::string_view domain);
 
   // --- Background work --------------------------------------------------------
-  // Runs the admission worker now on the caller's thread (the Executor does
-  // this by itself; tests and benchmarks may call it). Returns triggers taken.
+  // Applies every buffered read to the heat window now, on the caller's
+  // thread, and queues the triggers of reads that crossed (the Executor does
+  // this by itself; tests and benchmarks may call it). Returns reads applied.
+  int64_t DrainReads();
+  // Drains (DrainReads) and then runs the admission worker now on the
+  // caller's thread (the Executor does both by itself; tests and benchmarks
+  // may call it). Returns triggers taken.
   int64_t RunAdmission();
 
   // --- Views ------------------------------------------------------------------
@@ -254,6 +275,7 @@ class DynamicReplication final : public ReadObserver,
   int64_t HeatCount(const ObjectName& name, absl::string_view requester_domain = "") const;
   DynamicReplicationStats Stats() const;
   const HeatWindow& heat_window() const { return window_; }
+  const HeatReadBuffer& read_buffer() const { return reads_; }
   const AdmissionTriggerQueue& trigger_queue() const { return triggers_; }
   // Synced (SyncMetrics) before it is returned.
   ReplicationMetrics& metrics() {
@@ -261,7 +283,8 @@ class DynamicReplication final : public ReadObserver,
     return metrics_;
   }
   // Carries counts kept off the read path into the metrics registry (the
-  // heat window's record count becomes hot_read_observations_total). Call
+  // heat window's record count becomes hot_read_observations_total, the read
+  // buffer's drops heat_reads_dropped_total). Call
   // before reading the registry; ReplicatedMaster::metrics() does.
   void SyncMetrics();
 
@@ -335,10 +358,18 @@ class DynamicReplication final : public ReadObserver,
   void Emit(const DecisionRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
 
   void WakeAdmissionWorker();
-  // Counts one read in the heat window (with `handle` when not null) and
-  // returns a ReadObservation::observer_note: kHeatNoteDone or
-  // kHeatNoteCrossed.
-  uint64_t RecordHeat(const ReadObservation& read, HeatHandle* handle);
+  // The admission worker's pass: up to one batch of triggers.
+  int64_t RunAdmissionPass();
+  // DESIGN 2: the read's object already has its replica cap (in `domain`
+  // when domain-aware), so the read records no heat.
+  bool AtReplicaLimit(const ReadObservation& read, absl::string_view domain) const;
+  // Counts one read in the window and queues a trigger if it crossed.
+  void ApplyRead(TimeNs t_ns, HeatKeyView key);
+  // The drain timer (armed by the first read after a drain) and the
+  // immediate drain a high-water read asks for; each at most once at a time.
+  void ArmDrainTimer();
+  void PostUrgentDrain();
+  void DrainFromTimer();
   void OnLeaseTimer(LeaseId lease_id);
   TimerId ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -378,6 +409,14 @@ class DynamicReplication final : public ReadObserver,
   bool enabled() const { return mode() != DynamicReplicationMode::kOff; }
 
   HeatWindow window_;
+  HeatReadBuffer reads_;
+  // Set while a drain timer is armed (cleared when it fires, before it
+  // drains); sequentially consistent against the stripes' tails, so a read
+  // either sees it clear and arms a timer, or the firing drain sees the read.
+  alignas(64) std::atomic<bool> drain_timer_armed_{false};
+  std::atomic<bool> urgent_drain_posted_{false};
+  // Serialises drains (the buffer has one consumer).
+  Mutex drain_mu_ ABSL_ACQUIRED_BEFORE(timer_mu_);
   AdmissionTriggerQueue triggers_;
   CooldownTable admission_cooldown_;
   CooldownTable recreate_cooldown_;
@@ -402,9 +441,12 @@ class DynamicReplication final : public ReadObserver,
 
   Mutex sync_mu_;
   int64_t synced_window_records_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t synced_reads_dropped_ ABSL_GUARDED_BY(sync_mu_) = 0;
 
   Mutex timer_mu_ ABSL_ACQUIRED_AFTER(mu_);
   TimerId admission_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId drain_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId urgent_drain_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId domain_poll_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId warmup_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   std::set<TimerId> lease_timers_ ABSL_GUARDED_BY(timer_mu_);

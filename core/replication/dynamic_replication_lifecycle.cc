@@ -407,6 +407,8 @@ absl::StatusOr<WarmupRequestResult> DynamicReplication::RequestWarmup(absl::stri
   }
   if (!enabled()) return absl::FailedPreconditionError("dynamic_replication_mode is off");
   if (domain.size() > 256) return absl::InvalidArgumentError("domain name too long");
+  // The candidates' heat includes every read made before the request.
+  DrainReads();
   MutexLock control(&control_mu_);
   const Domain d = NormalizeDomain(domain);
   known_domains_.insert(d);
@@ -569,6 +571,9 @@ void DynamicReplication::SyncMetrics() {
   const int64_t records = window_.stats().records;
   metrics_.hot_read_observations.Add(records - synced_window_records_);
   synced_window_records_ = records;
+  const int64_t dropped = reads_.dropped();
+  metrics_.heat_reads_dropped.Add(dropped - synced_reads_dropped_);
+  synced_reads_dropped_ = dropped;
 }
 
 DynamicReplicationStats DynamicReplication::Stats() const {

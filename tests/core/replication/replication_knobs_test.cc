@@ -215,6 +215,8 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_max_memory_replicas",
                            "dynamic_replication_heat_window_entries_max",
                            "dynamic_replication_heat_window_sub_buckets",
+                           "dynamic_replication_heat_drain_interval_ms",
+                           "dynamic_replication_heat_read_buffer_records",
                            "dynamic_replication_admission_cooldown_ms",
                            "dynamic_replication_recreate_cooldown_ms",
                            "dynamic_replication_target_utilization_cap",
@@ -232,7 +234,7 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_warmup_domain_poll_ms"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(r.entries().size(), 21u);
+  EXPECT_EQ(r.entries().size(), 23u);
 }
 
 }  // namespace
