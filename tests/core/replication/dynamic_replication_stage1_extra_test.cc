@@ -82,6 +82,48 @@ TEST_F(DynamicReplicationStage1, ReadsReachTheWindowThroughTheReadBufferAtTheirD
   EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 0);
 }
 
+// A read never waits for the drain: a full read buffer drops the read and
+// counts it, the read returns as usual, a half-full buffer asks for a drain
+// at once (not one interval later), and a key that stays hot through the
+// overflow is still admitted once its reads get in again.
+TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAndHotKeysStillCross) {
+  ReplicationKnobs knobs = ReplicationTestKnobs();
+  knobs.dynamic_replication_heat_read_buffer_records = 16;  // the minimum
+  knobs.dynamic_replication_heat_window_entries_max = 256;
+  ReplicationHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, 16 * kMiB, "h1"));
+  HS_ASSERT_OK(h.AddStore(2, 16 * kMiB, "h2"));
+  for (int i = 0; i < 40; ++i) HS_ASSERT_OK(h.Put("cold" + std::to_string(i), 16, {SegmentId(1)}));
+  HS_ASSERT_OK(h.Put("hot", 16, {SegmentId(1)}));
+  // 16 cold reads fill this thread's stripe; every further read is dropped:
+  // each still returns its replicas, and nothing ran on the executor.
+  for (int i = 0; i < 16; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<GetReplicaListResponse> r = h.Read("hot");
+    HS_ASSERT_OK(r);
+    EXPECT_EQ(r->replicas.size(), 1u);
+  }
+  for (int i = 16; i < 40; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  EXPECT_EQ(h.dr().heat_window().stats().records, 0);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 5 + 24);
+  // The high-water read posted a drain due now: running what is due applies
+  // the 16 buffered reads, without waiting for the drain interval.
+  h.env().RunUntilIdle();
+  EXPECT_EQ(h.dr().heat_window().stats().records, 16);
+  EXPECT_EQ(h.dr().heat_window().CountInWindow(h.now(), HeatKeyView{kDefaultTenant, "hot", ""}),
+            0);
+  EXPECT_EQ(h.sink().size(), 0u);
+  // The key stays hot: its next reads get in and it crosses.
+  h.env().AdvanceBy(MsToNs(100));
+  h.ReadTimes("hot", 3);
+  h.env().AdvanceBy(knobs.heat_drain_interval_ns());  // the drain timer, then admission
+  ASSERT_EQ(h.sink().size(), 1u);
+  EXPECT_EQ(h.sink().last().key, "hot");
+  EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 29);
+  HS_EXPECT_OK(h.rm().CheckInvariants());
+}
+
 TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
   ReplicationHarness h(ReplicationTestKnobs(DynamicReplicationMode::kOff));
   HS_ASSERT_OK(h.AddTwoStores());

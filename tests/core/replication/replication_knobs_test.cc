@@ -80,6 +80,21 @@ void ExpectInvalid(const ReplicationKnobs& k, const std::string& knob_name) {
 TEST(ReplicationKnobs, ValidateRejectsOutOfRangeValues) {
   {
     auto k = Valid();
+    k.dynamic_replication_heat_drain_interval_ms = 0;
+    ExpectInvalid(k, "dynamic_replication_heat_drain_interval_ms");
+  }
+  {
+    auto k = Valid();
+    k.dynamic_replication_heat_read_buffer_records = 8;
+    ExpectInvalid(k, "dynamic_replication_heat_read_buffer_records");
+  }
+  {
+    auto k = Valid();
+    k.dynamic_replication_heat_read_buffer_records = 1'000;
+    ExpectInvalid(k, "power of two");
+  }
+  {
+    auto k = Valid();
     k.dynamic_replication_heat_window_seconds = 0;
     ExpectInvalid(k, "dynamic_replication_heat_window_seconds");
   }
