@@ -69,7 +69,7 @@ int32_t HeatReadBuffer::ThisThreadStripeIndex() {
   return this_thread_stripe;
 }
 
-HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, HeatKeyView key) {
+HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyView& key) {
   if (!Fits(key)) return AppendResult::kTooLong;
   const int32_t stripe_index = ThisThreadStripeIndex();
   Stripe& s = stripes_[stripe_index];
@@ -100,7 +100,12 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, HeatKeyView key
       break;
     }
   }
-  Record& r = records_.get()[static_cast<size_t>(stripe_index) * capacity + (t & mask_)];
+  Record* const ring = records_.get() + static_cast<size_t>(stripe_index) * capacity;
+  Record& r = ring[t & mask_];
+  // The drain read the records a lap ago on its own core: ask for the line
+  // of a record a few appends ahead now, so that writing it then does not
+  // wait for the line to come back.
+  __builtin_prefetch(&ring[(t + 8) & mask_], 1);
   r.tenant_size = static_cast<uint8_t>(key.tenant.size());
   r.key_size = static_cast<uint8_t>(key.key.size());
   r.domain_size = static_cast<uint8_t>(key.domain.size());
@@ -126,6 +131,9 @@ int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView)> apply
     const uint64_t tail = s.tail.load(std::memory_order_seq_cst);
     uint64_t next = head;
     for (; next != tail; ++next) {
+      // The records were written on the readers' cores: start moving the
+      // next ones while this one is applied.
+      __builtin_prefetch(&ring[(next + 4) & mask_]);
       Record& r = ring[next & mask_];
       if (std::atomic_ref<uint32_t>(r.published).load(std::memory_order_acquire) !=
           static_cast<uint32_t>(next + 1)) {

@@ -14,7 +14,7 @@
 // lines. A record is: a 32-bit publication word, the three field lengths,
 // the read time, and the tenant, key and requester domain bytes inline
 // (kKeyBytesMax = 112 bytes together). Memory: kStripes x records_per_stripe
-// x 128 bytes, reserved zeroed at construction (2 MiB with the default 1024
+// x 128 bytes, reserved zeroed at construction (8 MiB with the default 4096
 // records per stripe); a stripe's pages become resident when a thread first
 // writes them.
 //
@@ -79,7 +79,9 @@ class HeatReadBuffer {
   }
 
   // Appends one read of `key` at `t_ns` to the calling thread's stripe.
-  AppendResult Append(TimeNs t_ns, HeatKeyView key);
+  // (The key by reference: 48 bytes passed by value go through the stack in
+  // pieces the callee reloads whole, which stalls store forwarding.)
+  AppendResult Append(TimeNs t_ns, const HeatKeyView& key);
 
   // Calls `apply(t_ns, key)` for every published record, stripe by stripe
   // in index order, each stripe in append order, and frees them. The views

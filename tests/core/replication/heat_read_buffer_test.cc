@@ -4,6 +4,7 @@
 // are refused; the memory is the documented fixed size. Appends from many
 // threads are in tests/core/stress/replication_stress_test.cc.
 #include "core/replication/heat_read_buffer.h"
+#include "core/replication/replication_knobs.h"
 
 #include <cstdio>
 #include <string>
@@ -90,9 +91,10 @@ TEST(HeatReadBuffer, KeysLongerThanARecordAreRefused) {
 }
 
 TEST(HeatReadBuffer, MemoryIsFixedPerStripe) {
-  HeatReadBuffer b(1'024);
-  EXPECT_EQ(b.records_per_stripe(), 1'024);
-  EXPECT_EQ(b.MemoryBytes(), int64_t{HeatReadBuffer::kStripes} * 1'024 * 128);
+  const int64_t records = ReplicationKnobs().dynamic_replication_heat_read_buffer_records;
+  HeatReadBuffer b(records);
+  EXPECT_EQ(b.records_per_stripe(), records);
+  EXPECT_EQ(b.MemoryBytes(), int64_t{HeatReadBuffer::kStripes} * records * 128);
   std::printf("read buffer: %d stripes x %lld records x %zu bytes = %lld KiB\n",
               HeatReadBuffer::kStripes, static_cast<long long>(b.records_per_stripe()),
               HeatReadBuffer::kRecordBytes, static_cast<long long>(b.MemoryBytes() / 1024));
