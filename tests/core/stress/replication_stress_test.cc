@@ -196,12 +196,19 @@ void StressReadBuffer(bool switch_modes) {
     HS_CHECK_OK(s.status());
     HS_CHECK_OK(master.PutEnd(ClientId(100), PutEndRequest{req.name, s->version}));
   }
-  // More readers than stripes: some stripes have two producers.
+  // More readers than stripes: some stripes have two producers. The
+  // drainers start first, and readers yield now and then, so that drains
+  // and appends interleave.
   constexpr int kReaders = HeatReadBuffer::kStripes + 4;
   constexpr int kReadsPerReader = 2'000;
   std::atomic<bool> stop{false};
   std::atomic<int> readers_done{0};
   std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&]() {
+      while (!stop.load()) rm.replication().DrainReads();
+    });
+  }
   for (int t = 0; t < kReaders; ++t) {
     threads.emplace_back([&, t]() {
       Rng rng(500 + static_cast<uint64_t>(t));
@@ -210,13 +217,9 @@ void StressReadBuffer(bool switch_modes) {
         absl::StatusOr<GetReplicaListResponse> r = master.GetReplicaList(
             GetReplicaListRequest{ObjectName{"", KeyName(key)}, ClientId(300), ""});
         EXPECT_TRUE(r.ok()) << r.status();
+        if (i % 8 == 0) std::this_thread::yield();
       }
       readers_done.fetch_add(1);
-    });
-  }
-  for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&]() {
-      while (!stop.load()) rm.replication().DrainReads();
     });
   }
   int64_t rounds = 0;
