@@ -6,14 +6,11 @@
 // and the heat by which eviction orders optional replicas.
 //
 // Contract for both: the master calls observers after releasing its own
-// locks, so an observer may call back into MasterService. The exceptions are
-// ReadObserver::BeforeKeyRead and OnKeyReadLocked, which run under the
-// object's lock so that the observer can keep a word of its own in the
-// object's metadata (the heat window's handle) and reach its per-key state
-// without a second lookup. Calls for one request arrive in a deterministic
-// order; calls from concurrent requests may interleave, so implementations
-// lock their own state. Observers must be cheap (ReadObserver runs on the
-// foreground read path): record, maybe post work to the Executor, return.
+// locks, so an observer may call back into MasterService. Calls for one
+// request arrive in a deterministic order; calls from concurrent requests may
+// interleave, so implementations keep their own state thread-safe. Observers
+// must be cheap (ReadObserver runs on the foreground read path): record,
+// maybe post work to the Executor, return.
 #ifndef HEATSINK_CORE_MASTER_MASTER_OBSERVERS_H_
 #define HEATSINK_CORE_MASTER_MASTER_OBSERVERS_H_
 
@@ -38,32 +35,11 @@ struct ReadObservation {
   Version version = 0;
   uint64_t size_bytes = 0;
   absl::Span<const ReplicaDescriptor> readable_replicas;  // COMPLETE, master order
-  // Set by OnKeyReadLocked for the OnKeyRead of the same read (0 before);
-  // the master does not interpret it.
-  uint64_t observer_note = 0;
 };
 
 class ReadObserver {
  public:
   virtual ~ReadObserver() = default;
-  // Called under the object's lock as soon as the object is found, before
-  // the master builds its replica list; `object_word` as for
-  // OnKeyReadLocked. A hint only (for example to start loading what
-  // OnKeyReadLocked will touch, so the load overlaps the master's work):
-  // must not change any state. The default does nothing.
-  virtual void BeforeKeyRead(uint64_t object_word) const { (void)object_word; }
-  // Called once per key read that returned replicas, while the master still
-  // holds the object's metadata lock, right before that lock is released
-  // and OnKeyRead is called with the same `read`. `object_word` is a word
-  // the master keeps in the object's metadata for the observer: 0 for a new
-  // object and for every object after SetReadObserver installs a different
-  // observer; the observer may change it; the master never interprets it.
-  // Must be short and must not block: take only the observer's own leaf
-  // locks, never call into MasterService. The default does nothing.
-  virtual void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) {
-    (void)read;
-    (void)object_word;
-  }
   // Called once per key read that returned replicas (never per replica, never
   // for a miss).
   virtual void OnKeyRead(const ReadObservation& read) = 0;

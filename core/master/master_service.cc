@@ -42,17 +42,7 @@ MasterService::~MasterService() {
 }
 
 void MasterService::SetReadObserver(ReadObserver* observer) {
-  // Readers load the observer under their object's lock, so with every lock
-  // held no read sees the new observer with a word the old one wrote.
-  for (size_t i = 0; i < shards_.size(); ++i) shards_.at(i).mu.Lock();
-  if (read_observer_.load(std::memory_order_relaxed) != observer) {
-    read_observer_.store(observer, std::memory_order_release);
-    // Only words are written: hash order reaches no decision.
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      for (auto& [name, meta] : shards_.at(i).objects) meta.read_observer_word = 0;
-    }
-  }
-  for (size_t i = shards_.size(); i > 0; --i) shards_.at(i - 1).mu.Unlock();
+  read_observer_.store(observer, std::memory_order_release);
 }
 
 void MasterService::SetReplicaRemovalObserver(ReplicaRemovalObserver* observer) {
@@ -426,8 +416,6 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
   HS_ASSIGN_OR_RETURN(const ObjectNameRef name, CheckName(req.name));
   const TimeNs now = Now();
   GetReplicaListResponse response;
-  ReadObserver* observer = nullptr;
-  ReadObservation read;
   {
     // One hash of the name picks the shard and probes its map.
     const size_t hash = master_internal::ObjectNameHash()(name);
@@ -441,10 +429,6 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
     if (meta.put_in_progress) {
       return absl::UnavailableError(absl::StrCat("object '", name.key, "' is still being put"));
     }
-    // Loaded under the lock, so the object's observer word belongs to this
-    // observer (see SetReadObserver).
-    observer = read_observer_.load(std::memory_order_acquire);
-    if (observer != nullptr) observer->BeforeKeyRead(meta.read_observer_word);
     response.replicas.reserve(meta.replicas.size());
     for (const ReplicaRecord& r : meta.replicas) {
       if (r.status != ReplicaStatus::kComplete) continue;
@@ -455,22 +439,22 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
     response.version = meta.version;
     response.size_bytes = meta.size;
     response.lease_expiry_ns = meta.lease_expiry_ns;
-    // Once per key read: the heat window hangs here.
-    if (observer != nullptr) {
-      read.t_ns = now;
-      read.tenant = name.tenant;
-      read.key = name.key;
-      read.requester = req.requester;
-      read.requester_domain =
-          req.requester_domain.empty() ? kDefaultDomain : absl::string_view(req.requester_domain);
-      read.version = response.version;
-      read.size_bytes = response.size_bytes;
-      read.readable_replicas = response.replicas;
-      observer->OnKeyReadLocked(read, meta.read_observer_word);
-    }
   }
-  // After the lock, with the same observation.
-  if (observer != nullptr) observer->OnKeyRead(read);
+  // Once per key read, after the lock: the heat window hangs here.
+  if (ReadObserver* observer = read_observer_.load(std::memory_order_acquire);
+      observer != nullptr) {
+    ReadObservation read;
+    read.t_ns = now;
+    read.tenant = name.tenant;
+    read.key = name.key;
+    read.requester = req.requester;
+    read.requester_domain =
+        req.requester_domain.empty() ? kDefaultDomain : absl::string_view(req.requester_domain);
+    read.version = response.version;
+    read.size_bytes = response.size_bytes;
+    read.readable_replicas = response.replicas;
+    observer->OnKeyRead(read);
+  }
   return response;
 }
 

@@ -87,9 +87,7 @@ class MasterService {
 
   // --- Observers (extension points; see master_observers.h) ----------------
   // Set before serving or at any time; nullptr removes. Not owned; must
-  // outlive the service or be removed first. Installing a different read
-  // observer zeroes every object's observer word (O(objects), all object
-  // locks held).
+  // outlive the service or be removed first.
   void SetReadObserver(ReadObserver* observer);
   void SetReplicaRemovalObserver(ReplicaRemovalObserver* observer);
   // Without a ranker every optional replica has heat 0 (oldest lease first).

@@ -98,6 +98,7 @@ DynamicReplication::DynamicReplication(Env* env, MasterService* master,
       hit_count_(knobs.AdmissionHitCount()),
       mode_(knobs.dynamic_replication_mode),
       window_(HeatWindow::Options::FromKnobs(knobs)),
+      reads_(knobs.dynamic_replication_heat_read_buffer_records),
       triggers_(static_cast<size_t>(knobs.dynamic_replication_trigger_queue_max)),
       rechecks_(static_cast<size_t>(knobs.dynamic_replication_cooldown_entries_max)),
       admission_cooldown_("admission",
@@ -115,7 +116,7 @@ DynamicReplication::~DynamicReplication() {
   MutexLock lock(&timer_mu_);
   stopping_ = true;
   for (TimerId* t : {&admission_timer_, &domain_poll_timer_, &warmup_timer_, &recheck_timer_,
-                     &release_timer_}) {
+                     &release_timer_, &drain_timer_, &urgent_drain_timer_}) {
     if (*t != kNoTimer) env_->executor->Cancel(*t);
     *t = kNoTimer;
   }
@@ -158,27 +159,47 @@ absl::string_view DynamicReplication::ReplicaDomain(const ReplicaDescriptor& d) 
 // Read path
 // ---------------------------------------------------------------------------
 
-namespace {
-// ReadObservation::observer_note values: 0 = not recorded yet.
-constexpr uint64_t kHeatNoteDone = 1;     // recorded (or skipped), no trigger
-constexpr uint64_t kHeatNoteCrossed = 2;  // recorded and crossed: queue a trigger
-}  // namespace
-
-void DynamicReplication::BeforeKeyRead(uint64_t object_word) const {
-  if (enabled()) window_.Prefetch(object_word);
-}
-
-void DynamicReplication::OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) {
-  if (!enabled()) return;
-  read.observer_note = RecordHeat(read, &object_word);
+bool DynamicReplication::AtReplicaLimit(const ReadObservation& read,
+                                        absl::string_view domain) const {
+  // The replica list is at hand, so this costs one pass over a handful of
+  // descriptors.
+  int64_t counted = 0;
+  if (domain_aware()) {
+    for (const ReplicaDescriptor& d : read.readable_replicas) {
+      if (DomainCost(domain, ReplicaDomain(d)) == 0) ++counted;
+    }
+  } else {
+    counted = static_cast<int64_t>(read.readable_replicas.size());
+  }
+  return counted >= knobs_.dynamic_replication_max_memory_replicas;
 }
 
 void DynamicReplication::OnKeyRead(const ReadObservation& read) {
   if (!enabled()) return;
-  const uint64_t note = read.observer_note != 0 ? read.observer_note : RecordHeat(read, nullptr);
-  if (note != kHeatNoteCrossed) return;
   const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
-  (void)QueueTrigger(read.t_ns, HeatKeyView{read.tenant, read.key, domain});
+  if (AtReplicaLimit(read, domain)) return;
+  const HeatKeyView key{read.tenant, read.key, domain};
+  // hot_read_observations is not counted here: the window counts its
+  // records, and SyncMetrics() carries that count over.
+  switch (reads_.Append(read.t_ns, key)) {
+    case HeatReadBuffer::AppendResult::kAppended:
+      break;
+    case HeatReadBuffer::AppendResult::kAppendedHighWater:
+      PostUrgentDrain();
+      break;
+    case HeatReadBuffer::AppendResult::kFull:
+      return;  // counted by the buffer; SyncMetrics() carries it over
+    case HeatReadBuffer::AppendResult::kTooLong:
+      // Rare (keys are short): the old direct path, correct if slower.
+      ApplyRead(read.t_ns, key);
+      return;
+  }
+  if (!drain_timer_armed_.load(std::memory_order_seq_cst)) ArmDrainTimer();
+}
+
+void DynamicReplication::ApplyRead(TimeNs t_ns, HeatKeyView key) {
+  const HeatRecord record = window_.Record(t_ns, key);
+  if (record.crossed) (void)QueueTrigger(t_ns, key);
 }
 
 bool DynamicReplication::QueueTrigger(TimeNs now, HeatKeyView key) {
@@ -193,25 +214,51 @@ bool DynamicReplication::QueueTrigger(TimeNs now, HeatKeyView key) {
   return true;
 }
 
-uint64_t DynamicReplication::RecordHeat(const ReadObservation& read, HeatHandle* handle) {
-  const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
-  // DESIGN 2: an object at its cap records no heat. The replica list is at
-  // hand, so this costs one pass over a handful of descriptors.
-  int64_t at_limit = 0;
-  if (domain_aware()) {
-    for (const ReplicaDescriptor& d : read.readable_replicas) {
-      if (DomainCost(domain, ReplicaDomain(d)) == 0) ++at_limit;
+int64_t DynamicReplication::DrainReads() {
+  MutexLock lock(&drain_mu_);
+  return reads_.Drain([this](TimeNs t_ns, HeatKeyView key) { ApplyRead(t_ns, key); });
+}
+
+void DynamicReplication::ArmDrainTimer() {
+  if (drain_timer_armed_.exchange(true, std::memory_order_seq_cst)) return;
+  MutexLock lock(&timer_mu_);
+  if (stopping_) return;
+  drain_timer_ = env_->executor->PostAfter(knobs_.heat_drain_interval_ns(), [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      drain_timer_ = kNoTimer;
+      if (stopping_) return;
     }
-  } else {
-    at_limit = static_cast<int64_t>(read.readable_replicas.size());
+    // Cleared before draining: a read appended from here on either is
+    // drained now or finds the flag clear and arms the next timer.
+    drain_timer_armed_.store(false, std::memory_order_seq_cst);
+    DrainFromTimer();
+  });
+}
+
+void DynamicReplication::PostUrgentDrain() {
+  if (urgent_drain_posted_.load(std::memory_order_relaxed) ||
+      urgent_drain_posted_.exchange(true, std::memory_order_relaxed)) {
+    return;
   }
-  if (at_limit >= knobs_.dynamic_replication_max_memory_replicas) return kHeatNoteDone;
-  const HeatKeyView key{read.tenant, read.key, domain};
-  // hot_read_observations is not counted here: the window already counts
-  // its records per shard under the shard lock, and SyncMetrics() carries
-  // that count over, so the read path touches no shared counter.
-  const HeatRecord record = window_.Record(read.t_ns, key, handle);
-  return record.crossed ? kHeatNoteCrossed : kHeatNoteDone;
+  MutexLock lock(&timer_mu_);
+  if (stopping_) return;
+  urgent_drain_timer_ = env_->executor->PostAfter(0, [this]() {
+    {
+      MutexLock timer_lock(&timer_mu_);
+      urgent_drain_timer_ = kNoTimer;
+      if (stopping_) return;
+    }
+    urgent_drain_posted_.store(false, std::memory_order_relaxed);
+    DrainFromTimer();
+  });
+}
+
+void DynamicReplication::DrainFromTimer() {
+  DrainReads();
+  // A record claimed but not yet written when the drain passed (another
+  // thread mid-append) is left for the next drain, which must come.
+  if (reads_.HasUndrained()) ArmDrainTimer();
 }
 
 void DynamicReplication::WakeAdmissionWorker() {
@@ -225,7 +272,7 @@ void DynamicReplication::WakeAdmissionWorker() {
       admission_timer_ = kNoTimer;
       if (stopping_) return;
     }
-    RunAdmission();
+    RunAdmissionPass();
     if (triggers_.size() > 0) WakeAdmissionWorker();
   });
 }
@@ -235,6 +282,11 @@ void DynamicReplication::WakeAdmissionWorker() {
 // ---------------------------------------------------------------------------
 
 int64_t DynamicReplication::RunAdmission() {
+  DrainReads();
+  return RunAdmissionPass();
+}
+
+int64_t DynamicReplication::RunAdmissionPass() {
   MutexLock control(&control_mu_);
   const std::vector<AdmissionTrigger> batch = triggers_.TakeUpTo(kAdmissionBatchMax);
   for (const AdmissionTrigger& trigger : batch) {
@@ -679,8 +731,16 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
     Pending p;
     p.lease = lease;
     p.cross_domain = cross_domain;
-    p.admitted_heat = result.heat;
-    AddHostedHeatLocked(lease.target_segment, p.admitted_heat);
+    UpdateHeatShareLocked(object.name, [&](HeatShare& share) {
+      share.heat = std::max(share.heat, result.heat);
+      for (const ReplicaDescriptor& d : object.replicas) {
+        if (d.kind == ReplicaKind::kMemory && d.status == ReplicaStatus::kComplete &&
+            d.version == object.version) {
+          share.segments.insert(d.segment_id);
+        }
+      }
+      share.segments.insert(lease.target_segment);
+    });
     pending_.emplace(key, std::move(p));
     lease_index_.emplace(lease.lease_id, key);
     ++stats_.pending;
@@ -746,6 +806,9 @@ void DynamicReplication::Emit(const DecisionRecord& record) {
 
 absl::StatusOr<ReplicaActionLease> DynamicReplication::SubmitReplicaActionProposal(
     const ReplicaActionProposal& proposal) {
+  // A proposal sees every read made before it (below_threshold reads the
+  // window), not only those the drain timer has applied.
+  DrainReads();
   MutexLock control(&control_mu_);
   const TimeNs now = Now();
   ReplicaActionProposal normalised = proposal;

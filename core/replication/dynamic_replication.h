@@ -3,14 +3,30 @@
 // Dynamic hot replication (RFC stage 1 and stage 2) on top of a MasterService:
 // centralised admission, distributed execution.
 //
-// Read path (ReadObserver::OnKeyReadLocked and OnKeyRead, foreground). Mode
-// off: nothing. Else one
-// heat observation per key read in the bounded HeatWindow, keyed by tenant +
-// key (+ requester domain when domain-aware); a read of an object already at
-// its replica cap (in the requester's domain when domain-aware) records no
-// heat (DESIGN 2). When the read brings the window to the admission hit count,
-// one deduplicated trigger is queued and, if the queue was empty, the
-// admission worker is posted to the Executor. Nothing else happens there.
+// Read path (ReadObserver::OnKeyRead, foreground, after the master has
+// released the object's lock). Mode off: nothing. Else, unless the object is
+// already at its replica cap (in the requester's domain when domain-aware;
+// DESIGN 2: no heat), the read's heat key (tenant + key, + requester domain
+// when domain-aware) and time are appended to the calling thread's stripe of
+// the HeatReadBuffer (heat_read_buffer.h): a compare-exchange on the stripe's
+// own tail and a store of one record, no lock, no allocation, no per-key
+// state. A full stripe drops the read and counts it
+// (dynamic_replication_heat_reads_dropped_total); the read never waits. A key
+// too long for a record (over HeatReadBuffer::kKeyBytesMax bytes of tenant,
+// key and domain) is counted in the window directly, as a drain would.
+// The first read after a drain arms the drain timer (one lock, once per
+// drain interval); a read that brings its stripe to its high-water mark
+// posts an immediate drain (once until that drain runs).
+//
+// Drain (background, on the Executor; DrainReads). At most
+// dynamic_replication_heat_drain_interval_ms after the first read it has not
+// applied yet, and as soon as the Executor runs it after a high-water read,
+// one drainer applies every buffered read, stripe by stripe in append order,
+// to the HeatWindow with the read's own time. When a read brings its key's
+// window to the admission hit count, one deduplicated trigger is queued and,
+// if the queue was empty, the admission worker is posted to the Executor.
+// The window therefore sees every read at most one drain interval late
+// (heat_window.h "Drain lag").
 //
 // Admission (background, on the Executor; also SubmitReplicaActionProposal).
 // Checks in this order, each with its own reason word (decision.h) and status
@@ -114,10 +130,11 @@
 // Dynamic state lives in master memory only; it is not persisted across a
 // master restart (DESIGN 11).
 //
-// Thread safety: every public method is thread-safe. The read path takes only
-// the heat window's shard lock (inside the master's object lock, in
-// OnKeyReadLocked; the window is a leaf: it never calls out) and the trigger
-// queue's lock (in OnKeyRead, after the master's lock). Decisions and
+// Thread safety: every public method is thread-safe. The read path takes no
+// lock (but timer_mu_ when it arms the drain timer, once per drain
+// interval); reads with over-long keys take the heat window's shard lock.
+// Drains serialise on drain_mu_ and take the window's and the trigger
+// queue's leaf locks and timer_mu_. Decisions and
 // the copy lifecycle serialise on one control lock (never taken by the read
 // path or by the removal observer); the master is never called with the
 // state lock held, because its observers take that lock.
@@ -148,6 +165,7 @@
 #include "core/replication/admission_trigger_queue.h"
 #include "core/replication/cooldown.h"
 #include "core/replication/decision.h"
+#include "core/replication/heat_read_buffer.h"
 #include "core/replication/heat_recheck.h"
 #include "core/replication/heat_window.h"
 #include "core/replication/replica_action.h"
@@ -243,13 +261,8 @@ class DynamicReplication final : public ReadObserver,
   void SetMode(DynamicReplicationMode mode);
 
   // --- Observers (called by the master) ------------------------------------
-  // The heat observation, under the object's lock: the object's word holds
-  // the key's HeatHandle, so a read of a tracked key goes straight to its
-  // heat-window slot. OnKeyRead then queues the trigger if the read crossed;
-  // a read that reaches OnKeyRead without OnKeyReadLocked (an observer in
-  // between that forwards only OnKeyRead) is recorded there, by key.
-  void BeforeKeyRead(uint64_t object_word) const override;
-  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override;
+  // The heat observation: appends the read to the read buffer (see "Read
+  // path" above).
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
   // The window count of (object, `domain` when domain-aware): eviction drops
@@ -257,7 +270,8 @@ class DynamicReplication final : public ReadObserver,
   int64_t OptionalReplicaHeat(const ObjectName& name, absl::string_view domain) const override;
 
   // --- Control plane --------------------------------------------------------
-  // Internal control-plane entry (not a public client RPC). OK: the lease
+  // Internal control-plane entry (not a public client RPC). Drains the read
+  // buffer first (DrainReads), so the proposal sees every earlier read. OK: the lease
   // (enforce) or the would-be plan (observe, would_propose = true). Same
   // proposal id and identical content returns the same lease while it lives
   // (a repeat is not a new decision: nothing is logged); different content
@@ -275,13 +289,20 @@ class DynamicReplication final : public ReadObserver,
                                                       const CopyRevokeRequest& req) override;
 
   // --- Warmup (stage 2) -----------------------------------------------------
-  // Starts (or extends) a warmup of `domain`. FAILED_PRECONDITION when warmup
+  // Starts (or extends) a warmup of `domain`, after draining the read buffer
+  // (DrainReads) so that its candidates include every earlier read.
+  // FAILED_PRECONDITION when warmup
   // is disabled or the mode is not enforce; INVALID_ARGUMENT for a bad domain.
   [[nodiscard]] absl::StatusOr<WarmupRequestResult> RequestWarmup(absl::string_view domain);
 
   // --- Background work --------------------------------------------------------
-  // Runs the admission worker now on the caller's thread (the Executor does
-  // this by itself; tests and benchmarks may call it). Returns triggers taken.
+  // Applies every buffered read to the heat window now, on the caller's
+  // thread, and queues the triggers of reads that crossed (the Executor does
+  // this by itself; tests and benchmarks may call it). Returns reads applied.
+  int64_t DrainReads();
+  // Drains (DrainReads) and then runs the admission worker now on the
+  // caller's thread (the Executor does both by itself; tests and benchmarks
+  // may call it). Returns triggers taken.
   int64_t RunAdmission();
 
   // --- Views ------------------------------------------------------------------
@@ -296,6 +317,7 @@ class DynamicReplication final : public ReadObserver,
   int64_t HeatCount(const ObjectName& name, absl::string_view requester_domain = "") const;
   DynamicReplicationStats Stats() const;
   const HeatWindow& heat_window() const { return window_; }
+  const HeatReadBuffer& read_buffer() const { return reads_; }
   const AdmissionTriggerQueue& trigger_queue() const { return triggers_; }
   const HeatRecheckQueue& recheck_queue() const { return rechecks_; }
   // Synced (SyncMetrics) before it is returned.
@@ -304,7 +326,8 @@ class DynamicReplication final : public ReadObserver,
     return metrics_;
   }
   // Carries counts kept off the read path into the metrics registry (the
-  // heat window's record count becomes hot_read_observations_total). Call
+  // heat window's record count becomes hot_read_observations_total, the read
+  // buffer's drops heat_reads_dropped_total). Call
   // before reading the registry; ReplicatedMaster::metrics() does.
   void SyncMetrics();
 
@@ -329,8 +352,6 @@ class DynamicReplication final : public ReadObserver,
     ReplicaId target_replica;
     bool cross_domain = false;
     TimerId expiry_timer = kNoTimer;
-    // The window count that admitted it (hosted heat of its target).
-    int64_t admitted_heat = 0;
   };
   struct ProposalEntry {
     ReplicaActionProposal proposal;
@@ -344,7 +365,6 @@ class DynamicReplication final : public ReadObserver,
     // Cold release: since when every check found the key cold (kNotCold: the
     // last check found it hot or read-leased, or none ran yet).
     TimeNs cold_since_ns = kNotCold;
-    int64_t admitted_heat = 0;  // see Pending
   };
   static constexpr TimeNs kNotCold = -1;
   // What an admission needs to know about its origin.
@@ -412,10 +432,18 @@ class DynamicReplication final : public ReadObserver,
   void RunReleaseCheck();
   // Logs the drop of a readable dynamic replica (evict / release).
   void EmitDrop(const ReplicaRemoval& removal);
-  // Counts one read in the heat window (with `handle` when not null) and
-  // returns a ReadObservation::observer_note: kHeatNoteDone or
-  // kHeatNoteCrossed.
-  uint64_t RecordHeat(const ReadObservation& read, HeatHandle* handle);
+  // The admission worker's pass: up to one batch of triggers.
+  int64_t RunAdmissionPass();
+  // DESIGN 2: the read's object already has its replica cap (in `domain`
+  // when domain-aware), so the read records no heat.
+  bool AtReplicaLimit(const ReadObservation& read, absl::string_view domain) const;
+  // Counts one read in the window and queues a trigger if it crossed.
+  void ApplyRead(TimeNs t_ns, HeatKeyView key);
+  // The drain timer (armed by the first read after a drain) and the
+  // immediate drain a high-water read asks for; each at most once at a time.
+  void ArmDrainTimer();
+  void PostUrgentDrain();
+  void DrainFromTimer();
   void OnLeaseTimer(LeaseId lease_id);
   TimerId ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -425,7 +453,10 @@ class DynamicReplication final : public ReadObserver,
   // then removed and the removal observer sees `cause`).
   void ClearPending(LeaseId lease_id, bool retire_task, RemovalCause cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
-  std::optional<Pending> TakePendingLocked(LeaseId lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `copied`: the copy ended and its target is now a readable replica (the
+  // target keeps its heat share); otherwise the action failed or was replaced.
+  std::optional<Pending> TakePendingLocked(LeaseId lease_id, bool copied = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReclaimProposalsLocked(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartRecreateCooldown(TimeNs now, const ObjectName& name, absl::string_view domain);
   absl::StatusOr<Pending> FindLeaseForCall(const CopyTaskFence& fence) const;
@@ -455,6 +486,14 @@ class DynamicReplication final : public ReadObserver,
   bool enabled() const { return mode() != DynamicReplicationMode::kOff; }
 
   HeatWindow window_;
+  HeatReadBuffer reads_;
+  // Set while a drain timer is armed (cleared when it fires, before it
+  // drains); sequentially consistent against the stripes' tails, so a read
+  // either sees it clear and arms a timer, or the firing drain sees the read.
+  alignas(64) std::atomic<bool> drain_timer_armed_{false};
+  std::atomic<bool> urgent_drain_posted_{false};
+  // Serialises drains (the buffer has one consumer).
+  Mutex drain_mu_ ABSL_ACQUIRED_BEFORE(timer_mu_);
   AdmissionTriggerQueue triggers_;
   HeatRecheckQueue rechecks_;
   CooldownTable admission_cooldown_;
@@ -472,10 +511,36 @@ class DynamicReplication final : public ReadObserver,
   std::set<std::pair<TimeNs, ProposalId>> proposals_by_expiry_ ABSL_GUARDED_BY(mu_);
   std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic_ ABSL_GUARDED_BY(mu_);
   int64_t dynamic_count_ ABSL_GUARDED_BY(mu_) = 0;
-  // Per segment: the admitted heat of its dynamic replicas and of the copies
-  // granted into it (dynamic_replication_target_heat_aware).
+  // Heat-aware targets (dynamic_replication_target_heat_aware): an admitted
+  // object's heat (its window count at its latest admission) is shared
+  // evenly by the segments of its readable replicas and granted copies;
+  // hosted_heat_ sums the shares per segment (in thousandths). An object
+  // leaves the table when it keeps one segment (no dynamic replica, no copy).
+  struct HeatShare {
+    int64_t heat = 0;
+    std::set<SegmentId> segments;
+  };
+  std::map<ObjectName, HeatShare> heat_shares_ ABSL_GUARDED_BY(mu_);
   std::map<SegmentId, int64_t> hosted_heat_ ABSL_GUARDED_BY(mu_);
   void AddHostedHeatLocked(SegmentId segment, int64_t delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies `change` to the object's share and moves the per-segment sums.
+  template <typename Change>
+  void UpdateHeatShareLocked(const ObjectName& name, Change change)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    HeatShare& share = heat_shares_[name];
+    auto apply = [&](int64_t sign) {
+      if (share.segments.empty()) return;
+      const int64_t each = share.heat * 1000 / static_cast<int64_t>(share.segments.size());
+      for (SegmentId s : share.segments) AddHostedHeatLocked(s, sign * each);
+    };
+    apply(-1);
+    change(share);
+    apply(1);
+    if (share.segments.size() < 2) {
+      apply(-1);
+      heat_shares_.erase(name);
+    }
+  }
   std::set<Domain> known_domains_ ABSL_GUARDED_BY(control_mu_);
   std::vector<WarmupJob> warmup_jobs_ ABSL_GUARDED_BY(control_mu_);
   TimeNs warmup_budget_window_start_ns_ ABSL_GUARDED_BY(control_mu_) = 0;
@@ -484,9 +549,12 @@ class DynamicReplication final : public ReadObserver,
 
   Mutex sync_mu_;
   int64_t synced_window_records_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t synced_reads_dropped_ ABSL_GUARDED_BY(sync_mu_) = 0;
 
   Mutex timer_mu_ ABSL_ACQUIRED_AFTER(mu_);
   TimerId admission_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId drain_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
+  TimerId urgent_drain_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId domain_poll_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId warmup_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId recheck_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;

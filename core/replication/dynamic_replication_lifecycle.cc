@@ -60,7 +60,8 @@ void DynamicReplication::CancelTimerLocked(TimerId id) {
   env_->executor->Cancel(id);
 }
 
-std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked(LeaseId lease_id) {
+std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked(LeaseId lease_id,
+                                                                                bool copied) {
   auto idx = lease_index_.find(lease_id);
   if (idx == lease_index_.end()) return std::nullopt;
   auto it = pending_.find(idx->second);
@@ -68,7 +69,10 @@ std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked
   const PendingKey key = it->first;
   Pending p = std::move(it->second);
   pending_.erase(it);
-  AddHostedHeatLocked(p.lease.target_segment, -p.admitted_heat);
+  if (!copied && heat_shares_.count(p.lease.name) > 0) {
+    UpdateHeatShareLocked(p.lease.name,
+                          [&](HeatShare& share) { share.segments.erase(p.lease.target_segment); });
+  }
   lease_index_.erase(idx);
   --stats_.pending;
   CancelTimerLocked(p.expiry_timer);
@@ -143,6 +147,14 @@ void DynamicReplication::StartRecreateCooldown(TimeNs now, const ObjectName& nam
 }
 
 void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  if (removal.replica.status == ReplicaStatus::kComplete) {
+    MutexLock lock(&mu_);
+    if (heat_shares_.count(removal.name) > 0) {
+      UpdateHeatShareLocked(removal.name, [&](HeatShare& share) {
+        share.segments.erase(removal.replica.segment_id);
+      });
+    }
+  }
   if (!removal.replica.dynamic) return;
   const ReplicaDescriptor& replica = removal.replica;
   bool dropped = false;
@@ -154,7 +166,6 @@ void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
                                        : std::map<SegmentId, DynamicRecord>::iterator();
       if (obj != dynamic_.end()) {
         if (rec != obj->second.end()) {
-          AddHostedHeatLocked(replica.segment_id, -rec->second.admitted_heat);
           obj->second.erase(rec);
           --dynamic_count_;
           metrics_.dynamic_replicas.Add(-1);
@@ -425,7 +436,7 @@ absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const Co
   HS_RETURN_IF_ERROR(master_->LeasedCopyEnd(client, req));
   {
     MutexLock lock(&mu_);
-    std::optional<Pending> done = TakePendingLocked(lease.lease_id);
+    std::optional<Pending> done = TakePendingLocked(lease.lease_id, /*copied=*/true);
     HS_CHECK(done.has_value());
     const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
     DynamicRecord record;
@@ -433,11 +444,10 @@ absl::Status DynamicReplication::DynamicReplicaCopyEnd(ClientId client, const Co
     record.lease_id = lease.lease_id;
     record.version = lease.version;
     record.size_bytes = lease.size_bytes;
-    record.admitted_heat = done->admitted_heat;
     if (dynamic_[lease.name].emplace(lease.target_segment, std::move(record)).second) {
       ++dynamic_count_;
       metrics_.dynamic_replicas.Add(1);
-      AddHostedHeatLocked(lease.target_segment, done->admitted_heat);
+
     }
     ++stats_.copies_completed;
   }
@@ -511,6 +521,8 @@ absl::StatusOr<WarmupRequestResult> DynamicReplication::RequestWarmup(absl::stri
   }
   if (!enabled()) return absl::FailedPreconditionError("dynamic_replication_mode is off");
   if (domain.size() > 256) return absl::InvalidArgumentError("domain name too long");
+  // The candidates' heat includes every read made before the request.
+  DrainReads();
   MutexLock control(&control_mu_);
   const Domain d = NormalizeDomain(domain);
   known_domains_.insert(d);
@@ -673,6 +685,9 @@ void DynamicReplication::SyncMetrics() {
   const int64_t records = window_.stats().records;
   metrics_.hot_read_observations.Add(records - synced_window_records_);
   synced_window_records_ = records;
+  const int64_t dropped = reads_.dropped();
+  metrics_.heat_reads_dropped.Add(dropped - synced_reads_dropped_);
+  synced_reads_dropped_ = dropped;
 }
 
 DynamicReplicationStats DynamicReplication::Stats() const {

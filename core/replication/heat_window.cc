@@ -610,19 +610,6 @@ void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
   }
 }
 
-void HeatWindow::Prefetch(HeatHandle handle) const {
-  if (handle == kNoHeatHandle) return;
-  const uint32_t slot = static_cast<uint32_t>(handle & kSlotMask) - 1;
-  const uint32_t shard = static_cast<uint32_t>(handle >> kHandleShardShift) & 0xff;
-  if (shard >= static_cast<uint32_t>(shard_count_)) return;
-  const Shard& s = shards_[shard];
-  if (slot >= s.capacity) return;
-  // The slot's two cache lines, for writing.
-  const char* p = reinterpret_cast<const char*>(s.slot_base + slot);
-  __builtin_prefetch(p, 1);
-  __builtin_prefetch(p + sizeof(Slot) - 1, 1);
-}
-
 int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
   HS_CHECK(now >= 0);
   const uint64_t hash = StableHeatKeyHash(key);

@@ -2,8 +2,8 @@
 //
 // The Master-side heat window of dynamic hot replication: a bounded, sharded,
 // sliding count of reads per heat key (tenant + key, + requester domain when
-// domain-aware). The read path calls Record() once per key read; nothing else
-// happens there.
+// domain-aware). Record() is called once per key read, by the drain of the
+// read buffer (core/replication/heat_read_buffer.h), not by the read itself.
 //
 // Sliding window (DESIGN decision 1). Each tracked key keeps a ring of
 // `sub_buckets` 16-bit counters, one per window / sub_buckets of time, and
@@ -17,6 +17,16 @@
 // cooldown absorb repeats). A key that stays at or above the hit count does
 // not cross again: DynamicReplication looks at it again from background
 // events (DESIGN decision 1, heat_recheck.h) through CountInWindow.
+//
+// Drain lag. Reads reach the window through DynamicReplication's read
+// buffer: a read counts from the drain that applies it, at most one
+// dynamic_replication_heat_drain_interval_ms after it happened (sooner when
+// its buffer passes its high-water mark). The drain records each read with
+// the read's own time, never the drain's, so a read never counts in a
+// sub-bucket later than the one it happened in, and it leaves the window
+// when it would have without the lag; only the crossing (and so the
+// trigger) happens up to one drain interval later. A read dropped by a full
+// buffer is never counted (dynamic_replication_heat_reads_dropped_total).
 //
 // Bound. At most `entries_max` keys are tracked, split evenly over the
 // shards; the memory for them is reserved at construction (untouched pages
@@ -66,9 +76,9 @@
 //
 // Handles. Record() can also take a HeatHandle: a 64-bit note of where the
 // key's entry lives (shard, slot, and the slot's generation, which changes
-// whenever the slot is given to another key or freed). The master keeps one
-// per object next to its metadata, so a read of a tracked key goes straight
-// to its slot: no hashing, no index probe, no key comparison and no shard
+// whenever the slot is given to another key or freed). A caller that keeps
+// one per key (the master's read path did before the read buffer; the drain
+// looks keys up by text) goes straight to the key's slot: no hashing, no index probe, no key comparison and no shard
 // lock. The slot has a spin lock of its own, folded into its generation word:
 // one compare-exchange both checks that the handle still matches and takes
 // the lock, which is held for the few instructions of the count (every
@@ -190,11 +200,6 @@ class HeatWindow {
   // REQUIRES: `*handle` is kNoHeatHandle or was set by this window for a key
   // with the same tenant and key (the domain may differ; it is compared).
   HeatRecord Record(TimeNs now, HeatKeyView key, HeatHandle* handle);
-
-  // Asks the processor to start loading what Record(now, key, &handle) will
-  // touch, so the load overlaps the caller's own work. Only a hint: reads no
-  // entry, takes no lock, any handle value is safe.
-  void Prefetch(HeatHandle handle) const;
 
   // Reads of `key` in the window at `now`; 0 when not tracked. The admission
   // worker's re-check: a trigger whose key has cooled below the hit count is

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/replication/heat_read_buffer.h"
 
 namespace heatsink {
 
@@ -107,6 +108,11 @@ absl::Status ReplicationKnobs::Validate() const {
        1, kHeatWindowEntriesMaxLimit},
       {"dynamic_replication_heat_window_sub_buckets", dynamic_replication_heat_window_sub_buckets,
        1, kHeatWindowSubBucketsMax},
+      {"dynamic_replication_heat_drain_interval_ms", dynamic_replication_heat_drain_interval_ms, 1,
+       60'000},
+      {"dynamic_replication_heat_read_buffer_records",
+       dynamic_replication_heat_read_buffer_records, HeatReadBuffer::kRecordsPerStripeMin,
+       HeatReadBuffer::kRecordsPerStripeMax},
       {"dynamic_replication_admission_cooldown_ms", dynamic_replication_admission_cooldown_ms, 0,
        kMsPerWeek},
       {"dynamic_replication_recreate_cooldown_ms", dynamic_replication_recreate_cooldown_ms, 0,
@@ -135,6 +141,12 @@ absl::Status ReplicationKnobs::Validate() const {
   };
   for (const Ranged& r : ranged) {
     if (absl::Status s = CheckRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
+  }
+  if ((dynamic_replication_heat_read_buffer_records &
+       (dynamic_replication_heat_read_buffer_records - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("knob dynamic_replication_heat_read_buffer_records (",
+                     dynamic_replication_heat_read_buffer_records, ") must be a power of two"));
   }
   // Each sub-bucket must be a whole number of nanoseconds, or the window
   // would drift from its configured length.
@@ -214,6 +226,12 @@ KnobRegistry<ReplicationKnobs> MakeRegistry() {
       .Field("dynamic_replication_heat_window_sub_buckets",
              "steps the heat window slides in per window length",
              [](K& k) -> int64_t& { return k.dynamic_replication_heat_window_sub_buckets; })
+      .Field("dynamic_replication_heat_drain_interval_ms",
+             "longest delay from a read to its count in the heat window, ms",
+             [](K& k) -> int64_t& { return k.dynamic_replication_heat_drain_interval_ms; })
+      .Field("dynamic_replication_heat_read_buffer_records",
+             "records per read-buffer stripe (power of two; full: the read is dropped and counted)",
+             [](K& k) -> int64_t& { return k.dynamic_replication_heat_read_buffer_records; })
       .Field("dynamic_replication_admission_cooldown_ms",
              "per-key cooldown after an accepted admission, ms (0 disables)",
              [](K& k) -> int64_t& { return k.dynamic_replication_admission_cooldown_ms; })

@@ -78,6 +78,19 @@ struct ReplicationKnobs {
   // The window slides in steps of window / sub_buckets. More sub-buckets
   // track the window more closely at 2 bytes per key each.
   int64_t dynamic_replication_heat_window_sub_buckets = 10;
+  // Reads reach the window through per-thread read buffers
+  // (core/replication/heat_read_buffer.h) that the Executor drains at most
+  // this long after the first read it has not applied yet (and sooner when a
+  // buffer is half full): a read counts in the window from its drain, at most
+  // one interval after it happened.
+  int64_t dynamic_replication_heat_drain_interval_ms = 5;
+  // Records per read-buffer stripe (128 bytes each, 16 stripes: 8 MiB
+  // reserved with the default, resident only where written): a power of
+  // two. A read that finds its stripe full is dropped and counted
+  // (dynamic_replication_heat_reads_dropped_total), never waited for. At
+  // 2 million reads per second on one thread, 4096 records are 2 ms of
+  // reads; the drain is asked for at half of that.
+  int64_t dynamic_replication_heat_read_buffer_records = 4'096;
 
   // --- Cooldowns (DESIGN 3) -----------------------------------------------
   // From an accepted admission, per key (per key and requester domain when
@@ -150,6 +163,9 @@ struct ReplicationKnobs {
   int64_t AdmissionHitCount() const;
 
   DurationNs heat_window_ns() const { return SecToNs(dynamic_replication_heat_window_seconds); }
+  DurationNs heat_drain_interval_ns() const {
+    return MsToNs(dynamic_replication_heat_drain_interval_ms);
+  }
   DurationNs admission_cooldown_ns() const {
     return MsToNs(dynamic_replication_admission_cooldown_ms);
   }

@@ -26,6 +26,9 @@ ReplicationMetrics::ReplicationMetrics(MetricsRegistry& registry)
       trigger_queue_overflows(
           registry.GetCounter("dynamic_replication_trigger_queue_overflows_total",
                               "Admission triggers rejected because the trigger queue was full")),
+      heat_reads_dropped(registry.GetCounter(
+          "dynamic_replication_heat_reads_dropped_total",
+          "Reads not counted in the heat window because their read buffer was full")),
       would_propose(registry.GetCounter("dynamic_replication_would_propose_total",
                                         "Observe-mode admissions that would have proposed")),
       admissions_accepted(registry.GetCounter("dynamic_replication_admissions_accepted_total",

@@ -8,6 +8,7 @@
 //   dynamic_replication_hot_read_observations_total     reads recorded in the heat window
 //   dynamic_replication_triggers_enqueued_total         admission triggers queued
 //   dynamic_replication_trigger_queue_overflows_total   triggers rejected at the queue limit
+//   dynamic_replication_heat_reads_dropped_total        reads dropped by a full read buffer
 //   dynamic_replication_would_propose_total             observe-mode complete decisions
 //   dynamic_replication_admissions_accepted_total       accepted admissions (leases granted)
 //   dynamic_replication_admissions_rejected_total{reason}
@@ -58,6 +59,7 @@ class ReplicationMetrics {
   Counter& hot_read_observations;
   Counter& triggers_enqueued;
   Counter& trigger_queue_overflows;
+  Counter& heat_reads_dropped;
   Counter& would_propose;
   Counter& admissions_accepted;
   Counter& copy_tasks_created;

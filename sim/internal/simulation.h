@@ -204,14 +204,6 @@ class ObserverTee final : public ReadObserver, public ReplicaRemovalObserver {
  public:
   ObserverTee(Simulation* sim, ReadObserver* read_next, ReplicaRemovalObserver* removal_next)
       : sim_(sim), read_next_(read_next), removal_next_(removal_next) {}
-  // The locked calls go to dynamic replication only, so its heat window is
-  // reached through the handle it keeps in the object's metadata.
-  void BeforeKeyRead(uint64_t object_word) const override {
-    read_next_->BeforeKeyRead(object_word);
-  }
-  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override {
-    read_next_->OnKeyReadLocked(read, object_word);
-  }
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
 

@@ -62,8 +62,6 @@ struct ObjectMeta {
   // the PutEnd time at first, so unread objects order by age for eviction.
   TimeNs lease_expiry_ns = 0;
   TaskId replication_task;  // at most one per key
-  // The read observer's word for this object (ReadObserver::OnKeyReadLocked).
-  uint64_t read_observer_word = 0;
   // One inline: most objects have one replica (a put), and the object table
   // holds every object's metadata in its slots.
   absl::InlinedVector<ReplicaRecord, 1> replicas;

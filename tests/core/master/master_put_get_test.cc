@@ -401,52 +401,6 @@ TEST(MasterGet, BatchReturnsPerKeyResultsInOrder) {
   HS_EXPECT_CODE(got->results[2], kUnavailable);
 }
 
-// An observer that keeps a read count per object in the object's word.
-class WordCounter final : public ReadObserver {
- public:
-  void BeforeKeyRead(uint64_t object_word) const override { seen_before.push_back(object_word); }
-  void OnKeyReadLocked(ReadObservation& read, uint64_t& object_word) override {
-    read.observer_note = ++object_word;
-  }
-  void OnKeyRead(const ReadObservation& read) override {
-    notes.push_back(std::string(read.key) + "=" + std::to_string(read.observer_note));
-  }
-  mutable std::vector<uint64_t> seen_before;
-  std::vector<std::string> notes;
-};
-
-TEST(MasterGet, ReadObserverKeepsAWordPerObject) {
-  MasterHarness h;
-  WordCounter counter;
-  h.master().SetReadObserver(&counter);
-  HS_ASSERT_OK(h.AddStore(1, 1000));
-  HS_ASSERT_OK(h.Put("a", 10, 1));
-  HS_ASSERT_OK(h.Put("b", 10, 1));
-  HS_ASSERT_OK(h.Get("a"));
-  HS_ASSERT_OK(h.Get("a"));
-  HS_ASSERT_OK(h.Get("b"));
-  HS_EXPECT_CODE(h.Get("missing"), kNotFound);
-  BatchGetReplicaListRequest batch;
-  batch.names = {Name("a"), Name("b")};
-  HS_ASSERT_OK(h.master().BatchGetReplicaList(batch));
-  // Each read: the hint sees the word, the locked call changes it, and
-  // OnKeyRead sees the note the locked call left on the same observation.
-  EXPECT_EQ(counter.seen_before, (std::vector<uint64_t>{0, 1, 0, 2, 1}));
-  EXPECT_EQ(counter.notes, (std::vector<std::string>{"a=1", "a=2", "b=1", "a=3", "b=2"}));
-  // Another observer starts from zeroed words; setting the same one again
-  // keeps them.
-  WordCounter other;
-  h.master().SetReadObserver(&other);
-  h.master().SetReadObserver(&other);
-  HS_ASSERT_OK(h.Get("a"));
-  EXPECT_EQ(other.notes, (std::vector<std::string>{"a=1"}));
-  h.master().SetReadObserver(nullptr);
-  HS_ASSERT_OK(h.Get("a"));
-  h.master().SetReadObserver(&counter);
-  HS_ASSERT_OK(h.Get("a"));
-  EXPECT_EQ(counter.notes.back(), "a=1");
-}
-
 TEST(MasterGet, ReadObserverSeesOneCallPerKeyRead) {
   MasterHarness h;
   ReadLog log;

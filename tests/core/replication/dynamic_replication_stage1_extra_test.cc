@@ -31,6 +31,7 @@ TEST_F(DynamicReplicationStage1, WindowEntryLimitAdmitsAHotKeyWhileTheTableIsFul
   for (int i = 0; i < 200; ++i) HS_ASSERT_OK(h.Put("cold" + std::to_string(i), 16, {SegmentId(1)}));
   HS_ASSERT_OK(h.Put("hot", 16, {SegmentId(1)}));
   for (int i = 0; i < 200; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  EXPECT_EQ(h.dr().DrainReads(), 200);
   EXPECT_EQ(h.dr().heat_window().stats().tracked_keys, 16);
   // Every tracked entry is cold (one read, below the hit count): the hot
   // key replaces one on its first read and crosses on its third.
@@ -38,17 +39,17 @@ TEST_F(DynamicReplicationStage1, WindowEntryLimitAdmitsAHotKeyWhileTheTableIsFul
     HS_ASSERT_OK(h.Read("hot"));
     h.env().AdvanceBy(MsToNs(100));
   }
-  h.env().RunUntilIdle();
+  h.Settle();
   ASSERT_GE(h.sink().size(), 1u);
   EXPECT_EQ(h.sink().last().key, "hot");
   EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
   EXPECT_LE(h.dr().heat_window().stats().tracked_keys, 16);
 }
 
-// The master keeps the key's heat-window handle in the object's metadata:
-// after the first read, reads of a tracked key reach their entry without a
-// lookup, and each is still one observation of the key.
-TEST_F(DynamicReplicationStage1, ReadsOfATrackedKeyGoStraightToTheirHeatEntry) {
+// Reads reach the heat window through the read buffer: nothing is counted
+// until a drain, the drain applies each read once, and the drain timer does
+// it by itself within one drain interval.
+TEST_F(DynamicReplicationStage1, ReadsReachTheWindowThroughTheReadBufferAtTheirDrain) {
   ReplicationKnobs knobs = ReplicationTestKnobs();
   knobs.dynamic_replication_admission_qps_threshold = 100.0;  // nothing crosses
   ReplicationHarness h(knobs);
@@ -57,13 +58,70 @@ TEST_F(DynamicReplicationStage1, ReadsOfATrackedKeyGoStraightToTheirHeatEntry) {
   HS_ASSERT_OK(h.Put("j", 1000, {SegmentId(1)}));
   h.ReadTimes("k", 5);
   h.ReadTimes("j", 2);
+  EXPECT_EQ(h.dr().heat_window().stats().records, 0);
+  EXPECT_TRUE(h.dr().read_buffer().HasUndrained());
+  EXPECT_EQ(h.dr().DrainReads(), 7);
+  EXPECT_EQ(h.dr().DrainReads(), 0);
   const HeatWindowStats s = h.dr().heat_window().stats();
   EXPECT_EQ(s.records, 7);
-  EXPECT_EQ(s.handle_hits, 4 + 1);
   EXPECT_EQ(s.inserts, 2);
   const TimeNs now = h.now();
   EXPECT_EQ(h.dr().heat_window().CountInWindow(now, HeatKeyView{kDefaultTenant, "k", ""}), 5);
   EXPECT_EQ(h.dr().heat_window().CountInWindow(now, HeatKeyView{kDefaultTenant, "j", ""}), 2);
+
+  // The timer: armed by the first read after a drain, due one interval later.
+  const DurationNs interval = knobs.heat_drain_interval_ns();
+  h.ReadTimes("k", 1);
+  h.env().AdvanceBy(interval - 1);
+  EXPECT_EQ(h.dr().heat_window().stats().records, 7);
+  h.env().AdvanceBy(1);
+  EXPECT_EQ(h.dr().heat_window().stats().records, 8);
+  EXPECT_FALSE(h.dr().read_buffer().HasUndrained());
+  EXPECT_EQ(h.dr().heat_window().CountInWindow(h.now(), HeatKeyView{kDefaultTenant, "k", ""}),
+            6);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 0);
+}
+
+// A read never waits for the drain: a full read buffer drops the read and
+// counts it, the read returns as usual, a half-full buffer asks for a drain
+// at once (not one interval later), and a key that stays hot through the
+// overflow is still admitted once its reads get in again.
+TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAndHotKeysStillCross) {
+  ReplicationKnobs knobs = ReplicationTestKnobs();
+  knobs.dynamic_replication_heat_read_buffer_records = 16;  // the minimum
+  knobs.dynamic_replication_heat_window_entries_max = 256;
+  ReplicationHarness h(knobs);
+  HS_ASSERT_OK(h.AddStore(1, 16 * kMiB, "h1"));
+  HS_ASSERT_OK(h.AddStore(2, 16 * kMiB, "h2"));
+  for (int i = 0; i < 40; ++i) HS_ASSERT_OK(h.Put("cold" + std::to_string(i), 16, {SegmentId(1)}));
+  HS_ASSERT_OK(h.Put("hot", 16, {SegmentId(1)}));
+  // 16 cold reads fill this thread's stripe; every further read is dropped:
+  // each still returns its replicas, and nothing ran on the executor.
+  for (int i = 0; i < 16; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<GetReplicaListResponse> r = h.Read("hot");
+    HS_ASSERT_OK(r);
+    EXPECT_EQ(r->replicas.size(), 1u);
+  }
+  for (int i = 16; i < 40; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  EXPECT_EQ(h.dr().heat_window().stats().records, 0);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 5 + 24);
+  // The high-water read posted a drain due now: running what is due applies
+  // the 16 buffered reads, without waiting for the drain interval.
+  h.env().RunUntilIdle();
+  EXPECT_EQ(h.dr().heat_window().stats().records, 16);
+  EXPECT_EQ(h.dr().heat_window().CountInWindow(h.now(), HeatKeyView{kDefaultTenant, "hot", ""}),
+            0);
+  EXPECT_EQ(h.sink().size(), 0u);
+  // The key stays hot: its next reads get in and it crosses.
+  h.env().AdvanceBy(MsToNs(100));
+  h.ReadTimes("hot", 3);
+  h.env().AdvanceBy(knobs.heat_drain_interval_ns());  // the drain timer, then admission
+  ASSERT_EQ(h.sink().size(), 1u);
+  EXPECT_EQ(h.sink().last().key, "hot");
+  EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 29);
+  HS_EXPECT_OK(h.rm().CheckInvariants());
 }
 
 TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
@@ -71,7 +129,7 @@ TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
   HS_ASSERT_OK(h.AddTwoStores());
   absl::StatusOr<Version> v = h.Put("k", 1000, {SegmentId(1)});
   h.ReadTimes("k", 20);
-  h.env().RunUntilIdle();
+  h.Settle();
   EXPECT_EQ(h.dr().heat_window().stats().records, 0);
   EXPECT_EQ(h.dr().trigger_queue().stats().enqueued, 0);
   EXPECT_EQ(h.metrics().Value("dynamic_replication_hot_read_observations_total"), 0);
@@ -95,7 +153,7 @@ TEST_F(DynamicReplicationStage1, MetricsAreCountedPerReason) {
                    RejectReason::kBelowThreshold);
   h_.ReadTimes("k", 2);  // crosses; the worker has not run yet
   HS_EXPECT_OK(h_.rm().SubmitReplicaActionProposal(h_.Proposal(4, "k", version_, 1000)));
-  h_.env().RunUntilIdle();  // the heat trigger now finds the proposal's action
+  h_.Settle();  // the heat trigger now finds the proposal's action
   EXPECT_EQ(h_.sink().last().reason, RejectReason::kPending);
   EXPECT_EQ(h_.Rejected(RejectReason::kBelowThreshold), 2);
   EXPECT_EQ(h_.Rejected(RejectReason::kDomainHintUnsupported), 1);
@@ -109,7 +167,7 @@ TEST_F(DynamicReplicationStage1, MetricsAreCountedPerReason) {
   const Version vj = h_.master().GetObjectView(ObjectName{"", "j"})->version;
   h_.ReadTimes("j", 3);
   HS_ASSERT_OK(h_.rm().SubmitReplicaActionProposal(h_.Proposal(5, "j", vj, 1000)));
-  h_.env().RunUntilIdle();
+  h_.Settle();
   EXPECT_EQ(h_.Rejected(RejectReason::kPending), 2);
   // Every decision went to the sink and to the metrics, one each.
   EXPECT_EQ(h_.dr().Stats().decisions, static_cast<int64_t>(h_.sink().size()));
@@ -240,7 +298,7 @@ TEST(DynamicReplicationModeSwitch, OffObserveEnforceOffWhileTheMasterRuns) {
   // the admission worker runs, which rejects it as mode_off.
   h.ReadTimes("d", static_cast<int>(h.dr().knobs().AdmissionHitCount()));
   h.rm().SetDynamicReplicationMode(DynamicReplicationMode::kOff);
-  h.env().RunUntilIdle();
+  h.Settle();
   ASSERT_EQ(h.sink().size(), 3u);
   EXPECT_EQ(h.sink().last().key, "d");
   EXPECT_EQ(h.sink().last().reason, RejectReason::kModeOff);

@@ -44,11 +44,11 @@ TEST_F(DynamicReplicationRfcStage1, MasterSideHotAdmissionQueuesACopy) {
 
 TEST_F(DynamicReplicationRfcStage1, EnforceGetPathAutoExpandsAfterThresholdCrossing) {
   h_.ReadTimes("k", 2);
-  h_.env().RunUntilIdle();
+  h_.Settle();
   EXPECT_EQ(h_.sink().size(), 0u);  // below the hit count: nothing queued
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   h_.ReadTimes("k", 1);
-  h_.env().RunUntilIdle();
+  h_.Settle();
   ASSERT_EQ(h_.sink().size(), 1u);
   EXPECT_EQ(h_.sink().last().outcome, DecisionOutcome::kAccepted);
   HS_ASSERT_OK(h_.RunDynamicCopy(1));
@@ -64,9 +64,10 @@ TEST_F(DynamicReplicationRfcStage1, EnforceBatchGetPathAutoExpandsAfterThreshold
   req.names = {ObjectName{"", "k"}, ObjectName{"", "j"}};
   req.requester = ClientId(200);
   for (int i = 0; i < 3; ++i) HS_ASSERT_OK(h_.master().BatchGetReplicaList(req));
+  h_.dr().DrainReads();
   // One observation per key read, never per replica.
   EXPECT_EQ(h_.metrics().Value("dynamic_replication_hot_read_observations_total"), 6);
-  h_.env().RunUntilIdle();
+  h_.Settle();
   EXPECT_TRUE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_TRUE(h_.dr().FindPending(ObjectName{"", "j"}).has_value());
   EXPECT_EQ(h_.Fetch(1).size(), 2u);
@@ -108,7 +109,7 @@ TEST_F(DynamicReplicationRfcStage1, MaxReplicaLimitSuppressesFanout) {
   HS_ASSERT_OK(h.AddStore(3, kMiB, "h3"));
   HS_ASSERT_OK(h.Put("k", 1000, {SegmentId(1), SegmentId(2)}));
   h.ReadTimes("k", 10);
-  h.env().RunUntilIdle();
+  h.Settle();
   EXPECT_EQ(h.metrics().Value("dynamic_replication_hot_read_observations_total"), 0);
   EXPECT_EQ(h.sink().size(), 0u);
 
@@ -125,7 +126,7 @@ TEST_F(DynamicReplicationRfcStage1, MaxReplicaLimitSuppressesFanout) {
   g.ReadTimes("k", 3);  // hot with one replica; the trigger waits for the worker
   HS_ASSERT_OK(g.rm().SubmitReplicaActionProposal(g.Proposal(1, "k", *v, 1000)));
   HS_ASSERT_OK(g.RunDynamicCopy(1));  // now two readable replicas
-  g.env().RunUntilIdle();
+  g.Settle();
   EXPECT_EQ(g.sink().last().kind, DecisionKind::kHeat);
   EXPECT_EQ(g.sink().last().reason, RejectReason::kReplicaLimit);
   absl::StatusOr<ReplicaActionLease> capped =
@@ -151,7 +152,7 @@ TEST_F(DynamicReplicationRfcStage1, BelowThresholdAdmissionIsRejected) {
   // below_threshold, never dropped (DESIGN 8).
   h_.ReadTimes("k", 1);                    // crosses: trigger queued, worker posted
   h_.env().clock().AdvanceBy(SecToNs(2));  // the window empties before the worker runs
-  h_.env().RunUntilIdle();
+  h_.Settle();
   const DecisionRecord d = h_.sink().last();
   EXPECT_EQ(d.kind, DecisionKind::kHeat);
   EXPECT_EQ(d.reason, RejectReason::kBelowThreshold);
@@ -303,6 +304,7 @@ TEST_F(DynamicReplicationRfcStage1,
     HS_ASSERT_OK(h.Read("k" + std::to_string(i)));
     if (i % 50 == 0) h.env().AdvanceBy(MsToNs(100));
   }
+  h.dr().DrainReads();
   const HeatWindowStats s = h.dr().heat_window().stats();
   EXPECT_EQ(s.records, kKeys);
   EXPECT_LE(s.tracked_keys, knobs.dynamic_replication_heat_window_entries_max);
@@ -486,7 +488,7 @@ TEST_F(DynamicReplicationRfcStage1, ExpiredLeaseRejectsDynamicReplicaCopyStart) 
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_FALSE(h_.master().GetTask(lease.task_id).has_value());
   EXPECT_EQ(h_.master().GetSegment(SegmentId(2))->reserved_bytes, 0u);
-  h_.env().RunUntilIdle();  // the (cancelled) timer does nothing
+  h_.Settle();  // the (cancelled) timer does nothing
   EXPECT_EQ(h_.dr().Stats().leases_expired, 1);
 }
 

@@ -89,13 +89,13 @@ class DynamicReplicationRfcStage2 : public ::testing::Test {
 TEST_F(DynamicReplicationRfcStage2, RequesterDomainAdmissionIsIndependentAcrossDomains) {
   h_.ReadTimes("k", 2, "a");
   h_.ReadTimes("k", 2, "b");
-  h_.env().RunUntilIdle();
+  h_.Settle();
   // Four reads of the object, but neither domain alone reached the hit count.
   EXPECT_EQ(h_.sink().size(), 0u);
   EXPECT_EQ(h_.dr().HeatCount(ObjectName{"", "k"}, "a"), 2);
   EXPECT_EQ(h_.dr().HeatCount(ObjectName{"", "k"}, "b"), 2);
   h_.ReadTimes("k", 1, "b");
-  h_.env().RunUntilIdle();
+  h_.Settle();
   ASSERT_EQ(h_.sink().size(), 1u);
   const DecisionRecord d = h_.sink().last();
   EXPECT_EQ(d.outcome, DecisionOutcome::kAccepted);
@@ -159,7 +159,7 @@ TEST_F(DynamicReplicationRfcStage2, ProposalIsRejectedWhenTheTargetDomainHasNoVa
   HS_EXPECT_REASON(r, RejectReason::kNoTargetInDomain);
   HS_EXPECT_CODE(r, kResourceExhausted);
   // The heat path says the same for the same domain.
-  h_.env().RunUntilIdle();
+  h_.Settle();
   EXPECT_EQ(h_.sink().last().reason, RejectReason::kNoTargetInDomain);
   EXPECT_EQ(h_.sink().last().target_domain, std::optional<std::string>("c"));
   EXPECT_TRUE(h_.dr().PendingActions().empty());
@@ -307,8 +307,9 @@ TEST_F(DynamicReplicationStage2, DomainAwareKnobOffKeepsStageOneBehaviour) {
   // Heat is keyed by tenant + key only: reads from two domains add up.
   h.ReadTimes("k", 1, "a");
   h.ReadTimes("k", 2, "b");
+  h.dr().DrainReads();
   EXPECT_EQ(h.dr().HeatCount(ObjectName{"", "k"}), 3);
-  h.env().RunUntilIdle();
+  h.Settle();
   const DecisionRecord d = h.sink().last();
   EXPECT_EQ(d.outcome, DecisionOutcome::kAccepted);
   EXPECT_FALSE(d.requester_domain.has_value());

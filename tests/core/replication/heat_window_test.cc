@@ -526,8 +526,6 @@ TEST(HeatWindow, HandleComparesTheDomain) {
   EXPECT_EQ(w.CountInWindow(0, in_a), 3);
   EXPECT_EQ(w.CountInWindow(0, in_b), 2);
   EXPECT_EQ(w.CountInWindow(0, Key("k")), 0);
-  w.Prefetch(h);  // a hint only
-  w.Prefetch(~HeatHandle{0});
   EXPECT_TRUE(w.CheckInvariants().ok());
 }
 

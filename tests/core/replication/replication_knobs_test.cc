@@ -80,6 +80,21 @@ void ExpectInvalid(const ReplicationKnobs& k, const std::string& knob_name) {
 TEST(ReplicationKnobs, ValidateRejectsOutOfRangeValues) {
   {
     auto k = Valid();
+    k.dynamic_replication_heat_drain_interval_ms = 0;
+    ExpectInvalid(k, "dynamic_replication_heat_drain_interval_ms");
+  }
+  {
+    auto k = Valid();
+    k.dynamic_replication_heat_read_buffer_records = 8;
+    ExpectInvalid(k, "dynamic_replication_heat_read_buffer_records");
+  }
+  {
+    auto k = Valid();
+    k.dynamic_replication_heat_read_buffer_records = 1'000;
+    ExpectInvalid(k, "power of two");
+  }
+  {
+    auto k = Valid();
     k.dynamic_replication_heat_window_seconds = 0;
     ExpectInvalid(k, "dynamic_replication_heat_window_seconds");
   }
@@ -215,6 +230,8 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_max_memory_replicas",
                            "dynamic_replication_heat_window_entries_max",
                            "dynamic_replication_heat_window_sub_buckets",
+                           "dynamic_replication_heat_drain_interval_ms",
+                           "dynamic_replication_heat_read_buffer_records",
                            "dynamic_replication_admission_cooldown_ms",
                            "dynamic_replication_recreate_cooldown_ms",
                            "dynamic_replication_admission_retry_ms",
@@ -237,7 +254,7 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_warmup_domain_poll_ms"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(r.entries().size(), 26u);
+  EXPECT_EQ(r.entries().size(), 28u);
 }
 
 TEST(ReplicationKnobs, SustainedHeatAndReleaseKnobsAreValidated) {

@@ -198,10 +198,18 @@ class ReplicationHarness {
     }
   }
 
+  // Applies the buffered reads (as the drain timer would, up to
+  // dynamic_replication_heat_drain_interval_ms later) and runs what is due
+  // now: the admission worker, when a read crossed.
+  void Settle() {
+    dr().DrainReads();
+    env_.RunUntilIdle();
+  }
+
   // Reads `key` up to the hit count and runs the admission worker.
   void MakeHot(const std::string& key, const std::string& domain = "") {
     ReadTimes(key, static_cast<int>(dr().knobs().AdmissionHitCount()), domain);
-    env_.RunUntilIdle();
+    Settle();
   }
 
   // The client's tasks (they become PROCESSING).

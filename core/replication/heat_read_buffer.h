@@ -1,0 +1,124 @@
+// File: core/replication/heat_read_buffer.h
+//
+// The read path's half of the heat window: reads are appended here on the
+// reading thread and applied to the HeatWindow later, in a batch, by one
+// drainer on the Executor (DynamicReplication::DrainReads). The anchor is
+// Caffeine's striped read buffer: the read touches no per-key state and no
+// line another reader writes, takes no lock and allocates nothing.
+//
+// Layout. kStripes stripes, each a ring of `records_per_stripe` (a power of
+// two) fixed 128-byte records. A thread takes a stripe on its first append
+// (round robin over all buffers of the process, kept in a thread_local), so
+// up to kStripes reading threads each own one. Each stripe keeps its
+// producer index (tail) and its consumer index (head) on separate cache
+// lines. A record is: a 32-bit publication word, the three field lengths,
+// the read time, and the tenant, key and requester domain bytes inline
+// (kKeyBytesMax = 112 bytes together). Memory: kStripes x records_per_stripe
+// x 128 bytes, reserved zeroed at construction (8 MiB with the default 4096
+// records per stripe); a stripe's pages become resident when a thread first
+// writes them.
+//
+// Append (foreground): claim the next index of the thread's stripe with one
+// compare-exchange on the stripe's tail (uncontended while no other thread
+// shares the stripe), copy the key bytes and the time into the record, and
+// publish it with one release store of its publication word. A stripe that
+// holds records_per_stripe undrained records is full: the read is dropped
+// and counted (dropped()), never waited for. A key longer than
+// kKeyBytesMax is not appended (kTooLong): the caller applies it directly.
+//
+// Drain (background, one caller at a time): visits the stripes in index
+// order and, in each, the published records in append order, stopping at
+// the first record a producer has claimed but not yet published (the next
+// drain takes it). Used from one thread (the simulator), records therefore
+// come out in exactly the order they went in.
+//
+// Thread safety: Append from any number of threads, concurrently with one
+// Drain. Drain calls must not overlap (the caller serialises them).
+#ifndef HEATSINK_CORE_REPLICATION_HEAT_READ_BUFFER_H_
+#define HEATSINK_CORE_REPLICATION_HEAT_READ_BUFFER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/functional/function_ref.h"
+#include "core/env/time.h"
+#include "core/replication/heat_key.h"
+
+namespace heatsink {
+
+class HeatReadBuffer {
+ public:
+  static constexpr int32_t kStripes = 16;
+  static constexpr size_t kRecordBytes = 128;
+  // Tenant + key + requester domain bytes a record holds inline.
+  static constexpr size_t kKeyBytesMax = 112;
+  static constexpr int64_t kRecordsPerStripeMin = 16;
+  static constexpr int64_t kRecordsPerStripeMax = 65'536;
+
+  enum class AppendResult : uint8_t {
+    kAppended,
+    // Appended, and the stripe now holds at least high_water() records:
+    // the caller should ask for a drain soon.
+    kAppendedHighWater,
+    kFull,     // dropped and counted
+    kTooLong,  // not appended: the key does not fit a record
+  };
+
+  // REQUIRES: records_per_stripe a power of two in
+  // [kRecordsPerStripeMin, kRecordsPerStripeMax] (HS_CHECK).
+  explicit HeatReadBuffer(int64_t records_per_stripe);
+  ~HeatReadBuffer();
+  HeatReadBuffer(const HeatReadBuffer&) = delete;
+  HeatReadBuffer& operator=(const HeatReadBuffer&) = delete;
+
+  static bool Fits(HeatKeyView key) {
+    return key.tenant.size() + key.key.size() + key.domain.size() <= kKeyBytesMax;
+  }
+
+  // Appends one read of `key` at `t_ns` to the calling thread's stripe.
+  // (The key by reference: 48 bytes passed by value go through the stack in
+  // pieces the callee reloads whole, which stalls store forwarding.)
+  AppendResult Append(TimeNs t_ns, const HeatKeyView& key);
+
+  // Calls `apply(t_ns, key)` for every published record, stripe by stripe
+  // in index order, each stripe in append order, and frees them. The views
+  // are valid only during the call. Returns the records applied.
+  // REQUIRES: no other Drain runs concurrently.
+  int64_t Drain(absl::FunctionRef<void(TimeNs, HeatKeyView)> apply);
+
+  // True when some stripe holds a record not yet drained (published or
+  // still being written).
+  bool HasUndrained() const;
+
+  // Reads dropped because their stripe was full, since construction.
+  int64_t dropped() const;
+  int64_t records_per_stripe() const { return capacity_; }
+  // Half a stripe.
+  int64_t high_water() const { return capacity_ / 2; }
+  int64_t MemoryBytes() const {
+    return static_cast<int64_t>(kStripes) * capacity_ * static_cast<int64_t>(kRecordBytes);
+  }
+
+ private:
+  struct Record;
+  struct Stripe;
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+
+  static int32_t ThisThreadStripeIndex();
+
+  const int64_t capacity_;
+  const uint64_t mask_;
+  std::unique_ptr<Stripe[]> stripes_;
+  // kStripes x capacity_ records, calloc'ed: zero publication words, pages
+  // resident only once written.
+  std::unique_ptr<Record, FreeDeleter> records_;
+};
+
+}  // namespace heatsink
+
+#endif  // HEATSINK_CORE_REPLICATION_HEAT_READ_BUFFER_H_
