@@ -325,7 +325,10 @@ absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
   const DurationNs bound =
       std::max({k.admission_cooldown_ns(), k.recreate_cooldown_ns(), k.admission_retry_ns(),
                 k.lease_ttl_ns() + mk.sweep_interval_ns()}) +
-      k.heat_window_ns() / k.dynamic_replication_heat_window_sub_buckets + kNsPerSec;
+      // A look that finds the key just below the hit count drops it; the
+      // key then crosses again within a sub-bucket, seen one drain later.
+      2 * (k.heat_window_ns() / k.dynamic_replication_heat_window_sub_buckets) +
+      k.heat_drain_interval_ns() + kNsPerSec;
   if (world.now_ns - mode_on_since_ns_ < bound) return absl::OkStatus();
   const int64_t hit_count = k.AdmissionHitCount();
   for (const auto& [key, last_ns] : last_heat_decision_ns_) {

@@ -45,8 +45,9 @@
 //                                with its object complete and the mode on,
 //                                gets a new decision within max(admission
 //                                cooldown, recreate cooldown, retry delay,
-//                                lease TTL + reaping period) + one heat
-//                                sub-bucket + 1 s (DESIGN 1); checked once
+//                                lease TTL + reaping period) + two heat
+//                                sub-buckets + the drain interval + 1 s
+//                                (DESIGN 1); checked once
 //                                per simulated second, and not once a
 //                                trigger or re-evaluation was lost to a full
 //                                table

@@ -420,14 +420,18 @@ void DynamicReplication::ArmRecheckTimer(TimeNs due_ns) {
     env_->executor->Cancel(recheck_timer_);
   }
   recheck_timer_due_ns_ = due_ns;
-  recheck_timer_ = env_->executor->PostAfter(std::max<DurationNs>(0, due_ns - Now()), [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      recheck_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
-    RunRechecks();
-  });
+  const uint64_t generation = ++recheck_timer_generation_;
+  recheck_timer_ =
+      env_->executor->PostAfter(std::max<DurationNs>(0, due_ns - Now()), [this, generation]() {
+        {
+          MutexLock timer_lock(&timer_mu_);
+          // A timer that started while a re-arm replaced it leaves the
+          // newer one's id alone.
+          if (generation == recheck_timer_generation_) recheck_timer_ = kNoTimer;
+          if (stopping_) return;
+        }
+        RunRechecks();
+      });
 }
 
 void DynamicReplication::RunRechecks() {
@@ -450,9 +454,12 @@ void DynamicReplication::RunRechecks() {
         continue;
       }
       if (object.ok() && AtReplicaCap(*object, key.domain)) {
-        // Done: a key at its cap stays silent (DESIGN 2); it records heat,
-        // and so crosses again, only once it has lost a replica.
+        // At its cap a key stays silent (DESIGN 2): no decision. Its reads
+        // record no heat, so the next look usually finds it cooled; one that
+        // is still counted (a replica the read path no longer lists, or one
+        // lost meanwhile) is looked at again after the retry delay.
         metrics_.rechecks_at_cap.Add();
+        ScheduleRecheck(now + knobs_.admission_retry_ns(), key.view());
         continue;
       }
       metrics_.rechecks_requeued.Add();

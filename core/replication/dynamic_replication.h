@@ -66,9 +66,10 @@
 // it cooled unless it lost a replica and is still read), after
 // dynamic_replication_admission_retry_ms. When the look is due the key's
 // window count is read again and, if still at or above the hit count, an
-// ordinary trigger is queued; a key that cooled, or that holds its cap now,
-// is dropped without a decision, and one whose object still runs a copy task
-// is looked at again one heat sub-bucket later. Nothing is
+// ordinary trigger is queued; a key that cooled is dropped; one that holds
+// its cap now is looked at again after the retry delay without a decision
+// (its reads record no heat, so it soon cools); one whose object still runs a
+// copy task is looked at again one heat sub-bucket later. Nothing is
 // re-armed after below_threshold, target_domain_has_replica or mode_off, nor
 // for proposals and warmup. So a hot key gets a new decision at each cooldown end
 // until it holds its cap or cools.
@@ -559,6 +560,7 @@ class DynamicReplication final : public ReadObserver,
   TimerId warmup_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimerId recheck_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   TimeNs recheck_timer_due_ns_ ABSL_GUARDED_BY(timer_mu_) = 0;
+  uint64_t recheck_timer_generation_ ABSL_GUARDED_BY(timer_mu_) = 0;
   TimerId release_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;
   std::set<TimerId> lease_timers_ ABSL_GUARDED_BY(timer_mu_);
   bool stopping_ ABSL_GUARDED_BY(timer_mu_) = false;
