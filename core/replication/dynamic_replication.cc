@@ -1,5 +1,6 @@
 // DynamicReplication, part one: construction, the read path (heat), admission
-// and proposals. Part two (dynamic_replication_lifecycle.cc): pending state
+// and proposals. Sustained heat (re-evaluating keys that stay hot) is in
+// dynamic_replication_rechecks.cc. Part two (dynamic_replication_lifecycle.cc): pending state
 // and lease expiry, removals, the dynamic copy lifecycle, warmup, views and
 // invariants. The contract and the order of checks are in
 // dynamic_replication.h; these files say why where it is not obvious.
@@ -18,8 +19,6 @@ namespace {
 
 // Triggers one admission pass takes before it yields the executor.
 constexpr size_t kAdmissionBatchMax = 64;
-// Due re-evaluations one recheck pass takes before it yields the executor.
-constexpr size_t kRecheckBatchMax = 256;
 
 // Placement's view of an object and the mounted segments.
 struct Candidates {
@@ -302,173 +301,6 @@ int64_t DynamicReplication::RunAdmissionPass() {
   ++stats_.admission_passes;
   stats_.triggers_processed += static_cast<int64_t>(batch.size());
   return static_cast<int64_t>(batch.size());
-}
-
-// ---------------------------------------------------------------------------
-// Sustained heat (DESIGN 1)
-// ---------------------------------------------------------------------------
-
-namespace {
-// Rejections that may pass by themselves: the key is looked at again after
-// the retry delay.
-bool TransientRejection(RejectReason reason) {
-  switch (reason) {
-    case RejectReason::kNoTarget:
-    case RejectReason::kNoTargetInDomain:
-    case RejectReason::kUtilizationCap:
-    case RejectReason::kNoSource:
-    case RejectReason::kResourceExhausted:
-    case RejectReason::kTaskCreateFailed:
-    case RejectReason::kNotComplete:
-    case RejectReason::kObjectNotFound:
-    // At its cap a key's reads record no heat, so the look usually finds it
-    // cooled; if it lost a replica meanwhile and is still read, it goes on.
-    case RejectReason::kReplicaLimit:
-      return true;
-    default:
-      return false;
-  }
-}
-}  // namespace
-
-bool DynamicReplication::AtReplicaCap(const ObjectView& object,
-                                      absl::string_view requester_domain) const {
-  int64_t counted = 0;
-  for (const ReplicaDescriptor& d : object.replicas) {
-    if (d.kind != ReplicaKind::kMemory || d.status != ReplicaStatus::kComplete ||
-        d.version != object.version) {
-      continue;
-    }
-    if (!domain_aware() || DomainCost(requester_domain, ReplicaDomain(d)) == 0) ++counted;
-  }
-  return counted >= knobs_.dynamic_replication_max_memory_replicas;
-}
-
-HeatKey DynamicReplication::BlockerOf(const PendingKey& pending_key) {
-  return HeatKey(pending_key.name.tenant, pending_key.name.key, pending_key.domain);
-}
-
-void DynamicReplication::RearmAfter(const AdmissionInput& input, const AdmissionResult& result) {
-  if (input.kind != DecisionKind::kHeat || !enabled()) return;
-  const TimeNs now = result.record.t_ns;
-  const HeatKeyView key = input.heat_key.view();
-  const DurationNs retry = knobs_.admission_retry_ns();
-  const PendingKey pending_key{ObjectName{result.record.tenant, result.record.key},
-                               PendingDomain(input.target_domain)};
-  // Parks the key on its pending copy; false when no dynamic copy of the key
-  // (and domain) is pending any more. Checked and parked under mu_, the lock
-  // under which a pending action ends and releases what is parked on it.
-  auto park = [&]() {
-    MutexLock lock(&mu_);
-    if (pending_.find(pending_key) == pending_.end()) return false;
-    if (!rechecks_.Park(BlockerOf(pending_key), key).ok()) {
-      metrics_.recheck_overflows.Add();
-      ++stats_.rechecks_lost;
-    }
-    return true;
-  };
-  switch (result.record.outcome) {
-    case DecisionOutcome::kAccepted:
-    case DecisionOutcome::kWouldPropose: {
-      const DurationNs cooldown = knobs_.admission_cooldown_ns();
-      if (cooldown > 0) return ScheduleRecheck(now + cooldown, key);
-      if (result.record.outcome == DecisionOutcome::kAccepted && park()) return;
-      return ScheduleRecheck(now + retry, key);
-    }
-    case DecisionOutcome::kRejected:
-      break;
-    case DecisionOutcome::kDropped:
-      return;
-  }
-  HS_CHECK(result.record.reason.has_value());
-  const RejectReason reason = *result.record.reason;
-  if (reason == RejectReason::kCooldown) {
-    const std::optional<TimeNs> end = admission_cooldown_.Deadline(now, key);
-    return ScheduleRecheck(end.value_or(now), key);
-  }
-  if (reason == RejectReason::kRecreateCooldown) {
-    const Domain domain = domain_aware() ? NormalizeDomain(input.target_domain) : Domain();
-    const std::optional<TimeNs> end =
-        recreate_cooldown_.Deadline(now, HeatKeyView{pending_key.name.tenant, pending_key.name.key,
-                                                     domain});
-    return ScheduleRecheck(end.value_or(now), key);
-  }
-  if (reason == RejectReason::kPending) {
-    // A dynamic copy: when it ends or fails. An ordinary copy task of the
-    // key: after the retry delay.
-    if (park()) return;
-    return ScheduleRecheck(now + retry, key);
-  }
-  if (TransientRejection(reason)) ScheduleRecheck(now + retry, key);
-}
-
-void DynamicReplication::ScheduleRecheck(TimeNs due_ns, HeatKeyView key) {
-  if (!rechecks_.Schedule(due_ns, key).ok()) {
-    metrics_.recheck_overflows.Add();
-    MutexLock lock(&mu_);
-    ++stats_.rechecks_lost;
-    return;
-  }
-  ArmRecheckTimer(due_ns);
-}
-
-void DynamicReplication::ArmRecheckTimer(TimeNs due_ns) {
-  MutexLock lock(&timer_mu_);
-  if (stopping_) return;
-  if (recheck_timer_ != kNoTimer) {
-    if (recheck_timer_due_ns_ <= due_ns) return;
-    env_->executor->Cancel(recheck_timer_);
-  }
-  recheck_timer_due_ns_ = due_ns;
-  const uint64_t generation = ++recheck_timer_generation_;
-  recheck_timer_ =
-      env_->executor->PostAfter(std::max<DurationNs>(0, due_ns - Now()), [this, generation]() {
-        {
-          MutexLock timer_lock(&timer_mu_);
-          // A timer that started while a re-arm replaced it leaves the
-          // newer one's id alone.
-          if (generation == recheck_timer_generation_) recheck_timer_ = kNoTimer;
-          if (stopping_) return;
-        }
-        RunRechecks();
-      });
-}
-
-void DynamicReplication::RunRechecks() {
-  const TimeNs now = Now();
-  const std::vector<HeatKey> due = rechecks_.TakeDue(now, kRecheckBatchMax);
-  if (enabled()) {
-    // A copy task of the object still running (typically a dynamic copy that
-    // ended and whose worker has not reported the task complete yet) would
-    // only turn the look into a `pending` line: look again one heat
-    // sub-bucket later instead, without a decision.
-    const DurationNs defer = window_.options().window_ns / window_.options().sub_buckets;
-    for (const HeatKey& key : due) {
-      if (window_.CountInWindow(now, key.view()) < hit_count_) {
-        metrics_.rechecks_cooled.Add();
-        continue;
-      }
-      absl::StatusOr<ObjectView> object = master_->GetObjectView(key.object());
-      if (object.ok() && object->replication_task.valid()) {
-        ScheduleRecheck(now + defer, key.view());
-        continue;
-      }
-      if (object.ok() && AtReplicaCap(*object, key.domain)) {
-        // At its cap a key stays silent (DESIGN 2): no decision. Its reads
-        // record no heat, so the next look usually finds it cooled; one that
-        // is still counted (a replica the read path no longer lists, or one
-        // lost meanwhile) is looked at again after the retry delay.
-        metrics_.rechecks_at_cap.Add();
-        ScheduleRecheck(now + knobs_.admission_retry_ns(), key.view());
-        continue;
-      }
-      metrics_.rechecks_requeued.Add();
-      (void)QueueTrigger(now, key.view());
-    }
-  }
-  if (const std::optional<TimeNs> next = rechecks_.NextDue(); next.has_value()) {
-    ArmRecheckTimer(*next);
-  }
 }
 
 DynamicReplication::AdmissionResult DynamicReplication::Reject(AdmissionResult result,
