@@ -73,6 +73,11 @@ bool DenseScoreArray::Add(uint64_t slot, double increment) {
   return AtomicAddScore(slots_[slot], increment);
 }
 
+bool DenseScoreArray::Raise(uint64_t slot, double floor) {
+  HS_CHECK(slot < size_);
+  return AtomicRaiseScore(slots_[slot], floor);
+}
+
 void DenseScoreArray::Scale(uint64_t begin, uint64_t end, double factor) {
   HS_CHECK(begin <= end && end <= size_);
   for (uint64_t i = begin; i < end; ++i) AtomicScaleScore(slots_[i], factor);

@@ -56,6 +56,8 @@ class DenseScoreArray {
   double Load(uint64_t slot) const { return slots_[slot].load(std::memory_order_relaxed); }
   // Adds to an occupied slot; returns false if the slot is empty.
   bool Add(uint64_t slot, double increment);
+  // Raises the slot's score to at least `floor`; false if it holds the tag.
+  bool Raise(uint64_t slot, double floor);
   // score *= factor for every occupied slot in [begin, end).
   void Scale(uint64_t begin, uint64_t end, double factor);
   // Sum of [begin, end) in slot order. REQUIRES: every slot occupied.

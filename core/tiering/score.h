@@ -47,6 +47,18 @@ inline void AtomicScaleScore(std::atomic<double>& score, double factor) {
                                         std::memory_order_relaxed));
 }
 
+// Raises an owned score to at least `floor` (never lowers it). Returns false
+// (and changes nothing) if the field holds the tag.
+inline bool AtomicRaiseScore(std::atomic<double>& score, double floor) {
+  double current = score.load(std::memory_order_relaxed);
+  do {
+    if (IsNoScoreTag(current)) return false;
+    if (current >= floor) return true;
+  } while (!score.compare_exchange_weak(current, floor, std::memory_order_relaxed,
+                                        std::memory_order_relaxed));
+  return true;
+}
+
 }  // namespace heatsink
 
 #endif  // HEATSINK_CORE_TIERING_SCORE_H_

@@ -344,6 +344,26 @@ void TierManager::FinishRead(ReadToken& token, bool success) {
 void TierManager::CompleteRead(ReadToken&& token) { FinishRead(token, /*success=*/true); }
 void TierManager::AbandonRead(ReadToken&& token) { FinishRead(token, /*success=*/false); }
 
+absl::Status TierManager::RaiseScore(const TierKey& key, double score) {
+  if (!std::isfinite(score) || score < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an inherited score must be finite and >= 0, got ", score));
+  }
+  // Under the shared lock the owner cannot move (moves need the exclusive
+  // lock); the raise is a compare/exchange loop like an increment.
+  ReaderMutexLock lock(&mu_);
+  IndexEntry* entry = index_.Find(key);
+  if (entry == nullptr) {
+    return absl::NotFoundError(absl::StrCat("key ", FormatTierKey(key), " not indexed"));
+  }
+  if (entry->residence == Residence::kFixedHead) {
+    HS_CHECK(pool_.scores(entry->region).Raise(geometry().SlotOfOffset(entry->offset), score));
+  } else {
+    HS_CHECK(AtomicRaiseScore(entry->score, score));
+  }
+  return absl::OkStatus();
+}
+
 std::optional<KeyInfo> TierManager::Lookup(const TierKey& key) const {
   ReaderMutexLock lock(&mu_);
   const IndexEntry* entry = index_.Find(key);

@@ -291,6 +291,12 @@ class TierManager {
   // The read failed: unpin, no increment. REQUIRES: token.active().
   void AbandonRead(ReadToken&& token);
 
+  // Score inheritance (a replica copy carries its source's decayed score):
+  // raises the key's score to at least `score`, never lowers it.
+  // INVALID_ARGUMENT unless `score` is finite and >= 0; NOT_FOUND if the key
+  // is not indexed. Counts no read.
+  [[nodiscard]] absl::Status RaiseScore(const TierKey& key, double score);
+
   std::optional<KeyInfo> Lookup(const TierKey& key) const;
   // NOT_FOUND if absent.
   [[nodiscard]] absl::StatusOr<double> Score(const TierKey& key) const;
@@ -312,6 +318,11 @@ class TierManager {
   // One whole round (scan every region, reduce, exchange, finish) on this
   // thread. Outcomes kBusy/kDisabled when the round cannot begin.
   PromotionResult PromotionStep();
+
+  // Every head region's summary, scanned now under the shared lock and
+  // outside any round (for reports: the gate, the rate cap and decay are not
+  // involved, nothing changes). Region order.
+  std::vector<RegionSummary> ScanRegions() const;
 
   bool decay_pending() const;
   PriorityGate::Holder gate_holder() const;

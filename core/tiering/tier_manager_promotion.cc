@@ -137,6 +137,14 @@ PromotionRound::~PromotionRound() {
 
 int PromotionRound::region_count() const { return manager_->pool_.head_region_count(); }
 
+std::vector<RegionSummary> TierManager::ScanRegions() const {
+  ReaderMutexLock lock(&mu_);
+  std::vector<RegionSummary> out;
+  out.reserve(static_cast<size_t>(pool_.head_region_count()));
+  for (int r = 0; r < pool_.head_region_count(); ++r) out.push_back(heatsink::ScanRegion(pool_, r));
+  return out;
+}
+
 RegionSummary PromotionRound::ScanRegion(int region) const {
   HS_CHECK(manager_ != nullptr);
   ReaderMutexLock lock(&manager_->mu_);

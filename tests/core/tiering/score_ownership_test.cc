@@ -6,6 +6,7 @@
 // Also: pinned heads survive deletion (orphaned, then reclaimed), stores that
 // are aborted release their space, limits reject with RESOURCE_EXHAUSTED, and
 // local-hit accounting counts reads by placement.
+#include <cmath>
 #include <vector>
 
 #include "tests/core/tiering/tiering_test_util.h"
@@ -281,6 +282,31 @@ TEST(ScoreOwnership, LocalHitAccountingByPlacement) {
   EXPECT_EQ(s.reads_evicted, 2);
   EXPECT_EQ(s.LocalHitFraction(), 3.0 / 8.0);
   EXPECT_EQ(h.metrics().Value("tiering_reads_total", {{"placement", "foreign"}}), 3);
+}
+
+// Score inheritance: RaiseScore lifts a key's score to the inherited value in
+// either owner (dense slot, index entry), never lowers it, counts no read,
+// and rejects what is not a score.
+TEST_F(ScoreOwnershipTest, RaiseScoreLiftsNeverLowers) {
+  const TierKey head_key = Key("head");
+  h_.PutHead(head_key, 1);
+  ASSERT_TRUE(h_.tm().RaiseScore(head_key, 12.5).ok());
+  EXPECT_EQ(h_.Score(head_key), 12.5);
+  ASSERT_TRUE(h_.tm().RaiseScore(head_key, 4.0).ok());
+  EXPECT_EQ(h_.Score(head_key), 12.5);
+  h_.Read(head_key, 1);
+  EXPECT_EQ(h_.Score(head_key), 13.5);
+  const TierKey arena_key = Key("arena");
+  ASSERT_TRUE(h_.tm().Put(arena_key, std::vector<uint8_t>(10, 7)).ok());
+  ASSERT_EQ(h_.Info(arena_key).residence, Residence::kArena);
+  ASSERT_TRUE(h_.tm().RaiseScore(arena_key, 3.0).ok());
+  EXPECT_EQ(h_.Score(arena_key), 3.0);
+  EXPECT_EQ(h_.tm().stats().reads_local + h_.tm().stats().reads_foreign, 1);
+  EXPECT_EQ(h_.tm().RaiseScore(Key("absent"), 1.0).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(h_.tm().RaiseScore(head_key, -1.0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h_.tm().RaiseScore(head_key, std::nan("")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(h_.tm().CheckInvariants().ok());
 }
 
 }  // namespace
