@@ -1,6 +1,8 @@
 #include "sim/numa_model.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -195,7 +197,13 @@ DurationNs NumaHostModel::ChunkCost(int region, uint64_t bytes) const {
   return c.latency_ns + TransferNs(bytes, c.bytes_per_s);
 }
 
-NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes) {
+NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes, size_t interval) {
+  HS_CHECK_MSG(interval >= open_interval_, "NUMA reads must come in interval order");
+  // Close the open interval, and any quiet ones between it and this read's.
+  while (interval > open_interval_) {
+    CloseOpenInterval();
+    ++open_interval_;
+  }
   NumaReadCost cost;
   const auto it = indexed_.find(name);
   if (it == indexed_.end()) return cost;  // no chunk indexed: all from backing memory
@@ -214,11 +222,107 @@ NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes) {
       const int region = token->region() >= 0 ? token->region() : 0;
       cost.memory_ns += ChunkCost(region, bytes);
       ++cost.head_reads;
-      if (token->placement() == ReadPlacement::kLocal) ++cost.local_reads;
+      const bool local = token->placement() == ReadPlacement::kLocal;
+      if (local) ++cost.local_reads;
+      ChunkReads& counted = interval_reads_[key];
+      ++counted.reads;
+      if (local) ++counted.local;
     }
     manager_->CompleteRead(std::move(*token));
   }
+  open_stats_.head_reads += cost.head_reads;
+  open_stats_.local_reads += cost.local_reads;
   return cost;
+}
+
+void NumaHostModel::InheritScores(const ObjectName& name, uint64_t size_bytes,
+                                  const NumaHostModel& source) {
+  const double fraction = manager_->knobs().copy_score_inheritance;
+  if (fraction <= 0) return;
+  TierKey key{name, 0};
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
+    const std::optional<KeyInfo> from = source.manager_->Lookup(key);
+    if (!from.has_value() || from->score <= 0) continue;
+    // A chunk this host could not index (its pool was full) inherits nothing.
+    const absl::Status raised = manager_->RaiseScore(key, from->score * fraction);
+    HS_CHECK_MSG(raised.ok() || absl::IsNotFound(raised), raised.ToString());
+  }
+}
+
+void NumaHostModel::CloseOpenInterval() {
+  NumaIntervalStats stats = open_stats_;
+  const uint64_t block_bytes = manager_->geometry().block_bytes;
+  const uint64_t heads_per_block = manager_->geometry().heads_per_block;
+  const uint64_t preferred_blocks = manager_->regions().front().bytes / block_bytes;
+  // Sums only, so the hash map's order never reaches a figure.
+  absl::flat_hash_map<std::pair<int, uint64_t>, int64_t> block_reads;
+  std::vector<int64_t> head_reads;
+  head_reads.reserve(interval_reads_.size());
+  int64_t served_as_is = 0;  // arena or removed chunks: as they were served
+  for (const auto& [key, counted] : interval_reads_) {
+    const std::optional<KeyInfo> info = manager_->Lookup(key);
+    if (!info.has_value() || info->residence != Residence::kFixedHead) {
+      served_as_is += counted.local;
+      continue;
+    }
+    block_reads[{info->region, info->offset / block_bytes}] += counted.reads;
+    head_reads.push_back(counted.reads);
+  }
+  std::vector<int64_t> blocks;
+  blocks.reserve(block_reads.size());
+  for (const auto& [block, reads] : block_reads) blocks.push_back(reads);
+  const auto top_sum = [](std::vector<int64_t>& v, uint64_t k) {
+    const size_t n = std::min<size_t>(v.size(), static_cast<size_t>(k));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(),
+                     std::greater<int64_t>());
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += v[i];
+    return sum;
+  };
+  stats.oracle_local_reads = served_as_is + top_sum(blocks, preferred_blocks);
+  stats.head_oracle_local_reads =
+      served_as_is + top_sum(head_reads, preferred_blocks * heads_per_block);
+
+  const TieringStats t = manager_->stats();
+  stats.exchanges = t.exchanges - exchanges_seen_;
+  stats.promotion_rounds = t.promotion_rounds - rounds_seen_;
+  exchanges_seen_ = t.exchanges;
+  rounds_seen_ = t.promotion_rounds;
+  for (const RegionSummary& r : manager_->ScanRegions()) {
+    if (r.preferred) {
+      stats.eligible_local_blocks += static_cast<int64_t>(r.blocks_eligible);
+      if (r.extremum.valid()) stats.coldest_local_score = r.extremum.score;
+    } else {
+      stats.eligible_foreign_blocks += static_cast<int64_t>(r.blocks_eligible);
+      if (r.extremum.valid() && (!stats.hottest_foreign_score.has_value() ||
+                                 r.extremum.score > *stats.hottest_foreign_score)) {
+        stats.hottest_foreign_score = r.extremum.score;
+      }
+    }
+  }
+  closed_.emplace_back(open_interval_, stats);
+  interval_reads_.clear();
+  open_stats_ = NumaIntervalStats();
+}
+
+NumaIntervalStats NumaHostModel::CloseInterval(size_t interval) {
+  // Reads reach only the open interval, so every earlier one left open has
+  // none: it closes quiet.
+  while (interval >= open_interval_) {
+    CloseOpenInterval();
+    ++open_interval_;
+  }
+  NumaIntervalStats out;
+  bool found = false;
+  for (const auto& [i, stats] : closed_) {
+    if (i == interval) {
+      out = stats;
+      found = true;
+    }
+  }
+  HS_CHECK_MSG(found, "a NUMA interval closed twice or out of order");
+  std::erase_if(closed_, [interval](const auto& c) { return c.first <= interval; });
+  return out;
 }
 
 }  // namespace heatsink::sim

@@ -33,6 +33,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -69,6 +71,31 @@ struct NumaCosts {
   int64_t decay_ns_per_key = 5;
 };
 
+// One sampling interval of one host, for numa.csv and the oracle line.
+struct NumaIntervalStats {
+  int64_t head_reads = 0;
+  int64_t local_reads = 0;
+  // The oracle line (whole blocks): the local reads of the best placement of
+  // whole fixed-head blocks for this interval's reads: the preferred
+  // region's block count of the blocks that served the most reads, blocks as
+  // they are composed at the interval's end (exchanges move whole blocks, so
+  // a block keeps its heads). Arena chunks and chunks removed before the
+  // interval ended count as they were served. An upper bound: moves are free
+  // and arena blocks in the preferred region are not subtracted.
+  int64_t oracle_local_reads = 0;
+  // The same with single heads instead of whole blocks (the preferred
+  // region's head count of the most-read heads): the gap between the two
+  // lines is what mixed blocks (hot and cold heads together) cost.
+  int64_t head_oracle_local_reads = 0;
+  // Promotion state at the interval's end.
+  int64_t exchanges = 0;         // in the interval
+  int64_t promotion_rounds = 0;  // in the interval
+  int64_t eligible_local_blocks = 0;
+  int64_t eligible_foreign_blocks = 0;
+  std::optional<double> coldest_local_score;   // eligible preferred block
+  std::optional<double> hottest_foreign_score;  // eligible foreign block
+};
+
 // What one object read cost inside the serving host.
 struct NumaReadCost {
   DurationNs memory_ns = 0;
@@ -93,8 +120,16 @@ class NumaHostModel {
   void Store(const ObjectName& name, uint64_t size_bytes);
   // Drops the chunks of an object that left the host.
   void Remove(const ObjectName& name, uint64_t size_bytes);
-  // Reads every chunk once and returns the modelled cost.
-  NumaReadCost Read(const ObjectName& name, uint64_t size_bytes);
+  // Reads every chunk once and returns the modelled cost. `interval` is the
+  // sampling interval the read counts in (non-decreasing across calls).
+  NumaReadCost Read(const ObjectName& name, uint64_t size_bytes, size_t interval);
+  // The copy of an object landed here from a host whose model is `source`
+  // (score inheritance): every chunk the source indexes raises this host's
+  // score of the same chunk to the source's score. Call after Store.
+  void InheritScores(const ObjectName& name, uint64_t size_bytes, const NumaHostModel& source);
+  // Closes `interval` (every read of it has been made) and returns its
+  // figures. REQUIRES: intervals closed in increasing order.
+  NumaIntervalStats CloseInterval(size_t interval);
 
   TieringStats stats() const { return manager_->stats(); }
   int64_t stores_failed() const { return stores_failed_; }
@@ -116,6 +151,13 @@ class NumaHostModel {
   NumaHostModel() = default;
   DurationNs ChunkCost(int region, uint64_t bytes) const;
 
+  // Head reads of the open interval per chunk: (reads, of which local).
+  struct ChunkReads {
+    int64_t reads = 0;
+    int64_t local = 0;
+  };
+  void CloseOpenInterval();
+
   std::unique_ptr<ModelledHeadMemory> memory_;
   std::unique_ptr<TierManager> manager_;
   std::unique_ptr<Costs> costs_;
@@ -126,6 +168,16 @@ class NumaHostModel {
   // Objects with at least one indexed chunk (lookup only, never iterated).
   absl::flat_hash_map<ObjectName, ChunkBits> indexed_;
   int64_t indexed_chunks_ = 0;  // bits set in indexed_
+  // The interval being counted and its per-chunk reads (summed into
+  // order-independent totals when it closes, never iterated into an order).
+  size_t open_interval_ = 0;
+  absl::flat_hash_map<TierKey, ChunkReads> interval_reads_;
+  NumaIntervalStats open_stats_;
+  // Closed intervals not yet taken (at most a few: a read can close the
+  // interval before CloseInterval asks for it).
+  std::vector<std::pair<size_t, NumaIntervalStats>> closed_;
+  int64_t exchanges_seen_ = 0;
+  int64_t rounds_seen_ = 0;
 };
 
 }  // namespace heatsink::sim

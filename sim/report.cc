@@ -175,6 +175,9 @@ std::string RenderSummaryJson(const RunResult& run, const RunStats& stats) {
   WriteOptionalFraction(w, stats.local_hit_fraction);
   w.Key("numa_reads").Int(run.numa_reads);
   w.Key("numa_local_reads").Int(run.numa_local_reads);
+  w.Key("local_hit_oracle");
+  WriteOptionalFraction(w, stats.local_hit_oracle);
+  w.Key("numa_oracle_local_reads").Int(run.numa_oracle_local_reads);
   w.Key("metrics");
   WriteCounts(w, run.metrics);
   w.Key("intervals").Int(static_cast<int64_t>(run.intervals.size()));
@@ -200,7 +203,8 @@ std::string RenderTimeseriesCsv(const RunResult& run, const RunStats& stats) {
   CsvWriter csv({"t_s", "reads", "bytes_same_host", "bytes_same_domain", "bytes_cross_domain",
                  "host_load_max_bytes", "host_load_mean_bytes", "host_load_max_over_mean",
                  "replica_count", "dynamic_replica_count", "extra_memory_bytes", "copies",
-                 "copy_bytes", "numa_reads", "numa_local_reads", "local_hit_fraction"});
+                 "copy_bytes", "numa_reads", "numa_local_reads", "local_hit_fraction",
+                 "numa_oracle_local_reads", "local_hit_oracle"});
   const int decimals = SecondsDecimalsFor(IntervalStarts(run));
   for (size_t i = 0; i < run.intervals.size(); ++i) {
     const IntervalSample& s = run.intervals[i];
@@ -212,7 +216,34 @@ std::string RenderTimeseriesCsv(const RunResult& run, const RunStats& stats) {
                 absl::StrCat(s.replica_count), absl::StrCat(s.dynamic_replica_count),
                 absl::StrCat(s.extra_memory_bytes), absl::StrCat(s.copies_completed),
                 absl::StrCat(s.copy_bytes), absl::StrCat(s.numa_reads),
-                absl::StrCat(s.numa_local_reads), FractionCell(d.local_hit_fraction)});
+                absl::StrCat(s.numa_local_reads), FractionCell(d.local_hit_fraction),
+                absl::StrCat(s.numa_oracle_local_reads), FractionCell(d.local_hit_oracle)});
+  }
+  return csv.text();
+}
+
+std::string RenderNumaCsv(const RunResult& run) {
+  if (run.numa_samples.empty()) return "";
+  CsvWriter csv({"t_s", "host", "head_reads", "local_reads", "local_hit_fraction",
+                 "oracle_local_reads", "local_hit_oracle", "head_oracle_local_reads",
+                 "head_oracle", "exchanges", "promotion_rounds", "eligible_local_blocks",
+                 "eligible_foreign_blocks", "coldest_local_score", "hottest_foreign_score"});
+  const int decimals = SecondsDecimalsFor(IntervalStarts(run));
+  const auto score = [](const std::optional<double>& v) {
+    return v.has_value() ? FormatFixed(*v, 3) : std::string();
+  };
+  for (const NumaHostSample& n : run.numa_samples) {
+    csv.AddRow({FormatNsAsSeconds(n.t_start_ns, decimals),
+                run.hosts[static_cast<size_t>(n.host)], absl::StrCat(n.head_reads),
+                absl::StrCat(n.local_reads),
+                FractionCell(LocalHitFraction(n.head_reads, n.local_reads)),
+                absl::StrCat(n.oracle_local_reads),
+                FractionCell(LocalHitFraction(n.head_reads, n.oracle_local_reads)),
+                absl::StrCat(n.head_oracle_local_reads),
+                FractionCell(LocalHitFraction(n.head_reads, n.head_oracle_local_reads)),
+                absl::StrCat(n.exchanges), absl::StrCat(n.promotion_rounds),
+                absl::StrCat(n.eligible_local_blocks), absl::StrCat(n.eligible_foreign_blocks),
+                score(n.coldest_local_score), score(n.hottest_foreign_score)});
   }
   return csv.text();
 }
@@ -274,6 +305,9 @@ absl::Status WriteRunOutputs(const RunResult& run, const RunStats& stats,
       WriteTextFile(JoinPath(out_dir, "timeseries.csv"), RenderTimeseriesCsv(run, stats)));
   HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "host_load.csv"), RenderHostLoadCsv(run)));
   HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "requests.csv"), RenderRequestsCsv(run)));
+  if (!run.numa_samples.empty()) {
+    HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "numa.csv"), RenderNumaCsv(run)));
+  }
   HS_RETURN_IF_ERROR(
       WriteTextFile(JoinPath(out_dir, "report.html"), RenderRunReportHtml(run, stats)));
   HS_RETURN_IF_ERROR(WriteTextFile(JoinPath(out_dir, "timing.json"), RenderTimingJson(run)));
@@ -338,7 +372,10 @@ std::string FormatRunSummary(const RunResult& run, const RunStats& stats) {
   absl::StrAppend(&out, "numa        local-hit fraction ",
                   stats.local_hit_fraction.has_value() ? FormatFixed(*stats.local_hit_fraction, 4)
                                                        : std::string("n/a"),
-                  " (", run.numa_reads, " head reads)\n");
+                  " (", run.numa_reads, " head reads), oracle ",
+                  stats.local_hit_oracle.has_value() ? FormatFixed(*stats.local_hit_oracle, 4)
+                                                     : std::string("n/a"),
+                  "\n");
   if (!run.requests.empty()) {
     std::vector<TimeNs> request_latencies;
     request_latencies.reserve(run.requests.size());

@@ -44,6 +44,8 @@ inline constexpr int kReportFormatVersion = 1;
 std::string RenderSummaryJson(const RunResult& run, const RunStats& stats);
 std::string RenderTimeseriesCsv(const RunResult& run, const RunStats& stats);
 std::string RenderHostLoadCsv(const RunResult& run);
+// One row per NUMA host per interval (docs/outputs.md); "" without NUMA hosts.
+std::string RenderNumaCsv(const RunResult& run);
 std::string RenderRequestsCsv(const RunResult& run);
 std::string RenderTimingJson(const RunResult& run);
 

@@ -110,6 +110,12 @@ std::string RenderCompareJson(const std::vector<RunResult>& runs,
         .Key("would_propose").Int(s.admissions.would_propose)
         .Key("rejected").Int(s.admissions.rejected)
         .EndObject();
+    w.Key("local_hit_oracle");
+    if (s.local_hit_oracle.has_value()) {
+      w.Double(*s.local_hit_oracle, 6);
+    } else {
+      w.Null();
+    }
     w.Key("local_hit_fraction");
     if (s.local_hit_fraction.has_value()) {
       w.Double(*s.local_hit_fraction, 6);

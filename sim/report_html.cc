@@ -99,6 +99,7 @@ std::string KeyNumbersTable(const RunResult& run, const RunStats& stats) {
        absl::StrCat(stats.admissions.accepted, " / ", stats.admissions.would_propose, " / ",
                     stats.admissions.rejected)},
       {"local-hit fraction", OptionalFraction(stats.local_hit_fraction)},
+      {"local-hit oracle (whole blocks)", OptionalFraction(stats.local_hit_oracle)},
       {"events simulated", absl::StrCat(run.events_simulated)},
   };
   return RenderHtmlTable({"metric", "value"}, rows);
@@ -162,15 +163,17 @@ std::string ReplicaChart(const RunResult& run) {
 }
 
 std::string LocalHitChart(const RunResult& run, const RunStats& stats) {
-  PlotSeries fraction{.name = "", .x = IntervalSeconds(run), .y = {}};
+  PlotSeries fraction{.name = "local-hit fraction", .x = IntervalSeconds(run), .y = {}};
+  PlotSeries oracle{.name = "oracle (whole blocks)", .x = IntervalSeconds(run), .y = {}};
   for (const IntervalStats& s : stats.intervals) {
     fraction.y.push_back(s.local_hit_fraction.value_or(kNaN));
+    oracle.y.push_back(s.local_hit_oracle.value_or(kNaN));
   }
   return RenderLineChartSvg({.title = "NUMA local-hit fraction over time",
                              .x_label = "time (s)",
                              .y_label = "local-hit fraction",
                              .y_max = 1.0},
-                            {fraction});
+                            {fraction, oracle});
 }
 
 std::string RunTitle(const RunResult& run) {

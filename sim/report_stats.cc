@@ -153,6 +153,7 @@ RunStats ComputeRunStats(const RunResult& run) {
   stats.latency = PercentilesOfSorted(stats.sorted_latencies_ns);
   stats.host_load = ComputeHostLoad(run.host_bytes_served);
   stats.local_hit_fraction = LocalHitFraction(run.numa_reads, run.numa_local_reads);
+  stats.local_hit_oracle = LocalHitFraction(run.numa_reads, run.numa_oracle_local_reads);
   stats.admissions = CountAdmissions(run.decisions_by_outcome);
   stats.intervals.reserve(run.intervals.size());
   for (size_t i = 0; i < run.intervals.size(); ++i) {
@@ -160,6 +161,7 @@ RunStats ComputeRunStats(const RunResult& run) {
     IntervalStats interval{
         .host_load = ComputeHostLoad(sample.host_bytes_served),
         .local_hit_fraction = LocalHitFraction(sample.numa_reads, sample.numa_local_reads),
+        .local_hit_oracle = LocalHitFraction(sample.numa_reads, sample.numa_oracle_local_reads),
     };
     if (interval.host_load.busiest_host >= 0 &&
         (stats.interval_max_over_mean_peak_index < 0 ||
@@ -244,6 +246,7 @@ std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
   add("accepted", [](R, S s) { return absl::StrCat(s.admissions.accepted); });
   add("dynamic replicas dropped", [](R, S s) { return absl::StrCat(s.admissions.dropped); });
   add("local-hit fraction", [](R, S s) { return FractionCell(s.local_hit_fraction); });
+  add("local-hit oracle (whole blocks)", [](R, S s) { return FractionCell(s.local_hit_oracle); });
   return rows;
 }
 

@@ -95,6 +95,9 @@ AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_
 struct IntervalStats {
   HostLoad host_load;
   std::optional<double> local_hit_fraction;
+  // The oracle line: the whole-block oracle's local reads / head reads
+  // (nullopt without head reads).
+  std::optional<double> local_hit_oracle;
 };
 
 // Everything a report derives from a run. REQUIRES: ValidateRunResult(run) ok.
@@ -103,6 +106,9 @@ struct RunStats {
   LatencyPercentiles latency;
   HostLoad host_load;
   std::optional<double> local_hit_fraction;
+  // The run's oracle line: every interval placed at its own best (an upper
+  // bound for any policy that moves whole blocks).
+  std::optional<double> local_hit_oracle;
   AdmissionCounts admissions;
   std::vector<IntervalStats> intervals;
   // Highest per-interval max/mean and the first interval that reached it

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,26 @@ struct IntervalSample {
   uint64_t copy_bytes = 0;
   int64_t numa_reads = 0;                  // head reads inside worker hosts
   int64_t numa_local_reads = 0;            // of which served from the preferred (local) node
+  // The oracle line: local reads of the best whole-block placement for this
+  // interval's reads, summed over hosts (NumaIntervalStats).
+  int64_t numa_oracle_local_reads = 0;
+};
+
+// One NUMA host in one interval (numa.csv): the host's reads, both oracle
+// lines and the promotion state at the interval's end.
+struct NumaHostSample {
+  TimeNs t_start_ns = 0;
+  int32_t host = 0;  // index into RunResult::hosts
+  int64_t head_reads = 0;
+  int64_t local_reads = 0;
+  int64_t oracle_local_reads = 0;       // whole blocks
+  int64_t head_oracle_local_reads = 0;  // single heads
+  int64_t exchanges = 0;
+  int64_t promotion_rounds = 0;
+  int64_t eligible_local_blocks = 0;
+  int64_t eligible_foreign_blocks = 0;
+  std::optional<double> coldest_local_score;
+  std::optional<double> hottest_foreign_score;
 };
 
 // One request of a P/D trace replay (or one read op of a synthetic workload).
@@ -87,6 +108,7 @@ struct RunResult {
   std::map<std::string, int64_t> metrics;             // flat counter/gauge snapshot: "name{labels}" -> value
   int64_t numa_reads = 0;
   int64_t numa_local_reads = 0;
+  int64_t numa_oracle_local_reads = 0;
   int64_t events_simulated = 0;
   // Audits of the core's invariants at sampling steps (see Sample in
   // sim/runner.cc); not written to the outputs.
@@ -94,6 +116,8 @@ struct RunResult {
   int64_t wall_time_ms = 0;                           // not deterministic; see file comment
 
   std::vector<IntervalSample> intervals;
+  // Interval-major, hosts in index order; empty without NUMA hosts.
+  std::vector<NumaHostSample> numa_samples;
   std::vector<RequestSample> requests;
 };
 

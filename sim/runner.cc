@@ -29,11 +29,12 @@ constexpr uint64_t kProgressEventMask = (uint64_t{1} << 16) - 1;
 
 // ------------------------------------------------------------- measurement
 
-IntervalSample& Simulation::IntervalAt(TimeNs t) {
-  size_t i = static_cast<size_t>(t / scenario_.time_step_ns);
-  if (i >= result_.intervals.size()) i = result_.intervals.size() - 1;
-  return result_.intervals[i];
+size_t Simulation::IntervalIndex(TimeNs t) const {
+  const size_t i = static_cast<size_t>(t / scenario_.time_step_ns);
+  return std::min(i, result_.intervals.size() - 1);
 }
+
+IntervalSample& Simulation::IntervalAt(TimeNs t) { return result_.intervals[IntervalIndex(t)]; }
 
 void Simulation::Sample(size_t interval) {
   IntervalSample& s = result_.intervals[interval];
@@ -48,6 +49,26 @@ void Simulation::Sample(size_t interval) {
   for (const DynamicReplicaView& d : replicated_->replication().DynamicReplicas()) {
     ++dynamic;
     dynamic_bytes += d.size_bytes;
+  }
+  for (const HostRt& h : hosts_) {
+    if (h.numa == nullptr) continue;
+    const NumaIntervalStats n = h.numa->CloseInterval(interval);
+    s.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_samples.push_back(NumaHostSample{
+        .t_start_ns = s.t_start_ns,
+        .host = static_cast<int32_t>(h.index),
+        .head_reads = n.head_reads,
+        .local_reads = n.local_reads,
+        .oracle_local_reads = n.oracle_local_reads,
+        .head_oracle_local_reads = n.head_oracle_local_reads,
+        .exchanges = n.exchanges,
+        .promotion_rounds = n.promotion_rounds,
+        .eligible_local_blocks = n.eligible_local_blocks,
+        .eligible_foreign_blocks = n.eligible_foreign_blocks,
+        .coldest_local_score = n.coldest_local_score,
+        .hottest_foreign_score = n.hottest_foreign_score,
+    });
   }
   s.replica_count = replicas;
   s.dynamic_replica_count = dynamic;

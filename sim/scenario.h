@@ -194,6 +194,10 @@ struct ZipfWorkload {
   Domain writer_domain;               // default: the first reader domain
   DurationNs settle_ns = 100 * kNsPerMs;  // between the puts and the first read
   std::optional<DurationNs> duration_ns;  // reads stop then; default: end of run
+  // A hot set that drifts: every drift_step_ns after the first read, rank r
+  // moves on to the next object (after k steps it reads object
+  // (r + k) mod objects). 0: no drift.
+  DurationNs drift_step_ns = 0;
 };
 
 struct CrossDomainReuseWorkload {

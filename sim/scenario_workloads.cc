@@ -191,6 +191,7 @@ absl::Status ParseZipf(const ParseContext& ctx, ObjectReader& r, ZipfWorkload* z
   z->writer_domain = z->reader_domains.front();
   HS_RETURN_IF_ERROR(ReadClientDomain(ctx, r, "writer_domain", Need::kOptional, &z->writer_domain));
   HS_RETURN_IF_ERROR(r.Duration("settle_ms", &z->settle_ns, kNsPerMs, 0, s.duration_ns));
+  HS_RETURN_IF_ERROR(r.Duration("drift_step_ms", &z->drift_step_ns, kNsPerMs, 0, s.duration_ns));
   if (r.Has("duration_s")) {
     DurationNs d = 0;
     HS_RETURN_IF_ERROR(r.Duration("duration_s", &d, kNsPerSec, 1, s.duration_ns));

@@ -110,6 +110,8 @@ struct ReadProcess {
   int64_t batch_size = 1;
   int64_t sequential_next = 0;
   int64_t reads_left = -1;            // -1: until end_ns
+  TimeNs first_read_ns = 0;
+  DurationNs drift_step_ns = 0;       // 0: rank r always reads object r
 
   bool active() const { return next_ns < end_ns && reads_left != 0; }
 };
@@ -157,7 +159,10 @@ class SyntheticOpStream final : public OpStream {
     op->requester_domain = p->readers.Client(reader).domain;
     std::vector<int64_t> ranks;
     while (static_cast<int64_t>(ranks.size()) < p->batch_size) ranks.push_back(NextRank(*p, ranks));
-    for (int64_t rank : ranks) op->keys.push_back(Key(rank));
+    // A drifting hot set: rank r reads object (r + steps) mod objects.
+    const int64_t steps =
+        p->drift_step_ns > 0 ? (op->t_ns - p->first_read_ns) / p->drift_step_ns : 0;
+    for (int64_t rank : ranks) op->keys.push_back(Key((rank + steps) % p->objects));
     op->kind = ranks.size() == 1 ? SimOpKind::kGet : SimOpKind::kBatchGet;
     const DurationNs m = p->mean_gap_ns;
     p->next_ns += rng_.UniformRange(m - m / 2, m + m / 2);
@@ -222,6 +227,8 @@ absl::StatusOr<std::unique_ptr<OpStream>> MakeSyntheticStream(const Scenario& s,
       p.next_ns = w.start_ns + z.settle_ns;
       p.end_ns = z.duration_ns.has_value() ? std::min(run_end, p.next_ns + *z.duration_ns) : run_end;
       p.mean_gap_ns = MeanGapNs(z.rate_per_s);
+      p.first_read_ns = p.next_ns;
+      p.drift_step_ns = z.drift_step_ns;
       p.readers.per_domain = z.readers_per_domain;
       for (const Domain& d : z.reader_domains) p.readers.AddDomain(s, d);
       p.zipf = sampler.get();

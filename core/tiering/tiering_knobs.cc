@@ -117,6 +117,9 @@ KnobRegistry<TieringKnobs> BuildRegistry() {
           [](TieringKnobs& k) -> double& { return k.promotion_hysteresis_factor; });
   r.Field("exchanges_per_second_max", "cap on block exchanges per second (0: unlimited)",
           [](TieringKnobs& k) -> int64_t& { return k.exchanges_per_second_max; });
+  r.Field("copy_score_inheritance",
+          "fraction of the source's decayed score a copied replica starts with (0: off)",
+          [](TieringKnobs& k) -> double& { return k.copy_score_inheritance; });
   r.Field("index_keys_max", "keys the tiering index holds",
           [](TieringKnobs& k) -> int64_t& { return k.index_keys_max; });
   r.Field("index_shards", "shards of the tiering key index",
@@ -174,6 +177,12 @@ absl::Status TieringKnobs::Validate() const {
     return Invalid("promotion_hysteresis_factor",
                    absl::StrCat("must be finite and >= 1.0, got ",
                                 FormatDouble(promotion_hysteresis_factor)));
+  }
+  if (!std::isfinite(copy_score_inheritance) || copy_score_inheritance < 0 ||
+      copy_score_inheritance > 1) {
+    return Invalid("copy_score_inheritance",
+                   absl::StrCat("must be finite and in [0, 1], got ",
+                                FormatDouble(copy_score_inheritance)));
   }
   if (exchanges_per_second_max < 0 || exchanges_per_second_max > kExchangesPerSecondCap) {
     return Invalid("exchanges_per_second_max",

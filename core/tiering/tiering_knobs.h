@@ -71,6 +71,12 @@ struct TieringKnobs {
   // second of Env time (0: unlimited).
   int64_t exchanges_per_second_max = 0;
 
+  // Beyond the ADR: score inheritance. A replica copied into this pool
+  // starts its chunks at this fraction of the source chunks' decayed scores
+  // (raised to it, never lowered; the copy carries the score). In [0, 1];
+  // 0 turns inheritance off (a copy starts at zero, as any new key).
+  double copy_score_inheritance = 1.0;
+
   // Limits (TigerBeetle's "a limit on everything").
   int64_t index_keys_max = int64_t{1} << 24;  // keys in the index, any residence
   int64_t index_shards = 64;                  // shards of the key index

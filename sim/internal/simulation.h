@@ -337,6 +337,8 @@ class Simulation {
   absl::Status ScriptedPropose(const SimOp& op);
 
   // Measurement.
+  // The sampling interval `t` falls in (the last one for t >= the end).
+  size_t IntervalIndex(TimeNs t) const;
   IntervalSample& IntervalAt(TimeNs t);
   void Sample(size_t interval);
   void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }

@@ -450,7 +450,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
   const uint64_t size = response.size_bytes;
   DurationNs memory_ns = 0;
   if (serving.numa != nullptr) {
-    const NumaReadCost cost = serving.numa->Read(name, size);
+    const NumaReadCost cost = serving.numa->Read(name, size, IntervalIndex(env_.NowNs()));
     memory_ns = cost.memory_ns;
     IntervalSample& s = IntervalAt(env_.NowNs());
     s.numa_reads += cost.head_reads;
@@ -681,7 +681,16 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
       }
       if (dst.has_value()) {
         HostRt& h = hosts_[static_cast<size_t>(*dst)];
-        if (h.numa != nullptr) h.numa->Store(range.object, range.size_bytes);
+        if (h.numa != nullptr) {
+          h.numa->Store(range.object, range.size_bytes);
+          // The copy carries its source's decayed scores (score inheritance).
+          if (src.has_value()) {
+            const HostRt& from = hosts_[static_cast<size_t>(*src)];
+            if (from.numa != nullptr) {
+              h.numa->InheritScores(range.object, range.size_bytes, *from.numa);
+            }
+          }
+        }
       }
     } else {
       ++result_.copies_failed;

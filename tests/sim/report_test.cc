@@ -108,6 +108,7 @@ RunResult MakeRun(const std::string& label = "enforce") {
                  {"heatsink_copies_total", 3}};
   run.numa_reads = 8;
   run.numa_local_reads = 6;
+  run.numa_oracle_local_reads = 6;
   run.events_simulated = 12345;
   run.wall_time_ms = 42;
   for (int i = 0; i < 4; ++i) {
@@ -123,6 +124,7 @@ RunResult MakeRun(const std::string& label = "enforce") {
     s.copy_bytes = i == 0 ? 0 : 1000;
     s.numa_reads = i == 2 ? 0 : 2;
     s.numa_local_reads = i == 2 ? 0 : 1 + (i % 2);
+    s.numa_oracle_local_reads = i == 2 ? 0 : 2;
     run.intervals.push_back(s);
   }
   for (int i = 0; i < 3; ++i) {
@@ -277,10 +279,12 @@ TEST(ReportCsv, TimeseriesHeaderAndRows) {
   EXPECT_EQ(lines[0],
             "t_s,reads,bytes_same_host,bytes_same_domain,bytes_cross_domain,host_load_max_bytes,"
             "host_load_mean_bytes,host_load_max_over_mean,replica_count,dynamic_replica_count,"
-            "extra_memory_bytes,copies,copy_bytes,numa_reads,numa_local_reads,local_hit_fraction");
-  EXPECT_EQ(lines[1], "0.000,2,25,50,75,100,50.000,2.000000,1,0,0,0,0,2,1,0.500000");
-  // No NUMA reads in interval 2: the fraction is empty, not zero.
-  EXPECT_TRUE(absl::EndsWith(lines[3], ",0,0,"));
+            "extra_memory_bytes,copies,copy_bytes,numa_reads,numa_local_reads,local_hit_fraction,"
+            "numa_oracle_local_reads,local_hit_oracle");
+  EXPECT_EQ(lines[1], "0.000,2,25,50,75,100,50.000,2.000000,1,0,0,0,0,2,1,0.500000,2,1.000000");
+  // No NUMA reads in interval 2: both fractions are empty, not zero (and
+  // never a division by zero).
+  EXPECT_TRUE(absl::EndsWith(lines[3], ",0,0,,0,"));
 
   const std::vector<std::string> host = Lines(RenderHostLoadCsv(run));
   ASSERT_EQ(host.size(), 5u);
@@ -347,6 +351,8 @@ TEST(ReportSummary, ParsesWithDocumentedFieldsAndNoWallTime) {
   EXPECT_EQ(j["admissions"]["rejected"], 12);
   EXPECT_EQ(j["admissions"]["rejected_by_reason"]["below_threshold"], 7);
   EXPECT_DOUBLE_EQ(j["local_hit_fraction"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j["local_hit_oracle"].get<double>(), 0.75);
+  EXPECT_EQ(j["numa_oracle_local_reads"], 6);
   EXPECT_EQ(j["metrics"]["heatsink_copies_total"], 3);
   EXPECT_EQ(j["events_simulated"], 12345);
   EXPECT_DOUBLE_EQ(j["scenario_echo"]["knobs"]["x"].get<double>(), 0.25);
@@ -364,6 +370,38 @@ TEST(ReportSummary, LocalHitFractionIsNullWithoutNumaReads) {
   run.numa_local_reads = 0;
   const nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(run, ComputeRunStats(run)));
   EXPECT_TRUE(j["local_hit_fraction"].is_null());
+  EXPECT_TRUE(j["local_hit_oracle"].is_null());
+}
+
+TEST(ReportCsv, NumaCsvRowsPerHostAndInterval) {
+  RunResult run = MakeRun();
+  EXPECT_EQ(RenderNumaCsv(run), "");  // no NUMA hosts: no file
+  run.numa_samples.push_back(NumaHostSample{.t_start_ns = 0,
+                                            .host = 1,
+                                            .head_reads = 4,
+                                            .local_reads = 1,
+                                            .oracle_local_reads = 3,
+                                            .head_oracle_local_reads = 4,
+                                            .exchanges = 2,
+                                            .promotion_rounds = 3,
+                                            .eligible_local_blocks = 8,
+                                            .eligible_foreign_blocks = 5,
+                                            .coldest_local_score = 1.5,
+                                            .hottest_foreign_score = std::nullopt});
+  NumaHostSample quiet;
+  quiet.t_start_ns = SecToNs(1);
+  quiet.host = 0;
+  run.numa_samples.push_back(quiet);
+  const std::vector<std::string> lines = Lines(RenderNumaCsv(run));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            "t_s,host,head_reads,local_reads,local_hit_fraction,oracle_local_reads,"
+            "local_hit_oracle,head_oracle_local_reads,head_oracle,exchanges,promotion_rounds,"
+            "eligible_local_blocks,eligible_foreign_blocks,coldest_local_score,"
+            "hottest_foreign_score");
+  EXPECT_EQ(lines[1], "0.000,h2,4,1,0.250000,3,0.750000,4,1.000000,2,3,8,5,1.500,");
+  // No head reads: empty fractions, never a division by zero.
+  EXPECT_EQ(lines[2], "1.000,h1,0,0,,0,,0,,0,0,0,0,,");
 }
 
 TEST(ReportSummary, ScenarioEchoAndKnobTyping) {

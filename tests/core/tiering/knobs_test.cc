@@ -102,6 +102,14 @@ TEST(TieringKnobs, GeometryAndRegionsValidated) {
   k = TieringKnobs();
   k.exchanges_per_second_max = -1;
   EXPECT_THAT(std::string(k.Validate().message()), HasSubstr("exchanges_per_second_max"));
+  for (const double bad : {-0.1, 1.5, std::nan("")}) {
+    k = TieringKnobs();
+    k.copy_score_inheritance = bad;
+    EXPECT_THAT(std::string(k.Validate().message()), HasSubstr("copy_score_inheritance"));
+  }
+  k = TieringKnobs();
+  k.copy_score_inheritance = 0.0;
+  EXPECT_TRUE(k.Validate().ok());
 }
 
 TEST(TieringKnobs, RegistryUsesAdrFlagNames) {
@@ -109,7 +117,7 @@ TEST(TieringKnobs, RegistryUsesAdrFlagNames) {
   for (const char* name : {"block", "ram_head", "increment", "decay", "memory", "sub_memory",
                            "small_memory", "small_sub_memory", "no_numa_promotion",
                            "decay_interval_ms", "no_inversion_wait_ms",
-                           "promotion_hysteresis_factor", "exchanges_per_second_max",
+                           "promotion_hysteresis_factor", "exchanges_per_second_max", "copy_score_inheritance",
                            "index_keys_max", "index_shards", "stores_in_flight_max"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
