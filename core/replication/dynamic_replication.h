@@ -101,6 +101,11 @@
 // recorded in the in-flight task; a stale one changes nothing.
 // End makes the dynamic replica readable and records it; Revoke drops the
 // target (recreate cooldown starts).
+// The copied bytes carry their heat: in the target store's head pool the
+// replica's chunks start at the source chunks' decayed scores (ADR-0019
+// score inheritance, TieringKnobs::copy_score_inheritance; the store side of
+// the copy applies it, the master is not involved; docs/numa.md), so a hot
+// replica that lands in foreign memory is ranked for promotion at once.
 //
 // Expiry (a timer per lease, DESIGN 9): a lease that is still pending retires
 // its unconsumed task; an in-flight copy is cancelled (its target replica is
