@@ -584,6 +584,20 @@ TEST(ExampleScenarios, EvictionRecreateHitsTheRecreateCooldown) {
   EXPECT_GT(Metric(run, "dynamic_replication_replicas_evicted_total"), 0);
 }
 
+// sum(numerator) / sum(denominator) over the intervals starting in
+// [from_s, to_s); 0 when the denominator is 0.
+double IntervalRatio(const RunResult& r, int64_t from_s, int64_t to_s,
+                     int64_t IntervalSample::*numerator, int64_t IntervalSample::*denominator) {
+  int64_t num = 0, den = 0;
+  for (const IntervalSample& i : r.intervals) {
+    if (i.t_start_ns >= SecToNs(from_s) && i.t_start_ns < SecToNs(to_s)) {
+      num += i.*numerator;
+      den += i.*denominator;
+    }
+  }
+  return den == 0 ? 0.0 : static_cast<double>(num) / static_cast<double>(den);
+}
+
 TEST(ExampleScenarios, NumaPromotionRaisesLocalHitsAfterTheShift) {
   // Rates cut to a tenth (300 reads/s per set); times as in the file. The
   // control run disables promotion (--no-numa-promotion).
@@ -592,14 +606,8 @@ TEST(ExampleScenarios, NumaPromotionRaisesLocalHitsAfterTheShift) {
   const RunResult run = MustRun(s);
   const RunResult frozen = MustRun(s, {{"no_numa_promotion", "true"}});
   auto fraction = [](const RunResult& r, int64_t from_s, int64_t to_s) {
-    int64_t reads = 0, local = 0;
-    for (const IntervalSample& i : r.intervals) {
-      if (i.t_start_ns >= SecToNs(from_s) && i.t_start_ns < SecToNs(to_s)) {
-        reads += i.numa_reads;
-        local += i.numa_local_reads;
-      }
-    }
-    return reads == 0 ? 0.0 : static_cast<double>(local) / static_cast<double>(reads);
+    return IntervalRatio(r, from_s, to_s, &IntervalSample::numa_local_reads,
+                         &IntervalSample::numa_reads);
   };
   const double before = fraction(run, 30, 60);
   const double at_shift = fraction(run, 60, 61);
@@ -615,14 +623,8 @@ TEST(ExampleScenarios, NumaPromotionRaisesLocalHitsAfterTheShift) {
 
 // Local reads / oracle local reads over the intervals starting in [from_s, to_s).
 double OracleRatio(const RunResult& r, int64_t from_s, int64_t to_s) {
-  int64_t local = 0, oracle = 0;
-  for (const IntervalSample& i : r.intervals) {
-    if (i.t_start_ns >= SecToNs(from_s) && i.t_start_ns < SecToNs(to_s)) {
-      local += i.numa_local_reads;
-      oracle += i.numa_oracle_local_reads;
-    }
-  }
-  return oracle == 0 ? 0.0 : static_cast<double>(local) / static_cast<double>(oracle);
+  return IntervalRatio(r, from_s, to_s, &IntervalSample::numa_local_reads,
+                       &IntervalSample::numa_oracle_local_reads);
 }
 
 TEST(ExampleScenarios, NumaPromotionReachesTheOracleWithinThreeCyclesOfTheShift) {
@@ -650,14 +652,9 @@ TEST(ExampleScenarios, NumaPromotionReachesTheOracleWithinThreeCyclesOfTheShift)
   ASSERT_GE(settled_s, 60) << "never settled at 0.95 of the oracle";
   EXPECT_LE(settled_s - 60, 3 * 60);
   // The oracle after the shift: the late set's pure blocks all fit.
-  int64_t reads = 0, oracle = 0;
-  for (const IntervalSample& i : run.intervals) {
-    if (i.t_start_ns >= SecToNs(90)) {
-      reads += i.numa_reads;
-      oracle += i.numa_oracle_local_reads;
-    }
-  }
-  EXPECT_GE(static_cast<double>(oracle) / static_cast<double>(reads), 0.99);
+  EXPECT_GE(IntervalRatio(run, 90, 180, &IntervalSample::numa_oracle_local_reads,
+                          &IntervalSample::numa_reads),
+            0.99);
   // numa.csv's rows: one per host per interval.
   EXPECT_EQ(run.numa_samples.size(), run.intervals.size() * 2);
 }
