@@ -14,8 +14,10 @@
 // segments are the ADR-0019 head pool instead (runtime/numa/segment_head_pool.h):
 // the first --memory bytes on the serving node, each --sub-memory region on
 // its foreign node, every served read raising the scores of the chunks it
-// covers, and promotion threads moving the hottest blocks to the serving
-// node without changing a segment address. SIGINT/SIGTERM stop
+// covers, replica copies carrying the scores of their bytes to the target
+// store (which raises its chunks to them unless --no-inherit-copy-score),
+// and promotion threads moving the hottest blocks to the serving node
+// without changing a segment address. SIGINT/SIGTERM stop
 // it cleanly: its segments are unmounted (the master drops their replicas at
 // once), then it exits.
 #include <unistd.h>
@@ -83,11 +85,14 @@ absl::StatusOr<int> ResolveSegmentNode(const std::string& flag, const std::strin
 std::string DescribeHeadPool(runtime::SegmentHeadPool& pool) {
   const TieringStats t = pool.manager().stats();
   const runtime::PromotionServiceStats p = pool.service_stats();
-  return absl::StrCat("reads served ", pool.stats().reads, " (chunk reads local ", t.reads_local,
+  const runtime::SegmentHeadPoolStats s = pool.stats();
+  return absl::StrCat("reads served ", s.reads, " (chunk reads local ", t.reads_local,
                       ", foreign ", t.reads_foreign, ", local-hit fraction ",
                       absl::StrFormat("%.3f", t.LocalHitFraction()), "), exchanges ", t.exchanges,
                       " (", t.exchange_bytes >> 20, " MiB moved, ", p.failed,
-                      " failed), decay passes ", t.decay_passes);
+                      " failed), decay passes ", t.decay_passes, ", copies carrying scores out ",
+                      s.copies_scored_out, ", in ", s.copies_scored_in, " (",
+                      s.chunk_scores_raised, " chunks raised)");
 }
 
 }  // namespace
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
   int64_t head_pool_report_s = 0;
   std::string metrics_listen;
   TieringKnobs tiering;
+  bool inherit_copy_score = true;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
@@ -173,6 +179,11 @@ int main(int argc, char** argv) {
                  "every this many seconds (0: only at exit)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+  app.add_flag("--inherit-copy-score,!--no-inherit-copy-score", inherit_copy_score,
+               "with --memory: a replica copy landing here raises the chunks it covers to the "
+               "decayed scores its bytes had on the source store (a source without a head pool "
+               "carries none); this store's own copies out carry its scores either way")
+      ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
                  "with --memory: serve the head pool's metrics (/metrics, Prometheus text) on "
                  "host:port");
@@ -280,6 +291,7 @@ int main(int argc, char** argv) {
       pool.placement = *placement;
       pool.memory = segment_memory;
       pool.binder = &*binder;
+      pool.inherit_copy_score = inherit_copy_score;
       const uint64_t total = pool.total_bytes();
       if (app.count("--segment-mib") > 0 &&
           total != static_cast<uint64_t>(segments) * (segment_mib << 20)) {
@@ -295,6 +307,11 @@ int main(int argc, char** argv) {
     }
   } else if (status.ok() && (head_pool_report_s > 0 || !metrics_listen.empty())) {
     status = absl::InvalidArgumentError("--head-pool-report-s and --metrics-listen need --memory");
+  } else if (status.ok() && app.count("--inherit-copy-score") > 0) {
+    // Only a head pool keeps scores; without one the flag would say nothing.
+    status = absl::InvalidArgumentError(
+        "--inherit-copy-score and --no-inherit-copy-score need --memory (only the head pool "
+        "keeps scores)");
   }
   if (status.ok() && segment_node != "none" && !with_head_pool) {
     absl::StatusOr<int> node = ResolveSegmentNode(

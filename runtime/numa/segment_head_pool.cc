@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -352,6 +353,92 @@ void SegmentHeadPool::OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size
   }
 }
 
+std::vector<ScorePiece> SegmentHeadPool::CopyScores(SegmentId id, uint64_t offset,
+                                                    uint64_t size_bytes) const {
+  if (size_bytes == 0 || SegmentIndex(id) < 0 ||
+      !CheckRange(segment_bytes(), offset, size_bytes).ok()) {
+    return {};
+  }
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t end = offset + size_bytes;
+  std::vector<ScorePiece> pieces;
+  bool any_score = false;
+  TierKey key = ChunkKey(id, 0);
+  for (uint64_t chunk = offset / head; chunk * head < end; ++chunk) {
+    const uint64_t from = std::max(chunk * head, offset);
+    const uint64_t to = std::min((chunk + 1) * head, end);
+    key.chunk = static_cast<uint32_t>(chunk);
+    const absl::StatusOr<double> score = manager_->Score(key);
+    const double value = score.ok() ? *score : 0.0;  // every chunk is committed at start
+    any_score = any_score || value > 0;
+    if (!pieces.empty() && pieces.back().score == value) {
+      pieces.back().size_bytes += to - from;
+    } else {
+      pieces.push_back(ScorePiece{to - from, value});
+    }
+  }
+  if (!any_score) return {};
+  if (pieces.size() > kCopyScorePiecesMax) {
+    // Coarser, never colder: each group of neighbours carries its largest.
+    const size_t group = (pieces.size() + kCopyScorePiecesMax - 1) / kCopyScorePiecesMax;
+    std::vector<ScorePiece> coarse;
+    for (size_t i = 0; i < pieces.size(); i += group) {
+      ScorePiece merged;
+      for (size_t j = i; j < std::min(i + group, pieces.size()); ++j) {
+        merged.size_bytes += pieces[j].size_bytes;
+        merged.score = std::max(merged.score, pieces[j].score);
+      }
+      coarse.push_back(merged);
+    }
+    pieces = std::move(coarse);
+  }
+  copies_scored_out_.fetch_add(1, std::memory_order_relaxed);
+  return pieces;
+}
+
+void SegmentHeadPool::InheritScores(SegmentId id, uint64_t offset, uint64_t size_bytes,
+                                    absl::Span<const ScorePiece> pieces) {
+  uint64_t covered = 0;
+  bool valid = options_.inherit_copy_score && size_bytes > 0 && !pieces.empty() &&
+               SegmentIndex(id) >= 0 && CheckRange(segment_bytes(), offset, size_bytes).ok();
+  for (size_t i = 0; valid && i < pieces.size(); ++i) {
+    const ScorePiece& piece = pieces[i];
+    valid = piece.size_bytes > 0 && piece.size_bytes <= size_bytes - covered &&
+            std::isfinite(piece.score) && piece.score >= 0;
+    covered += valid ? piece.size_bytes : 0;
+  }
+  if (!valid || covered != size_bytes) {
+    copies_scores_ignored_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t end = offset + size_bytes;
+  size_t first = 0;          // the first piece ending after the chunk's start
+  uint64_t first_start = 0;  // its start, relative to the range
+  TierKey key = ChunkKey(id, 0);
+  for (uint64_t chunk = offset / head; chunk * head < end; ++chunk) {
+    // The chunk's part of the range, relative to the range.
+    const uint64_t from = std::max(chunk * head, offset) - offset;
+    const uint64_t to = std::min((chunk + 1) * head, end) - offset;
+    while (first_start + pieces[first].size_bytes <= from) {
+      first_start += pieces[first].size_bytes;
+      ++first;
+    }
+    double inherited = 0;
+    uint64_t start = first_start;
+    for (size_t i = first; i < pieces.size() && start < to; start += pieces[i].size_bytes, ++i) {
+      inherited = std::max(inherited, pieces[i].score);
+    }
+    if (inherited <= 0) continue;
+    key.chunk = static_cast<uint32_t>(chunk);
+    // Every chunk is committed at start, and the score was checked above.
+    if (manager_->RaiseScore(key, inherited).ok()) {
+      chunk_scores_raised_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  copies_scored_in_.fetch_add(1, std::memory_order_relaxed);
+}
+
 absl::StatusOr<int> SegmentHeadPool::ChunkNode(SegmentId id, uint64_t offset) const {
   if (SegmentIndex(id) < 0) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
   HS_RETURN_IF_ERROR(CheckRange(segment_bytes(), offset, 1));
@@ -400,7 +487,15 @@ PromotionServiceStats SegmentHeadPool::service_stats() const {
 }
 
 SegmentHeadPoolStats SegmentHeadPool::stats() const {
-  return SegmentHeadPoolStats{reads_.load(), chunk_reads_.load(), reads_ignored_.load()};
+  SegmentHeadPoolStats stats;
+  stats.reads = reads_.load();
+  stats.chunk_reads = chunk_reads_.load();
+  stats.reads_ignored = reads_ignored_.load();
+  stats.copies_scored_out = copies_scored_out_.load();
+  stats.copies_scored_in = copies_scored_in_.load();
+  stats.chunk_scores_raised = chunk_scores_raised_.load();
+  stats.copies_scores_ignored = copies_scores_ignored_.load();
+  return stats;
 }
 
 }  // namespace heatsink::runtime

@@ -9,7 +9,8 @@
 // counters, then kills the source store with SIGKILL, restarts it under the
 // same client id and sees it re-register and serve a new put. The kill -9
 // fault test runs with three stores too, and an observe-mode run counts
-// would-propose and creates no replica. Every process gets SIGTERM at the end
+// would-propose and creates no replica; two head-pool stores carry the hot
+// object's scores with its copy. Every process gets SIGTERM at the end
 // and must exit 0.
 #include <fcntl.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -217,7 +219,8 @@ class ProcessesTest : public ::testing::Test {
     return master;
   }
 
-  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags);
+  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
+                                   const std::vector<std::string>& store_a_flags = {});
   bool LogSays(const std::string& file, const std::string& text);
 
   fs::path dir_;
@@ -358,14 +361,17 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
 // UCX_NET_DEVICES=lo come from the test presets): hot reads from domain b
 // admit a copy, which store a writes into store b's registered segment with
 // UCX RMA puts; the reader then reads b's replica with the right bytes.
-// Stores a and b copy over UCX; `store_b_flags` are added to b's command
-// line. A hot object written in domain a is replicated into b's segment and
-// read there; both stores then stop cleanly.
-void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags) {
+// Stores a and b copy over UCX; `store_b_flags` and `store_a_flags` are
+// added to their command lines. A hot object written in domain a is
+// replicated into b's segment and read there; both stores then stop cleanly.
+void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
+                                                const std::vector<std::string>& store_a_flags) {
   std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=enforce"});
   ASSERT_FALSE(master_address_.empty());
   const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
-  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
+  std::vector<std::string> ucx_a = ucx;
+  ucx_a.insert(ucx_a.end(), store_a_flags.begin(), store_a_flags.end());
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx_a);
   std::vector<std::string> ucx_b = ucx;
   ucx_b.insert(ucx_b.end(), store_b_flags.begin(), store_b_flags.end());
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_b);
@@ -433,6 +439,42 @@ TEST_F(ProcessesTest, HeadPoolStoreTakesUcxCopiesAndScoresTheirReads) {
   EXPECT_TRUE(LogSays("store_b.log", "head pool, promotion on"));
   EXPECT_FALSE(LogSays("store_b.log", "head pool: reads served 0 "));
   EXPECT_TRUE(LogSays("store_b.log", "local-hit fraction 1.000"));
+}
+
+// The score-carrying counters of the last head-pool report in `lines`:
+// copies out, copies in, chunks raised (all -1 without a report).
+struct CopyScoreCounts {
+  long long out = -1, in = -1, raised = -1;
+};
+CopyScoreCounts ReportedCopyScores(const std::vector<std::string>& lines) {
+  CopyScoreCounts counts;
+  constexpr std::string_view kLabel = "copies carrying scores out ";
+  for (const std::string& line : lines) {
+    const size_t at = line.find(kLabel);
+    if (line.find("heatsink-store: head pool: reads served") == std::string::npos ||
+        at == std::string::npos) {
+      continue;
+    }
+    CopyScoreCounts parsed;
+    if (std::sscanf(line.c_str() + at + kLabel.size(), "%lld, in %lld (%lld chunks raised)",
+                    &parsed.out, &parsed.in, &parsed.raised) == 3) {
+      counts = parsed;
+    }
+  }
+  return counts;
+}
+
+TEST_F(ProcessesTest, HeadPoolStoresCarryScoresWithTheirCopies) {
+  // Both stores keep scores: the reads store a served of the hot object
+  // travel with its dynamic copy, and store b raises the chunks it landed in.
+  CopyOverUcxAndReadInDomainB({"--memory", "16M"}, {"--memory", "16M"});
+  const std::vector<std::string> a = ReadLines(dir_ / "store_a.log");
+  const std::vector<std::string> b = ReadLines(dir_ / "store_b.log");
+  EXPECT_GE(ReportedCopyScores(a).out, 1) << absl::StrJoin(a, "\n");
+  const CopyScoreCounts in_b = ReportedCopyScores(b);
+  EXPECT_GE(in_b.in, 1) << absl::StrJoin(b, "\n");
+  // The object is over 3 MiB: at least 12 chunks of 256 KiB.
+  EXPECT_GE(in_b.raised, 12) << absl::StrJoin(b, "\n");
 }
 
 // The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
@@ -696,6 +738,8 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
               "do not split into 3 segments");
   store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log", "leave --segment-mib out");
   store_fails({"--head-pool-report-s", "1"}, "pool_report.log", "need --memory");
+  store_fails({"--no-inherit-copy-score"}, "pool_inherit.log",
+              "--no-inherit-copy-score need --memory");
 }
 
 // heatsink-store --memory: the segments are the ADR-0019 head pool, and every
