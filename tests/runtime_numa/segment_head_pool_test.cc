@@ -3,7 +3,9 @@
 //     fixed heads region by region (the first --memory bytes on the serving
 //     node, then each foreign region), and the options are checked with
 //     messages naming the flag;
-//   - a served read raises the score of every chunk it covers, once;
+//   - a served read raises the score of every chunk it covers, once, and
+//     counts its bytes local or remote by the node of their block, before
+//     the first exchange and since the last;
 //   - copies carry chunk scores out (merged, coarser above the piece limit)
 //     and raise the chunks they land in, never lowering one;
 //   - an exchange keeps every segment address: the bytes a reader finds at an
@@ -201,6 +203,43 @@ TEST(SegmentHeadPool, ExchangeKeepsEveryAddressAndMovesTheHotBlockHome) {
   EXPECT_EQ(p.manager().PromotionStep().outcome, PromotionOutcome::kNoInversion);
 }
 
+TEST(SegmentHeadPool, ServedBytesCountLocalOrRemoteBeforeAndSinceExchanges) {
+  SteadyEnv env;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, LogicalOptions());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = p.options().knobs.ram_head_bytes;
+  const int64_t seg = static_cast<int64_t>(p.segment_bytes());
+  // Segment 0 is on the serving node, segment 1 on nodes 1 and 2.
+  p.OnSegmentRead(kSeg0, head - 100, 200);
+  p.OnSegmentRead(kSeg0, 0, p.segment_bytes());
+  for (int i = 0; i < 5; ++i) p.OnSegmentRead(kSeg1, 2 * kMiB, 2 * kMiB);
+  SegmentHeadPoolStats stats = p.stats();
+  const ServedHeadBytes before{200 + seg, 5 * 2 * static_cast<int64_t>(kMiB)};
+  EXPECT_EQ(stats.served.local_bytes, before.local_bytes);
+  EXPECT_EQ(stats.served.remote_bytes, before.remote_bytes);
+  EXPECT_DOUBLE_EQ(stats.served.remote_share(),
+                   static_cast<double>(before.remote_bytes) / before.total_bytes());
+  EXPECT_EQ(stats.exchanges, 0);
+  EXPECT_EQ(stats.served_before_exchange.total_bytes(), before.total_bytes());
+  EXPECT_EQ(stats.served_since_exchange.total_bytes(), before.total_bytes());
+
+  // The hot foreign block moves home; what is read of it from then on is local.
+  ASSERT_EQ(p.manager().PromotionStep().outcome, PromotionOutcome::kExchanged);
+  p.OnSegmentRead(kSeg1, 2 * kMiB, head);
+  p.OnSegmentRead(kSeg1, 0, head);  // still foreign
+  stats = p.stats();
+  EXPECT_EQ(stats.exchanges, 1);
+  EXPECT_EQ(stats.served_before_exchange.local_bytes, before.local_bytes);
+  EXPECT_EQ(stats.served_before_exchange.remote_bytes, before.remote_bytes);
+  EXPECT_EQ(stats.served_since_exchange.local_bytes, static_cast<int64_t>(head));
+  EXPECT_EQ(stats.served_since_exchange.remote_bytes, static_cast<int64_t>(head));
+  EXPECT_DOUBLE_EQ(stats.served_since_exchange.remote_share(), 0.5);
+  EXPECT_EQ(stats.served.total_bytes(), before.total_bytes() + 2 * static_cast<int64_t>(head));
+  EXPECT_EQ(ServedHeadBytes{}.remote_share(), 0.0);
+}
+
 TEST(SegmentHeadPool, CopyScoresCarryEachChunksScoreWithEqualNeighboursMerged) {
   SteadyEnv env;
   absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
@@ -209,7 +248,7 @@ TEST(SegmentHeadPool, CopyScoresCarryEachChunksScoreWithEqualNeighboursMerged) {
   SegmentHeadPool& p = **pool;
   const uint64_t head = p.options().knobs.ram_head_bytes;
   for (int i = 0; i < 2; ++i) p.OnSegmentRead(kSeg0, head, 2 * head);  // chunks 1 and 2
-  for (int i = 0; i < 3; ++i) p.OnSegmentRead(kSeg0, 4 * head, 1);    // chunk 4
+  for (int i = 0; i < 3; ++i) p.OnSegmentRead(kSeg0, 4 * head, 1);     // chunk 4
   // 10 bytes of chunk 0, chunks 1 to 4, 10 bytes of chunk 5.
   const std::vector<ScorePiece> expected = {
       {10, 0.0}, {2 * head, 2.0}, {head, 0.0}, {head, 3.0}, {10, 0.0}};

@@ -786,6 +786,10 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
   EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchanges_total"), 0);
   EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchange_pause_seconds_count"), 0);
   EXPECT_GE(MetricValue(metrics, "heatsink_tiering_decay_passes_total"), 0);
+  // Every byte served came from the serving node's memory.
+  EXPECT_EQ(MetricValue(metrics, R"(heatsink_store_head_served_bytes_total{memory="local"})"),
+            kReads * static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(MetricValue(metrics, R"(heatsink_store_head_served_bytes_total{memory="remote"})"), 0);
   rpc->reset();
   store->Signal(SIGTERM);
   EXPECT_EQ(store->Wait(), 0);
@@ -813,6 +817,15 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
       last_report.find(absl::StrCat("chunk reads local ", 4 * kReads, ",")) != std::string::npos;
   EXPECT_TRUE(three || four) << last_report;
   EXPECT_NE(last_report.find("local-hit fraction 1.000"), std::string::npos) << last_report;
+  bool share_reported = false;
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(line, "heatsink-store: head pool remote share 0.00% of ") &&
+        line.find("since start") != std::string::npos &&
+        line.find("every page on its block's node") != std::string::npos) {
+      share_reported = true;
+    }
+  }
+  EXPECT_TRUE(share_reported) << absl::StrJoin(lines, "\n");
 }
 
 }  // namespace
