@@ -10,7 +10,8 @@
 // same client id and sees it re-register and serve a new put. The kill -9
 // fault test runs with three stores too, and an observe-mode run counts
 // would-propose and creates no replica; two head-pool stores carry the hot
-// object's scores with its copy. Every process gets SIGTERM at the end
+// object's scores with its copy; heatsink-load's Zipf load reads the hot keys
+// it wrote last. Every process gets SIGTERM at the end
 // and must exit 0.
 #include <fcntl.h>
 #include <signal.h>
@@ -475,6 +476,49 @@ TEST_F(ProcessesTest, HeadPoolStoresCarryScoresWithTheirCopies) {
   EXPECT_GE(in_b.in, 1) << absl::StrJoin(b, "\n");
   // The object is over 3 MiB: at least 12 chunks of 256 KiB.
   EXPECT_GE(in_b.raised, 12) << absl::StrJoin(b, "\n");
+}
+
+// heatsink-load --mode zipf against a head-pool store: the keys are written
+// coldest first into the segments given, so the first segment holds the cold
+// tail and the second the hottest keys, which most reads then hit. A bad
+// --zipf-s is refused.
+TEST_F(ProcessesTest, ZipfLoadPutsTheHotKeysInTheLastSegmentItWrites) {
+  std::unique_ptr<Process> master = StartMaster({});
+  ASSERT_FALSE(master_address_.empty());
+  // Two segments of 16 MiB: the 64 coldest keys of 256 KiB fill the first.
+  std::unique_ptr<Process> store =
+      StartStore(1, "host-a", "a", {}, "pool", {"--memory", "32M", "--segments", "2"});
+  const std::string tool = std::string(HEATSINK_TOOLS_DIR) + "/heatsink-load";
+  const SegmentId cold = StoreSegmentId(ClientId(1), 0);
+  const SegmentId hot = StoreSegmentId(ClientId(1), 1);
+  Process load({tool, "--master", master_address_, "--mode", "zipf", "--keys", "88",
+                "--value-bytes", "262144", "--zipf-s", "1.2", "--write-segments",
+                absl::StrCat(cold.value, ",", hot.value), "--threads", "1", "--duration-ms", "500"},
+               {}, dir_ / "load.log");
+  EXPECT_EQ(load.Wait(), 0);
+  int64_t cold_reads = -1, hot_reads = -1, errors = -1;
+  for (const std::string& line : ReadLines(dir_ / "load.log")) {
+    long long segment = 0, count = 0;
+    if (std::sscanf(line.c_str(), "reads segment=%lld count=%lld", &segment, &count) == 2) {
+      (static_cast<uint64_t>(segment) == cold.value ? cold_reads : hot_reads) = count;
+    }
+    long long ops = 0;
+    if (std::sscanf(line.c_str(), "ops=%lld errors=%lld", &ops, &count) == 2) errors = count;
+  }
+  EXPECT_EQ(errors, 0);
+  // Ranks 0-23 (about 85% of the draws) are in the second segment.
+  EXPECT_GT(hot_reads, 3 * cold_reads) << cold_reads << " " << hot_reads;
+  EXPECT_GT(cold_reads, 0);
+  Process bad({tool, "--master", master_address_, "--mode", "zipf", "--zipf-s", "0"}, {},
+              dir_ / "bad_zipf.log");
+  EXPECT_EQ(bad.Wait(), 2);
+  const std::vector<std::string> bad_lines = ReadLines(dir_ / "bad_zipf.log");
+  EXPECT_FALSE(bad_lines.empty() || bad_lines[0].find("--zipf-s") == std::string::npos)
+      << absl::StrJoin(bad_lines, "\n");
+  store->Signal(SIGTERM);
+  EXPECT_EQ(store->Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 // The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
