@@ -3,6 +3,12 @@
 //   storm  (default): --threads readers in --domain hammer --keys hot keys
 //          (written first) with Get (or, with --lookup-only, only the
 //          master's GetReplicaList) for --duration-ms.
+//   zipf:  writes --keys keys "zipf-<rank>", the coldest first (so with
+//          --write-segments LOCAL,FOREIGN a head-pool store's local segment
+//          fills with the cold tail and the hottest keys land in foreign
+//          memory, as static local-first admission leaves them), then
+//          --threads readers draw ranks from a Zipf law of exponent --zipf-s
+//          (rank r read with weight 1/(r+1)^s) for --duration-ms.
 //   trace: replays a Mooncake trace (JSONL with `hash_ids`): every request
 //          reads its prefix blocks as keys "block-<id>", writing a block of
 //          --value-bytes the first time it is missing (a prefill), reading
@@ -12,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -51,6 +58,9 @@ struct Flags {
   uint64_t client_id_base = 1'000'000;
   int64_t trace_requests_max = 100'000;
   std::string data_path = "tcp";
+  double zipf_s = 1.0;
+  uint64_t seed = 1;
+  std::vector<uint64_t> write_segments;
   runtime::RpcOptions rpc;
   // How bytes move (shared by every client of the run).
   runtime::ObjectDataPath* data = nullptr;
@@ -118,20 +128,19 @@ void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elap
   if (!first_error.empty()) std::printf("first_error=%s\n", first_error.c_str());
 }
 
-int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
-  absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> writer_rpc =
-      runtime::GrpcMasterClient::Connect(flags.master, RpcAs(flags, base.client_id));
-  if (!writer_rpc.ok()) {
-    std::fprintf(stderr, "heatsink-load: %s\n", writer_rpc.status().ToString().c_str());
-    return 2;
-  }
+// The writer's options: --write-segments, else the segments of
+// --writer-domain (at most two), else where the master allocates. NOT_FOUND
+// when --writer-domain has no segment.
+absl::StatusOr<runtime::HeatsinkClientOptions> WriterOptions(
+    const Flags& flags, const runtime::HeatsinkClientOptions& base,
+    runtime::GrpcMasterClient& writer_rpc) {
   runtime::HeatsinkClientOptions writer_options = base;
-  if (!flags.writer_domain.empty()) {
-    absl::StatusOr<std::vector<SegmentView>> segments = (*writer_rpc)->ListSegments();
-    if (!segments.ok()) {
-      std::fprintf(stderr, "heatsink-load: %s\n", segments.status().ToString().c_str());
-      return 1;
-    }
+  for (uint64_t id : flags.write_segments) {
+    writer_options.preferred_segments.push_back(SegmentId(id));
+  }
+  if (writer_options.preferred_segments.empty() && !flags.writer_domain.empty()) {
+    absl::StatusOr<std::vector<SegmentView>> segments = writer_rpc.ListSegments();
+    if (!segments.ok()) return segments.status();
     for (const SegmentView& s : *segments) {
       if (s.location.domain == flags.writer_domain &&
           writer_options.preferred_segments.size() < 2) {
@@ -139,22 +148,17 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
       }
     }
     if (writer_options.preferred_segments.empty()) {
-      std::fprintf(stderr, "heatsink-load: no segment in domain '%s'\n",
-                   flags.writer_domain.c_str());
-      return 1;
+      return absl::NotFoundError(absl::StrCat("no segment in domain '", flags.writer_domain, "'"));
     }
   }
-  runtime::HeatsinkClient writer(writer_rpc->get(), flags.data, writer_options);
-  std::vector<std::string> keys;
-  for (int k = 0; k < flags.keys; ++k) {
-    keys.push_back(absl::StrCat("hot-", k));
-    absl::Status put = writer.Put(keys.back(), Value(k + 1, flags.value_bytes));
-    if (!put.ok() && put.code() != absl::StatusCode::kAlreadyExists) {
-      std::fprintf(stderr, "heatsink-load: put %s: %s\n", keys.back().c_str(),
-                   put.ToString().c_str());
-      return 1;
-    }
-  }
+  return writer_options;
+}
+
+// Readers of `keys` until `duration_ms` is over; `pick(thread, rng)` chooses
+// the index of the next key. Prints the report.
+template <typename Pick>
+int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
+            const std::vector<std::string>& keys, Pick pick) {
   std::vector<ThreadResult> results(flags.threads);
   std::vector<std::unique_ptr<runtime::GrpcMasterClient>> rpcs;
   for (int t = 0; t < flags.threads; ++t) {
@@ -173,8 +177,9 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
       options.client_id = ClientId(flags.client_id_base + 1 + t);
       runtime::HeatsinkClient client(rpcs[t].get(), flags.data, options);
       ThreadResult& r = results[t];
+      Rng rng(flags.seed + static_cast<uint64_t>(t));
       for (uint64_t i = t; !stop.load(std::memory_order_relaxed); ++i) {
-        const std::string& key = keys[i % keys.size()];
+        const std::string& key = keys[pick(i, rng)];
         const int64_t begin = NowNs();
         absl::Status status;
         if (flags.lookup_only) {
@@ -200,6 +205,67 @@ int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   for (std::thread& t : threads) t.join();
   Report(flags, results, NowNs() - start);
   return 0;
+}
+
+// Writes `keys[order[i]]` for each i with values of --value-bytes; an
+// existing key is kept.
+int WriteKeys(const Flags& flags, const runtime::HeatsinkClientOptions& base,
+              const std::vector<std::string>& keys, const std::vector<size_t>& order) {
+  absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> writer_rpc =
+      runtime::GrpcMasterClient::Connect(flags.master, RpcAs(flags, base.client_id));
+  if (!writer_rpc.ok()) {
+    std::fprintf(stderr, "heatsink-load: %s\n", writer_rpc.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<runtime::HeatsinkClientOptions> writer_options =
+      WriterOptions(flags, base, **writer_rpc);
+  if (!writer_options.ok()) {
+    std::fprintf(stderr, "heatsink-load: %s\n",
+                 std::string(writer_options.status().message()).c_str());
+    return 1;
+  }
+  runtime::HeatsinkClient writer(writer_rpc->get(), flags.data, *writer_options);
+  for (size_t k : order) {
+    absl::Status put = writer.Put(keys[k], Value(k + 1, flags.value_bytes));
+    if (!put.ok() && put.code() != absl::StatusCode::kAlreadyExists) {
+      std::fprintf(stderr, "heatsink-load: put %s: %s\n", keys[k].c_str(), put.ToString().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int RunZipf(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
+  std::vector<std::string> keys;
+  std::vector<size_t> coldest_first;
+  // cumulative[r]: the weight of ranks 0..r, normalised to end at 1.
+  std::vector<double> cumulative;
+  double total = 0;
+  for (int r = 0; r < flags.keys; ++r) {
+    keys.push_back(absl::StrCat("zipf-", r));
+    coldest_first.push_back(static_cast<size_t>(flags.keys - 1 - r));
+    total += 1.0 / std::pow(static_cast<double>(r + 1), flags.zipf_s);
+    cumulative.push_back(total);
+  }
+  for (double& c : cumulative) c /= total;
+  if (int rc = WriteKeys(flags, base, keys, coldest_first); rc != 0) return rc;
+  return ReadFor(flags, base, keys, [&](uint64_t, Rng& rng) {
+    const double u = rng.NextDouble01();
+    const size_t r = static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), u) -
+                                         cumulative.begin());
+    return std::min(r, cumulative.size() - 1);
+  });
+}
+
+int RunStorm(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
+  std::vector<std::string> keys;
+  std::vector<size_t> order;
+  for (int k = 0; k < flags.keys; ++k) {
+    keys.push_back(absl::StrCat("hot-", k));
+    order.push_back(static_cast<size_t>(k));
+  }
+  if (int rc = WriteKeys(flags, base, keys, order); rc != 0) return rc;
+  return ReadFor(flags, base, keys, [&](uint64_t i, Rng&) { return i % keys.size(); });
 }
 
 int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
@@ -278,9 +344,11 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App app{"heatsink-load: drive a Heatsink cluster and print throughput and latency."};
   app.add_option("--master", flags.master, "master gRPC address host:port")->capture_default_str();
-  app.add_option("--mode", flags.mode, "storm (hot-key reads) or trace (Mooncake trace replay)")
+  app.add_option("--mode", flags.mode,
+                 "storm (hot-key reads), zipf (skewed reads over --keys keys, written coldest "
+                 "first) or trace (Mooncake trace replay)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"storm", "trace"}));
+      ->check(CLI::IsMember({"storm", "zipf", "trace"}));
   app.add_option("--trace", flags.trace, "Mooncake trace JSONL file (mode trace)");
   app.add_option("--trace-requests-max", flags.trace_requests_max,
                  "replay at most this many trace records")
@@ -295,6 +363,16 @@ int main(int argc, char** argv) {
   app.add_option("--writer-domain", flags.writer_domain,
                  "storm: write the hot keys into segments of this domain (default: where the "
                  "master allocates)");
+  app.add_option("--write-segments", flags.write_segments,
+                 "storm and zipf: segment ids the writes ask for, in order (at most the "
+                 "master's preferred_segments_max; overrides --writer-domain)")
+      ->delimiter(',');
+  app.add_option("--zipf-s", flags.zipf_s,
+                 "zipf: exponent of the Zipf law; rank r (0 = hottest) is read with weight "
+                 "1/(r+1)^s")
+      ->capture_default_str();
+  app.add_option("--seed", flags.seed, "zipf: seed of the readers' draws (reader i uses seed+i)")
+      ->capture_default_str();
   app.add_option("--host", flags.host, "host id the readers report")->capture_default_str();
   app.add_option("--tenant", flags.tenant, "tenant of every key (empty = default)");
   app.add_option("--keys", flags.keys, "hot keys in the storm")
@@ -326,6 +404,13 @@ int main(int argc, char** argv) {
   if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {
     status = absl::InvalidArgumentError("--mode trace needs --trace FILE");
   }
+  if (status.ok() && (!std::isfinite(flags.zipf_s) || flags.zipf_s <= 0 || flags.zipf_s > 10)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("--zipf-s must be finite and in (0, 10], got ", flags.zipf_s));
+  }
+  if (status.ok() && flags.mode == "trace" && !flags.write_segments.empty()) {
+    status = absl::InvalidArgumentError("--write-segments applies to storm and zipf");
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "heatsink-load: %s\n", std::string(status.message()).c_str());
     return 2;
@@ -343,5 +428,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   flags.data = data->get();
+  if (flags.mode == "zipf") return RunZipf(flags, base);
   return flags.mode == "storm" ? RunStorm(flags, base) : RunTrace(flags, base);
 }

@@ -14,8 +14,10 @@
 // segments are the ADR-0019 head pool instead (runtime/numa/segment_head_pool.h):
 // the first --memory bytes on the serving node, each --sub-memory region on
 // its foreign node, every served read raising the scores of the chunks it
-// covers, and promotion threads moving the hottest blocks to the serving
-// node without changing a segment address. SIGINT/SIGTERM stop
+// covers, replica copies carrying the scores of their bytes to the target
+// store (which raises its chunks to them unless --no-inherit-copy-score),
+// and promotion threads moving the hottest blocks to the serving node
+// without changing a segment address. SIGINT/SIGTERM stop
 // it cleanly: its segments are unmounted (the master drops their replicas at
 // once), then it exits.
 #include <unistd.h>
@@ -83,11 +85,37 @@ absl::StatusOr<int> ResolveSegmentNode(const std::string& flag, const std::strin
 std::string DescribeHeadPool(runtime::SegmentHeadPool& pool) {
   const TieringStats t = pool.manager().stats();
   const runtime::PromotionServiceStats p = pool.service_stats();
-  return absl::StrCat("reads served ", pool.stats().reads, " (chunk reads local ", t.reads_local,
-                      ", foreign ", t.reads_foreign, ", local-hit fraction ",
+  const runtime::SegmentHeadPoolStats s = pool.stats();
+  return absl::StrCat("reads served ", s.reads, " (chunk reads local ", t.reads_local, ", foreign ",
+                      t.reads_foreign, ", local-hit fraction ",
                       absl::StrFormat("%.3f", t.LocalHitFraction()), "), exchanges ", t.exchanges,
                       " (", t.exchange_bytes >> 20, " MiB moved, ", p.failed,
-                      " failed), decay passes ", t.decay_passes);
+                      " failed), decay passes ", t.decay_passes, ", copies carrying scores out ",
+                      s.copies_scored_out, ", in ", s.copies_scored_in, " (", s.chunk_scores_raised,
+                      " chunks raised)");
+}
+
+std::string DescribeShare(const runtime::ServedHeadBytes& served) {
+  return absl::StrFormat("%.2f%% of %.1f MiB", 100.0 * served.remote_share(),
+                         static_cast<double>(served.total_bytes()) / (1 << 20));
+}
+
+// One line of the head pool's remote share: of the head bytes served since
+// `last` (and before the first exchange, since the last one), the share read
+// from blocks on a node other than the serving node, and whether the kernel
+// has every block's pages where the pool counts them (move_pages).
+std::string DescribeRemoteShare(runtime::SegmentHeadPool& pool, runtime::ServedHeadBytes* last,
+                                const std::string& window) {
+  const runtime::SegmentHeadPoolStats s = pool.stats();
+  const absl::Status placed = pool.VerifyPlacement();
+  std::string line = absl::StrCat(
+      "remote share ", DescribeShare(s.served - *last), " served ", window, "; ",
+      DescribeShare(s.served_before_exchange), " before the first exchange, ",
+      DescribeShare(s.served_since_exchange), " since the last (", s.exchanges, " exchanges); ",
+      placed.ok() ? std::string("every page on its block's node (move_pages)")
+                  : absl::StrCat("page check: ", placed.message()));
+  *last = s.served;
+  return line;
 }
 
 }  // namespace
@@ -123,6 +151,7 @@ int main(int argc, char** argv) {
   int64_t head_pool_report_s = 0;
   std::string metrics_listen;
   TieringKnobs tiering;
+  bool inherit_copy_score = true;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
@@ -169,10 +198,17 @@ int main(int argc, char** argv) {
           "apply; every served read raises the scores of the --ram-head chunks it covers")
       ->default_str("");
   app.add_option("--head-pool-report-s", head_pool_report_s,
-                 "with --memory: print the head pool's reads, local-hit fraction and exchanges "
-                 "every this many seconds (0: only at exit)")
+                 "with --memory: print the head pool's reads, local-hit fraction and exchanges, "
+                 "and its remote share (served head bytes read from a node other than the serving "
+                 "node: in the interval, before the first exchange, since the last; every page's "
+                 "node checked with move_pages) every this many seconds (0: only at exit)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+  app.add_flag("--inherit-copy-score,!--no-inherit-copy-score", inherit_copy_score,
+               "with --memory: a replica copy landing here raises the chunks it covers to the "
+               "decayed scores its bytes had on the source store (a source without a head pool "
+               "carries none); this store's own copies out carry its scores either way")
+      ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
                  "with --memory: serve the head pool's metrics (/metrics, Prometheus text) on "
                  "host:port");
@@ -280,6 +316,7 @@ int main(int argc, char** argv) {
       pool.placement = *placement;
       pool.memory = segment_memory;
       pool.binder = &*binder;
+      pool.inherit_copy_score = inherit_copy_score;
       const uint64_t total = pool.total_bytes();
       if (app.count("--segment-mib") > 0 &&
           total != static_cast<uint64_t>(segments) * (segment_mib << 20)) {
@@ -295,6 +332,11 @@ int main(int argc, char** argv) {
     }
   } else if (status.ok() && (head_pool_report_s > 0 || !metrics_listen.empty())) {
     status = absl::InvalidArgumentError("--head-pool-report-s and --metrics-listen need --memory");
+  } else if (status.ok() && app.count("--inherit-copy-score") > 0) {
+    // Only a head pool keeps scores; without one the flag would say nothing.
+    status = absl::InvalidArgumentError(
+        "--inherit-copy-score and --no-inherit-copy-score need --memory (only the head pool "
+        "keeps scores)");
   }
   if (status.ok() && segment_node != "none" && !with_head_pool) {
     absl::StatusOr<int> node = ResolveSegmentNode(
@@ -397,9 +439,15 @@ int main(int argc, char** argv) {
   }
 
   int signal = 0;
+  runtime::ServedHeadBytes reported;  // served bytes at the last report
+  const int64_t started_s = env.env()->clock->NowNs() / 1'000'000'000;
   if (pool != nullptr && head_pool_report_s > 0) {
     while ((signal = tools::WaitForTerminationSignalFor(head_pool_report_s * 1000)) == 0) {
       std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+      std::printf("heatsink-store: head pool %s\n",
+                  DescribeRemoteShare(*pool, &reported,
+                                      absl::StrCat("in the last ", head_pool_report_s, " s"))
+                      .c_str());
       std::fflush(stdout);
     }
   } else {
@@ -411,6 +459,13 @@ int main(int argc, char** argv) {
               static_cast<long long>(stats.copies_failed));
   if (pool != nullptr) {
     std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+    reported = {};
+    std::printf("heatsink-store: head pool %s\n",
+                DescribeRemoteShare(
+                    *pool, &reported,
+                    absl::StrCat("since start (",
+                                 env.env()->clock->NowNs() / 1'000'000'000 - started_s, " s)"))
+                    .c_str());
   }
   std::fflush(stdout);
   metrics.reset();

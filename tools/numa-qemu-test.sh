@@ -5,9 +5,15 @@
 # an exchange moving the hot block onto the serving node's pages, the
 # serving policy MPOL_BIND|MPOL_F_STATIC_NODES on every node -- really run.
 #
-# Usage: tools/numa-qemu-test.sh [-n "2 4"] [-m MiB_PER_NODE] [-t TIMEOUT_S] [BINARY] [-- ARGS...]
-#   BINARY  default: build/debug/tests/heatsink_runtime_numa_test
+# Usage: tools/numa-qemu-test.sh [-n "2 4"] [-m MiB_PER_NODE] [-t TIMEOUT_S] [-b EXTRA]...
+#                                [BINARY] [-- ARGS...]
+#   BINARY  default: build/debug/tests/heatsink_runtime_numa_test; a POSIX sh
+#           script (first line "#!") runs under the guest's busybox sh
+#   EXTRA   another program the binary runs, copied to the guest's /bin with
+#           its libraries (repeatable)
 #   ARGS    passed to the binary in the guest (e.g. --gtest_filter=NumaMultiNode.*)
+# The guest's loopback interface is up (for a script that starts processes
+# talking over 127.0.0.1).
 #
 # Needs (Debian 12): qemu-system-x86, busybox-static, cpio, and the Debian
 # archive (apt-get download) for the kernel image, cached under
@@ -20,9 +26,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-NODE_COUNTS="2 4" MIB=512 HUGE=4 TMO=300
-while getopts "n:m:t:" o; do
-  case $o in n) NODE_COUNTS=$OPTARG ;; m) MIB=$OPTARG ;; t) TMO=$OPTARG ;; *) exit 2 ;; esac
+NODE_COUNTS="2 4" MIB=512 HUGE=4 TMO=300 EXTRA=()
+while getopts "n:m:t:b:" o; do
+  case $o in
+    n) NODE_COUNTS=$OPTARG ;; m) MIB=$OPTARG ;; t) TMO=$OPTARG ;; b) EXTRA+=("$OPTARG") ;;
+    *) exit 2 ;;
+  esac
 done
 shift $((OPTIND - 1))
 BIN=$ROOT/build/debug/tests/heatsink_runtime_numa_test
@@ -31,6 +40,11 @@ if [[ ${1:-} == -- ]]; then shift; fi
 
 skip() { echo "SKIPPED: $*"; exit 0; }
 [[ -x $BIN ]] || { echo "numa-qemu-test: no test binary at $BIN (build heatsink_runtime_numa_test)" >&2; exit 2; }
+for e in "${EXTRA[@]}"; do
+  [[ -x $e ]] || { echo "numa-qemu-test: no program at $e" >&2; exit 2; }
+done
+RUN=/bin/test ELVES=("${EXTRA[@]}")
+if [[ $(head -c 2 "$BIN") == '#!' ]]; then RUN="sh /bin/test"; else ELVES+=("$BIN"); fi
 for tool in qemu-system-x86_64 cpio timeout gzip ldd; do
   command -v "$tool" >/dev/null || skip "$tool is not installed (apt-get install qemu-system-x86 busybox-static cpio)"
 done
@@ -59,18 +73,22 @@ trap 'rm -rf "$WORK"' EXIT
 R=$WORK/root
 mkdir -p "$R"/{bin,proc,sys,dev,tmp}
 cp "$BUSYBOX" "$R/bin/busybox"
-for a in sh mount echo cat printf dd poweroff; do ln -s busybox "$R/bin/$a"; done
+for a in sh mount echo cat printf dd poweroff ip sleep kill grep sed tail head wc date; do
+  ln -s busybox "$R/bin/$a"
+done
 cp "$BIN" "$R/bin/test"
+for e in "${EXTRA[@]}"; do cp "$e" "$R/bin/"; done
 # (A dynamically linked busybox brings its libraries along the same way.)
-{ ldd "$BIN"; ldd "$BUSYBOX" 2>/dev/null || true; } | awk '/=> \//{print $3} /^[ \t]*\/lib/{print $1}' | sort -u | while read -r l; do
+{ for e in "${ELVES[@]}"; do ldd "$e"; done; ldd "$BUSYBOX" 2>/dev/null || true; } | awk '/=> \//{print $3} /^[ \t]*\/lib/{print $1}' | sort -u | while read -r l; do
   mkdir -p "$R$(dirname "$l")"; cp -L "$l" "$R$l"
 done
 {
   echo '#!/bin/sh'
   echo 'mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev'
-  echo 'export GTEST_COLOR=no'
+  echo 'export GTEST_COLOR=no PATH=/bin'
+  echo 'ip link set lo up 2>/dev/null'
   echo "for n in /sys/devices/system/node/node*; do echo $HUGE > \$n/hugepages/hugepages-2048kB/nr_hugepages; done"
-  printf '/bin/test'; for a in "$@"; do printf ' %q' "$a"; done; echo '; rc=$?'
+  printf '%s' "$RUN"; for a in "$@"; do printf ' %q' "$a"; done; echo '; rc=$?'
   echo 'echo "GUEST-RC=$rc"'
   echo 'printf "\\$(printf %03o $rc)" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null'
   echo 'poweroff -f'

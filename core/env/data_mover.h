@@ -9,6 +9,14 @@
 // error status (UNAVAILABLE for transport failures, NOT_FOUND for an unknown
 // segment, OUT_OF_RANGE for a range outside a segment). `done` is never called
 // inside StartCopy. Thread-safe.
+//
+// Score inheritance (ADR-0019 with dynamic replication; the rule is at
+// TierManager::RaiseScore): a copy that lands also lifts the target's access
+// scores of the landed bytes to the source's. That is the mover's business,
+// not the caller's: the runtime's movers push from the source store, so they
+// read the source's scores locally and send them with the bytes, and the
+// target applies them before it acknowledges, i.e. before `done` gets OK.
+// Nothing in this interface carries scores.
 #ifndef HEATSINK_CORE_ENV_DATA_MOVER_H_
 #define HEATSINK_CORE_ENV_DATA_MOVER_H_
 

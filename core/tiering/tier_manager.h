@@ -293,6 +293,13 @@ class TierManager {
 
   // Score inheritance (a replica copy carries its source's decayed score):
   // raises the key's score to at least `score`, never lowers it.
+  // The rule, in both worlds: once a copy has landed, each target key it
+  // covers takes max(its own score, the source's current decayed score of
+  // the same bytes); a target key whose bytes come from several source keys
+  // takes the largest of them, and a source without scores passes nothing
+  // (0, no change). Nothing is inherited from a copy that failed. In the
+  // store runtime the keys are address ranges and the scores travel with the
+  // copy's bytes (runtime/numa/segment_head_pool.h, runtime/transport/wire.h).
   // INVALID_ARGUMENT unless `score` is finite and >= 0; NOT_FOUND if the key
   // is not indexed. Counts no read.
   [[nodiscard]] absl::Status RaiseScore(const TierKey& key, double score);

@@ -12,7 +12,10 @@
 //
 //   CopyStart -> DataMover::StartCopy(range) -> CopyEnd -> MarkTaskComplete(ok)
 //
-// and on a failed transfer or CopyEnd: CopyRevoke -> MarkTaskComplete(failed);
+// (when the transfer reports OK, the target also holds the source's scores of
+// the copied bytes: score inheritance is the DataMover's part, see
+// core/env/data_mover.h), and on a failed transfer or CopyEnd:
+// CopyRevoke -> MarkTaskComplete(failed);
 // on a failed CopyStart: MarkTaskComplete(failed). A task whose payload carries
 // a lease id takes the Dynamic* calls at the same three points
 // (StoreWorker::Core::StartCopyCall/EndCopyCall/RevokeCopyCall is the dispatch).

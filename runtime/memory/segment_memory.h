@@ -94,6 +94,42 @@ class SegmentReadObserver {
   virtual void OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) = 0;
 };
 
+// A piece of a copied range and the decayed score its bytes had on the
+// source store: `size_bytes` consecutive bytes of the range. A copy's pieces
+// are in range order and their sizes add up to the range's size.
+struct ScorePiece {
+  uint64_t size_bytes = 0;
+  double score = 0;
+  friend bool operator==(const ScorePiece&, const ScorePiece&) = default;
+};
+
+// Most pieces one copy carries (16 bytes each on the wire, well inside a
+// control frame): a range covering more source chunks is carried coarser.
+inline constexpr size_t kCopyScorePiecesMax = 1024;
+
+// Score inheritance (ADR-0019 meets dynamic replication): a replica copy
+// carries the decayed scores its bytes have on the source store, and the
+// target raises the scores of the address ranges the copy landed in to
+// them, so a hot object's new replica starts hot instead of at zero. The
+// data plane asks the source's keeper as a copy starts and tells the
+// target's once every byte has landed (runtime/transport/wire.h: WRITE and
+// RMA_COMMIT carry the pieces). A store's head pool is its keeper; a store
+// without one carries nothing and takes nothing. Thread-safe and cheap.
+class SegmentScoreKeeper {
+ public:
+  virtual ~SegmentScoreKeeper() = default;
+  // Source side: the scores of [offset, offset + size_bytes) of `id` as at
+  // most kCopyScorePiecesMax pieces covering the range, or empty when there
+  // is nothing to carry (an unknown segment or range, every score 0).
+  virtual std::vector<ScorePiece> CopyScores(SegmentId id, uint64_t offset,
+                                             uint64_t size_bytes) const = 0;
+  // Target side: a copy landed [offset, offset + size_bytes) of `id` with
+  // these pieces; raise what they cover, never lower it. Pieces that do not
+  // add up to the range are ignored.
+  virtual void InheritScores(SegmentId id, uint64_t offset, uint64_t size_bytes,
+                             absl::Span<const ScorePiece> pieces) = 0;
+};
+
 // A bounds-checked window into a segment. Holds the buffer alive.
 struct SegmentRegion {
   std::shared_ptr<SegmentBuffer> buffer;
@@ -138,6 +174,26 @@ class SegmentMemory {
     if (observer != nullptr) observer->OnSegmentRead(id, offset, size_bytes);
   }
 
+  // Sets the keeper of this store's scores for copies in and out (null:
+  // none). Set it before serving starts; `keeper` must outlive the
+  // registry's use.
+  void set_score_keeper(SegmentScoreKeeper* keeper) {
+    score_keeper_.store(keeper, std::memory_order_release);
+  }
+  // The scores a copy of [offset, offset + size_bytes) of `id` carries out
+  // (empty without a keeper).
+  std::vector<ScorePiece> CopyScores(SegmentId id, uint64_t offset, uint64_t size_bytes) const {
+    SegmentScoreKeeper* keeper = score_keeper_.load(std::memory_order_acquire);
+    if (keeper == nullptr) return {};
+    return keeper->CopyScores(id, offset, size_bytes);
+  }
+  // A copy landed [offset, offset + size_bytes) of `id` carrying `pieces`.
+  void InheritScores(SegmentId id, uint64_t offset, uint64_t size_bytes,
+                     absl::Span<const ScorePiece> pieces) {
+    SegmentScoreKeeper* keeper = score_keeper_.load(std::memory_order_acquire);
+    if (keeper != nullptr && !pieces.empty()) keeper->InheritScores(id, offset, size_bytes, pieces);
+  }
+
   // Ids in ascending order.
   std::vector<SegmentId> ids() const;
   size_t size() const;
@@ -148,6 +204,7 @@ class SegmentMemory {
   mutable std::mutex mu_;  // guards segments_
   std::map<SegmentId, std::shared_ptr<SegmentBuffer>> segments_;
   std::atomic<SegmentReadObserver*> read_observer_{nullptr};
+  std::atomic<SegmentScoreKeeper*> score_keeper_{nullptr};
 };
 
 }  // namespace heatsink::runtime

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -62,9 +65,18 @@ absl::Status CheckRange(uint64_t segment_bytes, uint64_t offset, uint64_t size) 
 // regions' nodes and swaps table entries; bytes never change address.
 class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
  public:
+  // What exchanges mark: how many, and the pool's served bytes at the first
+  // and at the last.
+  struct ExchangeMarks {
+    int64_t exchanges = 0;
+    ServedHeadBytes at_first;
+    ServedHeadBytes at_last;
+  };
+
+  // `served` reads the pool's served-byte counters (at each exchange).
   BlockTableMemory(uint8_t* base, uint64_t block_bytes, const std::vector<RegionPlacement>& regions,
-                   ThreadBinder* binder)
-      : base_(base), block_bytes_(block_bytes), binder_(binder) {
+                   ThreadBinder* binder, std::function<ServedHeadBytes()> served)
+      : base_(base), block_bytes_(block_bytes), binder_(binder), served_(std::move(served)) {
     uint64_t next = 0;
     for (const RegionPlacement& r : regions) {
       const uint64_t blocks = r.bytes / block_bytes;
@@ -134,6 +146,8 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
     }
     const uint64_t block_a = a.offset / block_bytes_;
     const uint64_t block_b = b.offset / block_bytes_;
+    // Pages and table change together, never while CheckBlock looks.
+    std::lock_guard<std::mutex> lock(exchange_mu_);
     uint8_t* addr_a = block_address(a.region, block_a);
     uint8_t* addr_b = block_address(b.region, block_b);
     const int node_a = nodes_[a.region];
@@ -155,6 +169,32 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
     const uint64_t global_a = global_block(a.region, block_a);
     tables_[a.region][block_a].store(global_block(b.region, block_b), std::memory_order_release);
     tables_[b.region][block_b].store(global_a, std::memory_order_release);
+    const ServedHeadBytes served = served_();
+    if (marks_.exchanges == 0) marks_.at_first = served;
+    marks_.at_last = served;
+    ++marks_.exchanges;
+    return absl::OkStatus();
+  }
+
+  ExchangeMarks marks() const {
+    std::lock_guard<std::mutex> lock(exchange_mu_);
+    return marks_;
+  }
+
+  // OK when every page of block k of `region` sits on the region's node;
+  // no exchange runs meanwhile.
+  absl::Status CheckBlock(int region, uint64_t k) const {
+    std::lock_guard<std::mutex> lock(exchange_mu_);
+    HS_ASSIGN_OR_RETURN(std::vector<int> nodes,
+                        runtime::PageNodes(block_address(region, k), block_bytes_));
+    for (size_t p = 0; p < nodes.size(); ++p) {
+      if (nodes[p] != nodes_[region]) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("store head pool: block ", k, " of region ", region, " (segment address ",
+                         global_block(region, k) * block_bytes_, ") has page ", p, " on node ",
+                         nodes[p], ", expected node ", nodes_[region]));
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -169,6 +209,9 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
   uint8_t* const base_;
   const uint64_t block_bytes_;
   ThreadBinder* const binder_;
+  const std::function<ServedHeadBytes()> served_;
+  mutable std::mutex exchange_mu_;  // guards marks_; held while pages and table change
+  ExchangeMarks marks_;
   std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> tables_;
   std::vector<uint64_t> blocks_;
   std::vector<int> nodes_;
@@ -223,7 +266,15 @@ absl::Status SegmentHeadPoolOptions::Validate() const {
 }
 
 SegmentHeadPool::SegmentHeadPool(Env* env, SegmentHeadPoolOptions options)
-    : env_(env), options_(std::move(options)) {}
+    : env_(env), options_(std::move(options)) {
+  constexpr absl::string_view kHelp =
+      "head bytes the store served, by whether their block sat on the serving node (local) or "
+      "another node (remote)";
+  served_local_bytes_ =
+      &metrics_.GetCounter("store_head_served_bytes_total", kHelp, {{"memory", "local"}});
+  served_remote_bytes_ =
+      &metrics_.GetCounter("store_head_served_bytes_total", kHelp, {{"memory", "remote"}});
+}
 
 SegmentHeadPool::~SegmentHeadPool() { Stop(); }
 
@@ -256,8 +307,10 @@ absl::StatusOr<std::unique_ptr<SegmentHeadPool>> SegmentHeadPool::Create(
     mapping->plain = static_cast<uint8_t*>(p);
   }
   pool->mapping_ = std::move(mapping);
-  pool->memory_ = std::make_unique<BlockTableMemory>(pool->mapping_->data(), block,
-                                                     o.placement.regions, o.binder);
+  SegmentHeadPool* raw = pool.get();
+  pool->memory_ =
+      std::make_unique<BlockTableMemory>(pool->mapping_->data(), block, o.placement.regions,
+                                         o.binder, [raw] { return raw->ServedBytes(); });
   HS_ASSIGN_OR_RETURN(pool->manager_,
                       TierManager::Create(env, o.knobs, pool->memory_.get(), &pool->metrics_));
   HS_RETURN_IF_ERROR(pool->CommitChunks());
@@ -342,14 +395,122 @@ void SegmentHeadPool::OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size
   }
   reads_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t end = offset + size_bytes;
+  int64_t local_bytes = 0;
+  int64_t remote_bytes = 0;
   TierKey key = ChunkKey(id, 0);
-  for (uint64_t chunk = offset / head; chunk <= (offset + size_bytes - 1) / head; ++chunk) {
+  for (uint64_t chunk = offset / head; chunk * head < end; ++chunk) {
     key.chunk = static_cast<uint32_t>(chunk);
     absl::StatusOr<ReadToken> token = manager_->OpenRead(key);
     if (!token.ok()) continue;  // every chunk is committed at start; nothing to count
+    const int64_t bytes =
+        static_cast<int64_t>(std::min((chunk + 1) * head, end) - std::max(chunk * head, offset));
+    if (token->region() >= 0 &&
+        memory_->region_node(token->region()) == options_.placement.serving_node) {
+      local_bytes += bytes;
+    } else {
+      remote_bytes += bytes;
+    }
     manager_->CompleteRead(*std::move(token));
     chunk_reads_.fetch_add(1, std::memory_order_relaxed);
   }
+  if (local_bytes > 0) served_local_bytes_->Add(local_bytes);
+  if (remote_bytes > 0) served_remote_bytes_->Add(remote_bytes);
+}
+
+ServedHeadBytes SegmentHeadPool::ServedBytes() const {
+  return ServedHeadBytes{served_local_bytes_->value(), served_remote_bytes_->value()};
+}
+
+double ServedHeadBytes::remote_share() const {
+  const int64_t total = total_bytes();
+  return total > 0 ? static_cast<double>(remote_bytes) / static_cast<double>(total) : 0.0;
+}
+
+std::vector<ScorePiece> SegmentHeadPool::CopyScores(SegmentId id, uint64_t offset,
+                                                    uint64_t size_bytes) const {
+  if (size_bytes == 0 || SegmentIndex(id) < 0 ||
+      !CheckRange(segment_bytes(), offset, size_bytes).ok()) {
+    return {};
+  }
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t end = offset + size_bytes;
+  std::vector<ScorePiece> pieces;
+  bool any_score = false;
+  TierKey key = ChunkKey(id, 0);
+  for (uint64_t chunk = offset / head; chunk * head < end; ++chunk) {
+    const uint64_t from = std::max(chunk * head, offset);
+    const uint64_t to = std::min((chunk + 1) * head, end);
+    key.chunk = static_cast<uint32_t>(chunk);
+    const absl::StatusOr<double> score = manager_->Score(key);
+    const double value = score.ok() ? *score : 0.0;  // every chunk is committed at start
+    any_score = any_score || value > 0;
+    if (!pieces.empty() && pieces.back().score == value) {
+      pieces.back().size_bytes += to - from;
+    } else {
+      pieces.push_back(ScorePiece{to - from, value});
+    }
+  }
+  if (!any_score) return {};
+  if (pieces.size() > kCopyScorePiecesMax) {
+    // Coarser, never colder: each group of neighbours carries its largest.
+    const size_t group = (pieces.size() + kCopyScorePiecesMax - 1) / kCopyScorePiecesMax;
+    std::vector<ScorePiece> coarse;
+    for (size_t i = 0; i < pieces.size(); i += group) {
+      ScorePiece merged;
+      for (size_t j = i; j < std::min(i + group, pieces.size()); ++j) {
+        merged.size_bytes += pieces[j].size_bytes;
+        merged.score = std::max(merged.score, pieces[j].score);
+      }
+      coarse.push_back(merged);
+    }
+    pieces = std::move(coarse);
+  }
+  copies_scored_out_.fetch_add(1, std::memory_order_relaxed);
+  return pieces;
+}
+
+void SegmentHeadPool::InheritScores(SegmentId id, uint64_t offset, uint64_t size_bytes,
+                                    absl::Span<const ScorePiece> pieces) {
+  uint64_t covered = 0;
+  bool valid = options_.inherit_copy_score && size_bytes > 0 && !pieces.empty() &&
+               SegmentIndex(id) >= 0 && CheckRange(segment_bytes(), offset, size_bytes).ok();
+  for (size_t i = 0; valid && i < pieces.size(); ++i) {
+    const ScorePiece& piece = pieces[i];
+    valid = piece.size_bytes > 0 && piece.size_bytes <= size_bytes - covered &&
+            std::isfinite(piece.score) && piece.score >= 0;
+    covered += valid ? piece.size_bytes : 0;
+  }
+  if (!valid || covered != size_bytes) {
+    copies_scores_ignored_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t head = options_.knobs.ram_head_bytes;
+  const uint64_t end = offset + size_bytes;
+  size_t first = 0;          // the first piece ending after the chunk's start
+  uint64_t first_start = 0;  // its start, relative to the range
+  TierKey key = ChunkKey(id, 0);
+  for (uint64_t chunk = offset / head; chunk * head < end; ++chunk) {
+    // The chunk's part of the range, relative to the range.
+    const uint64_t from = std::max(chunk * head, offset) - offset;
+    const uint64_t to = std::min((chunk + 1) * head, end) - offset;
+    while (first_start + pieces[first].size_bytes <= from) {
+      first_start += pieces[first].size_bytes;
+      ++first;
+    }
+    double inherited = 0;
+    uint64_t start = first_start;
+    for (size_t i = first; i < pieces.size() && start < to; start += pieces[i].size_bytes, ++i) {
+      inherited = std::max(inherited, pieces[i].score);
+    }
+    if (inherited <= 0) continue;
+    key.chunk = static_cast<uint32_t>(chunk);
+    // Every chunk is committed at start, and the score was checked above.
+    if (manager_->RaiseScore(key, inherited).ok()) {
+      chunk_scores_raised_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  copies_scored_in_.fetch_add(1, std::memory_order_relaxed);
 }
 
 absl::StatusOr<int> SegmentHeadPool::ChunkNode(SegmentId id, uint64_t offset) const {
@@ -377,19 +538,9 @@ absl::Status SegmentHeadPool::VerifyPlacement() const {
   if (options_.binder == nullptr) {
     return absl::FailedPreconditionError("store head pool: logical nodes, nothing is bound");
   }
-  const uint64_t block = options_.knobs.block_bytes;
   for (int r = 0; r < memory_->region_count(); ++r) {
     for (uint64_t k = 0; k < memory_->blocks(r); ++k) {
-      HS_ASSIGN_OR_RETURN(std::vector<int> nodes,
-                          runtime::PageNodes(memory_->block_address(r, k), block));
-      for (size_t p = 0; p < nodes.size(); ++p) {
-        if (nodes[p] != memory_->region_node(r)) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("store head pool: block ", k, " of region ", r, " (segment address ",
-                           memory_->global_block(r, k) * block, ") has page ", p, " on node ",
-                           nodes[p], ", expected node ", memory_->region_node(r)));
-        }
-      }
+      HS_RETURN_IF_ERROR(memory_->CheckBlock(r, k));
     }
   }
   return absl::OkStatus();
@@ -400,7 +551,21 @@ PromotionServiceStats SegmentHeadPool::service_stats() const {
 }
 
 SegmentHeadPoolStats SegmentHeadPool::stats() const {
-  return SegmentHeadPoolStats{reads_.load(), chunk_reads_.load(), reads_ignored_.load()};
+  SegmentHeadPoolStats stats;
+  // The marks first: bytes served after them only make the windows longer.
+  const BlockTableMemory::ExchangeMarks marks = memory_->marks();
+  stats.served = ServedBytes();
+  stats.exchanges = marks.exchanges;
+  stats.served_before_exchange = marks.exchanges > 0 ? marks.at_first : stats.served;
+  stats.served_since_exchange = marks.exchanges > 0 ? stats.served - marks.at_last : stats.served;
+  stats.reads = reads_.load();
+  stats.chunk_reads = chunk_reads_.load();
+  stats.reads_ignored = reads_ignored_.load();
+  stats.copies_scored_out = copies_scored_out_.load();
+  stats.copies_scored_in = copies_scored_in_.load();
+  stats.chunk_scores_raised = chunk_scores_raised_.load();
+  stats.copies_scores_ignored = copies_scores_ignored_.load();
+  return stats;
 }
 
 }  // namespace heatsink::runtime

@@ -17,6 +17,28 @@
 // (the ADR's "delete and recreate starts at zero" holds per range, never
 // per object here).
 //
+// Remote share. The observer also counts the head bytes each served read
+// took from each chunk, as local (the chunk's block sits on the serving
+// node) or remote (any other node), by the block table at the time of the
+// read; VerifyPlacement checks that table against the kernel's page nodes
+// (move_pages). The counters are kept since start (also as the metric
+// heatsink_store_head_served_bytes_total{memory="local"|"remote"}), up to
+// the first exchange and since the last one, so a report can say what share
+// of served bytes came from foreign memory before promotion moved anything
+// and after it settled.
+//
+// Copies carry scores (score inheritance). A replica copy out of this store
+// carries the current (decayed) score of every chunk its source range covers
+// (CopyScores), and a copy landing here raises every chunk its target range
+// covers to at least the largest score the source had for the bytes now in
+// it (InheritScores: RaiseScore, never lowering). A hot object's new replica
+// therefore starts as hot as its source and ranks for promotion at once
+// instead of earning its heat again read by read. Chunks of both stores need
+// not line up: a target chunk overlapping several source chunks takes the
+// largest. A source without a head pool carries nothing (SegmentMemory
+// without a keeper); inherit_copy_score = false makes this pool ignore what
+// copies bring.
+//
 // Exchanges keep every address. The data plane addresses bytes by segment
 // offset (clients, copies, UCX RMA puts into registered memory), so an
 // exchange must not move an object's bytes to another address. The
@@ -53,6 +75,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/env/env.h"
 #include "core/metrics/metrics.h"
 #include "core/model/ids.h"
@@ -81,6 +104,10 @@ struct SegmentHeadPoolOptions {
   // nothing is bound and an exchange only swaps the table (tests planning
   // for an XML topology).
   ThreadBinder* binder = nullptr;
+  // Copies landing here raise the chunks they cover to the source's scores
+  // (heatsink-store --inherit-copy-score, on by default). This pool's own
+  // copies out carry its scores either way.
+  bool inherit_copy_score = true;
 
   // INVALID_ARGUMENT naming the flag: bad knobs (TieringKnobs::Validate,
   // which also holds every region to whole blocks), a small-object pool, a
@@ -92,14 +119,38 @@ struct SegmentHeadPoolOptions {
   uint64_t segment_bytes() const;
 };
 
-// Counters of the read observer.
+// Head bytes served, by where their block was: on the serving node (local)
+// or on another node (remote).
+struct ServedHeadBytes {
+  int64_t local_bytes = 0;
+  int64_t remote_bytes = 0;
+
+  int64_t total_bytes() const { return local_bytes + remote_bytes; }
+  // remote / total; 0 when nothing was served.
+  double remote_share() const;
+  ServedHeadBytes operator-(const ServedHeadBytes& earlier) const {
+    return ServedHeadBytes{local_bytes - earlier.local_bytes, remote_bytes - earlier.remote_bytes};
+  }
+};
+
+// Counters of the read observer and the score keeper.
 struct SegmentHeadPoolStats {
+  ServedHeadBytes served;                  // since start
+  ServedHeadBytes served_before_exchange;  // before the first exchange (all, without one)
+  ServedHeadBytes served_since_exchange;   // since the last exchange (all, without one)
+  int64_t exchanges = 0;                   // block exchanges this pool's memory made
   int64_t reads = 0;          // served reads reported
   int64_t chunk_reads = 0;    // chunk scores incremented
   int64_t reads_ignored = 0;  // reads of an unknown segment or out of range
+  int64_t copies_scored_out = 0;      // copies out that carried scores
+  int64_t copies_scored_in = 0;       // copies in whose scores were applied
+  int64_t chunk_scores_raised = 0;    // RaiseScore calls they made
+  int64_t copies_scores_ignored = 0;  // copies in with scores not applied
 };
 
-class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserver {
+class SegmentHeadPool final : public SegmentAllocator,
+                              public SegmentReadObserver,
+                              public SegmentScoreKeeper {
  public:
   // Maps and binds every block (with a binder; then every page's node is
   // verified with move_pages), creates the TierManager and commits every
@@ -124,6 +175,19 @@ class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserve
       uint64_t size_bytes) override;
   // One logical read of every chunk [offset, offset + size_bytes) covers.
   void OnSegmentRead(SegmentId id, uint64_t offset, uint64_t size_bytes) override;
+  // One piece per chunk [offset, offset + size_bytes) covers with that
+  // chunk's current score, neighbours of equal score merged; above
+  // kCopyScorePiecesMax, neighbours are merged further, each group carrying
+  // its largest score. Empty for an unknown segment, a bad range, or when
+  // every score is 0.
+  std::vector<ScorePiece> CopyScores(SegmentId id, uint64_t offset,
+                                     uint64_t size_bytes) const override;
+  // Raises every chunk [offset, offset + size_bytes) covers to the largest
+  // score of the pieces overlapping it. Ignored (counted) when
+  // inherit_copy_score is off, for an unknown segment or bad range, or
+  // pieces that do not cover the range exactly.
+  void InheritScores(SegmentId id, uint64_t offset, uint64_t size_bytes,
+                     absl::Span<const ScorePiece> pieces) override;
 
   uint64_t segment_bytes() const { return options_.segment_bytes(); }
   const SegmentHeadPoolOptions& options() const { return options_; }
@@ -132,6 +196,8 @@ class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserve
   PromotionServiceStats service_stats() const;
   MetricsRegistry& metrics() { return metrics_; }
   SegmentHeadPoolStats stats() const;
+  // Served head bytes since start (the stats' `served`), without a lock.
+  ServedHeadBytes ServedBytes() const;
 
   // The tiering key of chunk `chunk` (offset / ram_head) of segment `id`.
   static TierKey ChunkKey(SegmentId id, uint64_t chunk);
@@ -143,7 +209,9 @@ class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserve
                                                            uint64_t size_bytes) const;
   // OK when every block's pages sit on the node of the region the core has
   // it in; FAILED_PRECONDITION naming the first misplaced block, or when
-  // nothing is bound (no binder). Call it while no exchange runs.
+  // nothing is bound (no binder). Safe while the promotion threads run: each
+  // block is checked with no exchange in progress (an exchange waits for at
+  // most one block's move_pages query). Costs a query of every page.
   [[nodiscard]] absl::Status VerifyPlacement() const;
 
   class BlockTableMemory;
@@ -166,6 +234,13 @@ class SegmentHeadPool final : public SegmentAllocator, public SegmentReadObserve
   std::atomic<int64_t> reads_{0};
   std::atomic<int64_t> chunk_reads_{0};
   std::atomic<int64_t> reads_ignored_{0};
+  // heatsink_store_head_served_bytes_total{memory="local"|"remote"}.
+  Counter* served_local_bytes_ = nullptr;
+  Counter* served_remote_bytes_ = nullptr;
+  mutable std::atomic<int64_t> copies_scored_out_{0};
+  std::atomic<int64_t> copies_scored_in_{0};
+  std::atomic<int64_t> chunk_scores_raised_{0};
+  std::atomic<int64_t> copies_scores_ignored_{0};
 };
 
 }  // namespace heatsink::runtime

@@ -107,9 +107,10 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     node->segment_ids_.push_back(id);
   }
   if (head_pool != nullptr) {
-    // Served reads raise the chunks' scores; the promotion threads start
-    // before anything is served.
+    // Served reads raise the chunks' scores, copies carry them out and in;
+    // the promotion threads start before anything is served.
     node->memory_.set_read_observer(head_pool);
+    node->memory_.set_score_keeper(head_pool);
     HS_RETURN_IF_ERROR(head_pool->Start());
   }
   if (options.data_mover == StoreDataMover::kUcx) {

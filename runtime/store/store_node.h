@@ -21,9 +21,10 @@
 // Head pool: with StoreNodeOptions::head_pool the segments are the ADR-0019
 // head pool (runtime/numa/segment_head_pool.h): their blocks sit on the
 // serving and foreign NUMA nodes region by region, every read the node
-// serves raises the scores of the chunks it covers, and the promotion
-// threads move the hottest blocks to the serving node without changing any
-// segment address.
+// serves raises the scores of the chunks it covers, replica copies carry
+// the scores of their bytes from store to store (score inheritance; see
+// segment_head_pool.h), and the promotion threads move the hottest blocks to
+// the serving node without changing any segment address.
 //
 // Restart: Start() first unmounts, as their owner, any of this client's
 // segments the master still holds from a previous run of the store (their

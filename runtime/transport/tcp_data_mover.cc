@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -91,7 +92,12 @@ absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
   if (!guard.added()) return absl::UnavailableError("data mover shut down");
 
   const wire::RangeRequest request{range.target_segment, range.target_offset, range.size_bytes};
-  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeRange(request)));
+  // The source's scores of the range travel with the WRITE; the target
+  // applies them once every byte has landed.
+  const std::vector<ScorePiece> scores =
+      local_->CopyScores(range.source_segment, range.source_offset, range.size_bytes);
+  HS_RETURN_IF_ERROR(
+      wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeScoredRange(request, scores)));
   // The target validates the range before any byte is sent; its rejection
   // (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED) is returned as it came.
   HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));

@@ -11,6 +11,11 @@
 // timed out, or the mover shut down). Errors reported by the target keep the
 // target's code.
 //
+// Score inheritance: the WRITE carries the source's decayed scores of the
+// range (SegmentMemory::CopyScores as the copy starts: its head pool's chunk
+// scores, nothing without one), and the target raises the chunks the copy
+// landed in to them before it acknowledges (wire.h).
+//
 // Each copy (and each ReadRemote) uses its own short-lived connection: a
 // loopback or LAN connect costs far less than moving an object, and it keeps
 // a broken transfer from poisoning the next one.

@@ -108,26 +108,33 @@ void TcpDataServer::Serve(uint64_t id, const Socket* socket) {
   while (true) {
     absl::StatusOr<std::pair<wire::FrameType, std::string>> frame = wire::RecvControl(*socket);
     if (!frame.ok()) break;
-    absl::StatusOr<wire::RangeRequest> request = wire::DecodeRange(frame->second);
-    if (!request.ok()) {
-      (void)wire::SendStatus(*socket, request.status(), 0);
+    absl::StatusOr<wire::ScoredRange> scored = wire::DecodeScoredRange(frame->second);
+    if (scored.ok() && !scored->scores.empty() && frame->first != wire::FrameType::kWrite &&
+        frame->first != wire::FrameType::kRmaCommit) {
+      scored = absl::InvalidArgumentError("only WRITE and RMA_COMMIT carry scores");
+    }
+    if (!scored.ok()) {
+      (void)wire::SendStatus(*socket, scored.status(), 0);
       break;
     }
+    const wire::RangeRequest& request = scored->range;
     bool keep = false;
     switch (frame->first) {
       case wire::FrameType::kWrite:
-        keep = HandleWrite(*socket, *request);
+        keep = HandleWrite(*socket, request, scored->scores);
         break;
       case wire::FrameType::kRead:
-        keep = HandleRead(*socket, *request);
+        keep = HandleRead(*socket, request);
         break;
       case wire::FrameType::kRmaWrite:
-        keep = HandleRmaWrite(*socket, *request);
+        keep = HandleRmaWrite(*socket, request);
         break;
       case wire::FrameType::kRmaCommit:
-        // The client's flush already guaranteed remote completion; the
-        // answer tells it this store is alive and saw the whole range.
-        keep = wire::SendStatus(*socket, absl::OkStatus(), request->size).ok();
+        // The client's flush already guaranteed remote completion, so the
+        // bytes are in place: the copy's scores apply now, and the answer
+        // tells the client this store is alive and saw the whole range.
+        InheritScores(request, scored->scores);
+        keep = wire::SendStatus(*socket, absl::OkStatus(), request.size).ok();
         break;
       default:
         (void)wire::SendStatus(*socket, absl::InvalidArgumentError("unexpected frame type"), 0);
@@ -146,7 +153,15 @@ void TcpDataServer::Serve(uint64_t id, const Socket* socket) {
   }
 }
 
-bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& request) {
+void TcpDataServer::InheritScores(const wire::RangeRequest& request,
+                                  absl::Span<const ScorePiece> scores) {
+  if (scores.empty()) return;
+  segments_->InheritScores(request.segment, request.offset, request.size, scores);
+  scored_copies_.fetch_add(1);
+}
+
+bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& request,
+                                absl::Span<const ScorePiece> scores) {
   absl::StatusOr<SegmentRegion> region =
       segments_->Region(request.segment, request.offset, request.size);
   if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();
@@ -163,6 +178,7 @@ bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& 
   }
   bytes_written_.fetch_add(landed);
   writes_completed_.fetch_add(1);
+  InheritScores(request, scores);
   return wire::SendStatus(socket, absl::OkStatus(), landed).ok();
 }
 

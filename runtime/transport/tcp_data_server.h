@@ -9,6 +9,9 @@
 // connections_max; a connection above the limit is answered
 // RESOURCE_EXHAUSTED and closed). A WRITE lands every DATA frame directly in
 // the segment's memory and acknowledges only after the last byte is there.
+// Score inheritance: the scores a WRITE or RMA_COMMIT carries (wire.h) go to
+// the segments' SegmentScoreKeeper once the bytes are in place, before the
+// acknowledgement; a copy whose transfer breaks raises nothing.
 //
 // Shutdown() closes the listener, breaks every connection (peers see the
 // connection drop mid-transfer) and joins every thread; the destructor calls
@@ -31,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -70,6 +74,9 @@ class TcpDataServer {
   uint64_t reads_completed() const { return reads_completed_.load(); }
   uint64_t rma_grants() const { return rma_grants_.load(); }
   uint64_t connections_rejected() const { return connections_rejected_.load(); }
+  // Landed copies that carried scores (handed to the segments' score keeper,
+  // if they have one).
+  uint64_t scored_copies() const { return scored_copies_.load(); }
 
  private:
   struct Connection {
@@ -83,10 +90,13 @@ class TcpDataServer {
   void AcceptLoop();
   void Serve(uint64_t id, const Socket* socket);
   // Each returns false when the connection must close.
-  bool HandleWrite(const Socket& socket, const wire::RangeRequest& request);
+  bool HandleWrite(const Socket& socket, const wire::RangeRequest& request,
+                   absl::Span<const ScorePiece> scores);
   bool HandleRead(const Socket& socket, const wire::RangeRequest& request);
   bool HandleRmaWrite(const Socket& socket, const wire::RangeRequest& request);
   void ReapFinished();
+  // The bytes of `request` have landed: hand its scores to the keeper.
+  void InheritScores(const wire::RangeRequest& request, absl::Span<const ScorePiece> scores);
 
   SegmentMemory* const segments_;
   const TcpTransportKnobs knobs_;
@@ -109,6 +119,7 @@ class TcpDataServer {
   std::atomic<uint64_t> reads_completed_{0};
   std::atomic<uint64_t> rma_grants_{0};
   std::atomic<uint64_t> connections_rejected_{0};
+  std::atomic<uint64_t> scored_copies_{0};
 };
 
 }  // namespace heatsink::runtime

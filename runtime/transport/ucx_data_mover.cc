@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -20,6 +21,9 @@ struct UcxDataMover::Copy {
   Socket socket;
   bool socket_tracked = false;
   wire::RmaGrant grant;
+  // The source's scores of the range as the copy starts; the RMA_COMMIT
+  // carries them to the target.
+  std::vector<ScorePiece> scores;
   // Transfer stage, progress thread only.
   ucp_rkey_h rkey = nullptr;
   int outstanding = 0;
@@ -83,6 +87,7 @@ absl::Status UcxDataMover::BootstrapStatus(Copy& copy) {
   if (!accepting_.load()) return absl::UnavailableError("data mover shut down");
   const CopyRange& r = copy.range;
   HS_ASSIGN_OR_RETURN(copy.source, local_->Region(r.source_segment, r.source_offset, r.size_bytes));
+  copy.scores = local_->CopyScores(r.source_segment, r.source_offset, r.size_bytes);
   HS_ASSIGN_OR_RETURN(copy.endpoint, resolver_->Resolve(r.target_segment));
   HS_ASSIGN_OR_RETURN(copy.socket, ConnectTcp(copy.endpoint, options_.tcp.connect_timeout_ms,
                                               options_.tcp.io_timeout_ms));
@@ -211,8 +216,8 @@ void UcxDataMover::Commit(std::unique_ptr<Copy> copy) {
   }
   const CopyRange& r = copy->range;
   const wire::RangeRequest request{r.target_segment, r.target_offset, r.size_bytes};
-  absl::Status status =
-      wire::SendFrame(copy->socket, wire::FrameType::kRmaCommit, wire::EncodeRange(request));
+  absl::Status status = wire::SendFrame(copy->socket, wire::FrameType::kRmaCommit,
+                                        wire::EncodeScoredRange(request, copy->scores));
   uint64_t acknowledged = 0;
   if (status.ok()) status = wire::RecvStatus(copy->socket, &acknowledged);
   if (!status.ok()) {

@@ -14,6 +14,9 @@
 //      put_chunk_bytes pieces, then ucp_ep_flush_nbx (remote completion);
 //   3. commit (a copy thread): RMA_COMMIT on the bootstrap connection; the
 //      target's answer is the acknowledgement. `done` gets OK only then.
+// Score inheritance: the RMA_COMMIT carries the source's decayed scores of
+// the range (SegmentMemory::CopyScores, taken at bootstrap), and the target
+// raises the chunks the copy landed in to them before it answers (wire.h).
 // Errors: as TcpDataMover (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED, and
 // UNAVAILABLE for every transport failure: refused bootstrap, endpoint error,
 // failed put or flush, broken commit, shutdown).

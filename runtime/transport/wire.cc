@@ -1,8 +1,11 @@
 #include "runtime/transport/wire.h"
 
+#include <bit>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/check.h"
 #include "core/base/status_macros.h"
 
 namespace heatsink::runtime::wire {
@@ -42,6 +45,7 @@ class Reader {
     return true;
   }
   bool done() const { return pos_ == in_.size(); }
+  size_t remaining() const { return in_.size() - pos_; }
 
  private:
   template <typename T>
@@ -97,6 +101,52 @@ absl::StatusOr<RangeRequest> DecodeRange(absl::string_view payload) {
   }
   req.segment = SegmentId(segment);
   return req;
+}
+
+std::string EncodeScoredRange(const RangeRequest& request, absl::Span<const ScorePiece> scores) {
+  HS_CHECK(scores.size() <= kCopyScorePiecesMax);
+  std::string out = EncodeRange(request);
+  if (scores.empty()) return out;
+  PutU32(out, static_cast<uint32_t>(scores.size()));
+  for (const ScorePiece& piece : scores) {
+    PutU64(out, piece.size_bytes);
+    PutU64(out, std::bit_cast<uint64_t>(piece.score));
+  }
+  return out;
+}
+
+absl::StatusOr<ScoredRange> DecodeScoredRange(absl::string_view payload) {
+  constexpr size_t kRangeBytes = 24;
+  if (payload.size() < kRangeBytes) return absl::InvalidArgumentError("malformed range request");
+  ScoredRange out;
+  HS_ASSIGN_OR_RETURN(out.range, DecodeRange(payload.substr(0, kRangeBytes)));
+  if (payload.size() == kRangeBytes) return out;
+  Reader r(payload.substr(kRangeBytes));
+  uint32_t count = 0;
+  if (!r.U32(&count) || count == 0 || count > kCopyScorePiecesMax ||
+      r.remaining() != uint64_t{count} * 16) {
+    return absl::InvalidArgumentError("malformed score pieces");
+  }
+  out.scores.resize(count);
+  uint64_t covered = 0;
+  for (ScorePiece& piece : out.scores) {
+    uint64_t bits = 0;
+    if (!r.U64(&piece.size_bytes) || !r.U64(&bits)) {
+      return absl::InvalidArgumentError("malformed score pieces");
+    }
+    piece.score = std::bit_cast<double>(bits);
+    if (piece.size_bytes == 0 || piece.size_bytes > out.range.size - covered ||
+        !std::isfinite(piece.score) || piece.score < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad score piece of ", piece.size_bytes, " bytes, score ", piece.score));
+    }
+    covered += piece.size_bytes;
+  }
+  if (covered != out.range.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("score pieces cover ", covered, " of ", out.range.size, " bytes"));
+  }
+  return out;
 }
 
 std::string EncodeStatus(const absl::Status& status, uint64_t value) {

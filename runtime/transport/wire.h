@@ -19,17 +19,30 @@
 //          the bytes by RMA, then RMA_COMMIT {segment, offset, size} -> STATUS
 //          once the server has seen the commit.
 // A STATUS carries an absl::StatusCode, a 64-bit value and a short message.
+//
+// Score inheritance: a store's copy out may append to its WRITE or
+// RMA_COMMIT range the scores its bytes have on the source store (count u32,
+// then per piece size u64 and score as an IEEE double's bits u64; 1 to
+// kCopyScorePiecesMax pieces whose sizes add up to the range's size, every
+// score finite and >= 0). The target hands them to its SegmentScoreKeeper
+// once every byte has landed, before it acknowledges. Without the trailer
+// (clients' puts, a source without a head pool) the payload is the plain
+// range, as before.
 #ifndef HEATSINK_RUNTIME_TRANSPORT_WIRE_H_
 #define HEATSINK_RUNTIME_TRANSPORT_WIRE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/model/ids.h"
+#include "runtime/memory/segment_memory.h"
 #include "runtime/transport/socket.h"
 
 namespace heatsink::runtime::wire {
@@ -61,6 +74,13 @@ struct RangeRequest {
   uint64_t size = 0;
 };
 
+// A WRITE or RMA_COMMIT payload: the range and the scores it carries
+// (empty: none).
+struct ScoredRange {
+  RangeRequest range;
+  std::vector<ScorePiece> scores;
+};
+
 struct RmaGrant {
   uint64_t remote_address = 0;  // target address of the requested offset
   std::string remote_key;       // packed remote key
@@ -73,6 +93,12 @@ void EncodeHeader(const FrameHeader& header, uint8_t out[kHeaderBytes]);
 
 std::string EncodeRange(const RangeRequest& request);
 [[nodiscard]] absl::StatusOr<RangeRequest> DecodeRange(absl::string_view payload);
+// The range followed by its scores; exactly EncodeRange when `scores` is
+// empty. REQUIRES: at most kCopyScorePiecesMax pieces.
+std::string EncodeScoredRange(const RangeRequest& request, absl::Span<const ScorePiece> scores);
+// A range with or without scores; INVALID_ARGUMENT for a malformed payload or
+// scores that break the rules above.
+[[nodiscard]] absl::StatusOr<ScoredRange> DecodeScoredRange(absl::string_view payload);
 std::string EncodeStatus(const absl::Status& status, uint64_t value);
 // Decodes a STATUS payload into *carried and *value; false when malformed.
 [[nodiscard]] bool DecodeStatus(absl::string_view payload, absl::Status* carried,

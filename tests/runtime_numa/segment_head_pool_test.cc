@@ -3,7 +3,11 @@
 //     fixed heads region by region (the first --memory bytes on the serving
 //     node, then each foreign region), and the options are checked with
 //     messages naming the flag;
-//   - a served read raises the score of every chunk it covers, once;
+//   - a served read raises the score of every chunk it covers, once, and
+//     counts its bytes local or remote by the node of their block, before
+//     the first exchange and since the last;
+//   - copies carry chunk scores out (merged, coarser above the piece limit)
+//     and raise the chunks they land in, never lowering one;
 //   - an exchange keeps every segment address: the bytes a reader finds at an
 //     address never change, while the core (and, with real binding, the
 //     kernel) now has the hot block on the serving node;
@@ -13,6 +17,7 @@
 #include "runtime/numa/segment_head_pool.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -196,6 +201,124 @@ TEST(SegmentHeadPool, ExchangeKeepsEveryAddressAndMovesTheHotBlockHome) {
   // Scores followed their chunks.
   EXPECT_EQ(*p.manager().Score(SegmentHeadPool::ChunkKey(kSeg1, 2 * kMiB / head)), 5.0);
   EXPECT_EQ(p.manager().PromotionStep().outcome, PromotionOutcome::kNoInversion);
+}
+
+TEST(SegmentHeadPool, ServedBytesCountLocalOrRemoteBeforeAndSinceExchanges) {
+  SteadyEnv env;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, LogicalOptions());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = p.options().knobs.ram_head_bytes;
+  const int64_t seg = static_cast<int64_t>(p.segment_bytes());
+  // Segment 0 is on the serving node, segment 1 on nodes 1 and 2.
+  p.OnSegmentRead(kSeg0, head - 100, 200);
+  p.OnSegmentRead(kSeg0, 0, p.segment_bytes());
+  for (int i = 0; i < 5; ++i) p.OnSegmentRead(kSeg1, 2 * kMiB, 2 * kMiB);
+  SegmentHeadPoolStats stats = p.stats();
+  const ServedHeadBytes before{200 + seg, 5 * 2 * static_cast<int64_t>(kMiB)};
+  EXPECT_EQ(stats.served.local_bytes, before.local_bytes);
+  EXPECT_EQ(stats.served.remote_bytes, before.remote_bytes);
+  EXPECT_DOUBLE_EQ(stats.served.remote_share(),
+                   static_cast<double>(before.remote_bytes) / before.total_bytes());
+  EXPECT_EQ(stats.exchanges, 0);
+  EXPECT_EQ(stats.served_before_exchange.total_bytes(), before.total_bytes());
+  EXPECT_EQ(stats.served_since_exchange.total_bytes(), before.total_bytes());
+
+  // The hot foreign block moves home; what is read of it from then on is local.
+  ASSERT_EQ(p.manager().PromotionStep().outcome, PromotionOutcome::kExchanged);
+  p.OnSegmentRead(kSeg1, 2 * kMiB, head);
+  p.OnSegmentRead(kSeg1, 0, head);  // still foreign
+  stats = p.stats();
+  EXPECT_EQ(stats.exchanges, 1);
+  EXPECT_EQ(stats.served_before_exchange.local_bytes, before.local_bytes);
+  EXPECT_EQ(stats.served_before_exchange.remote_bytes, before.remote_bytes);
+  EXPECT_EQ(stats.served_since_exchange.local_bytes, static_cast<int64_t>(head));
+  EXPECT_EQ(stats.served_since_exchange.remote_bytes, static_cast<int64_t>(head));
+  EXPECT_DOUBLE_EQ(stats.served_since_exchange.remote_share(), 0.5);
+  EXPECT_EQ(stats.served.total_bytes(), before.total_bytes() + 2 * static_cast<int64_t>(head));
+  EXPECT_EQ(ServedHeadBytes{}.remote_share(), 0.0);
+}
+
+TEST(SegmentHeadPool, CopyScoresCarryEachChunksScoreWithEqualNeighboursMerged) {
+  SteadyEnv env;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, LogicalOptions());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = p.options().knobs.ram_head_bytes;
+  for (int i = 0; i < 2; ++i) p.OnSegmentRead(kSeg0, head, 2 * head);  // chunks 1 and 2
+  for (int i = 0; i < 3; ++i) p.OnSegmentRead(kSeg0, 4 * head, 1);     // chunk 4
+  // 10 bytes of chunk 0, chunks 1 to 4, 10 bytes of chunk 5.
+  const std::vector<ScorePiece> expected = {
+      {10, 0.0}, {2 * head, 2.0}, {head, 0.0}, {head, 3.0}, {10, 0.0}};
+  EXPECT_EQ(p.CopyScores(kSeg0, head - 10, 4 * head + 20), expected);
+  // Nothing to carry: every score 0, an unknown segment, a bad or empty range.
+  EXPECT_TRUE(p.CopyScores(kSeg1, 0, p.segment_bytes()).empty());
+  EXPECT_TRUE(p.CopyScores(SegmentId(99), 0, head).empty());
+  EXPECT_TRUE(p.CopyScores(kSeg0, p.segment_bytes() - 1, 2).empty());
+  EXPECT_TRUE(p.CopyScores(kSeg0, head, 0).empty());
+  EXPECT_EQ(p.stats().copies_scored_out, 1);
+  // Taking scores for a copy counts no read.
+  EXPECT_EQ(p.stats().reads, 5);
+}
+
+TEST(SegmentHeadPool, CopyScoresAboveThePieceLimitAreCarriedCoarserNeverColder) {
+  SteadyEnv env;
+  SegmentHeadPoolOptions options;
+  options.knobs.block_bytes = 64 * kKiB;
+  options.knobs.ram_head_bytes = 8 * kKiB;
+  options.knobs.memory_bytes = 8 * kMiB;
+  options.knobs.sub_memory_bytes = {8 * kMiB};
+  options.placement = Placement({8 * kMiB, 8 * kMiB}, {0, 1});
+  options.segment_ids = {kSeg0};
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, options);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = 8 * kKiB;
+  const uint64_t chunks = p.segment_bytes() / head;
+  ASSERT_EQ(chunks, 2 * kCopyScorePiecesMax);
+  // Every other chunk read once: 2048 alternating pieces, carried as 1024
+  // pairs, each with the larger score of its pair.
+  for (uint64_t c = 0; c < chunks; c += 2) p.OnSegmentRead(kSeg0, c * head, head);
+  const std::vector<ScorePiece> pieces = p.CopyScores(kSeg0, 0, p.segment_bytes());
+  ASSERT_EQ(pieces.size(), kCopyScorePiecesMax);
+  for (const ScorePiece& piece : pieces) EXPECT_EQ(piece, (ScorePiece{2 * head, 1.0}));
+}
+
+TEST(SegmentHeadPool, InheritedScoresRaiseEveryCoveredChunkToItsLargestOverlap) {
+  SteadyEnv env;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, LogicalOptions());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = p.options().knobs.ram_head_bytes;
+  auto score = [&](uint64_t chunk) {
+    return *p.manager().Score(SegmentHeadPool::ChunkKey(kSeg1, chunk));
+  };
+  for (int i = 0; i < 5; ++i) p.OnSegmentRead(kSeg1, 2 * head, 1);
+  // [head/2, 2.5 head): the first piece covers chunks 0 and 1, the second
+  // chunks 1 and 2, whose own 5 stays.
+  const std::vector<ScorePiece> pieces = {{head, 1.0}, {head, 4.0}};
+  p.InheritScores(kSeg1, head / 2, 2 * head, pieces);
+  EXPECT_EQ(score(0), 1.0);
+  EXPECT_EQ(score(1), 4.0);
+  EXPECT_EQ(score(2), 5.0);
+  EXPECT_EQ(score(3), 0.0);
+  EXPECT_EQ(p.stats().copies_scored_in, 1);
+  EXPECT_EQ(p.stats().chunk_scores_raised, 3);
+  EXPECT_EQ(p.stats().chunk_reads, 5);  // inheritance counts no read
+  // Ignored: pieces that do not add up, a bad score, an unknown segment, a
+  // range outside the segment.
+  p.InheritScores(kSeg1, 4 * head, 2 * head, {{head, 7.0}});
+  p.InheritScores(kSeg1, 4 * head, head, {{head, std::nan("")}});
+  p.InheritScores(SegmentId(99), 0, head, {{head, 7.0}});
+  p.InheritScores(kSeg1, p.segment_bytes() - head / 2, head, {{head, 7.0}});
+  EXPECT_EQ(score(4), 0.0);
+  EXPECT_EQ(p.stats().copies_scores_ignored, 4);
+  EXPECT_EQ(p.stats().copies_scored_in, 1);
+  EXPECT_TRUE(p.manager().CheckInvariants().ok());
 }
 
 TEST(SegmentHeadPoolOptions, BadConfigurationsNameTheFlag) {

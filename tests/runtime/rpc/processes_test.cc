@@ -9,7 +9,9 @@
 // counters, then kills the source store with SIGKILL, restarts it under the
 // same client id and sees it re-register and serve a new put. The kill -9
 // fault test runs with three stores too, and an observe-mode run counts
-// would-propose and creates no replica. Every process gets SIGTERM at the end
+// would-propose and creates no replica; two head-pool stores carry the hot
+// object's scores with its copy; heatsink-load's Zipf load reads the hot keys
+// it wrote last. Every process gets SIGTERM at the end
 // and must exit 0.
 #include <fcntl.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -217,7 +220,8 @@ class ProcessesTest : public ::testing::Test {
     return master;
   }
 
-  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags);
+  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
+                                   const std::vector<std::string>& store_a_flags = {});
   bool LogSays(const std::string& file, const std::string& text);
 
   fs::path dir_;
@@ -358,14 +362,17 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
 // UCX_NET_DEVICES=lo come from the test presets): hot reads from domain b
 // admit a copy, which store a writes into store b's registered segment with
 // UCX RMA puts; the reader then reads b's replica with the right bytes.
-// Stores a and b copy over UCX; `store_b_flags` are added to b's command
-// line. A hot object written in domain a is replicated into b's segment and
-// read there; both stores then stop cleanly.
-void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags) {
+// Stores a and b copy over UCX; `store_b_flags` and `store_a_flags` are
+// added to their command lines. A hot object written in domain a is
+// replicated into b's segment and read there; both stores then stop cleanly.
+void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
+                                                const std::vector<std::string>& store_a_flags) {
   std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=enforce"});
   ASSERT_FALSE(master_address_.empty());
   const std::vector<std::string> ucx = {"--data-mover", "ucx", "--ucx-put-chunk-mib", "1"};
-  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx);
+  std::vector<std::string> ucx_a = ucx;
+  ucx_a.insert(ucx_a.end(), store_a_flags.begin(), store_a_flags.end());
+  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a", ucx_a);
   std::vector<std::string> ucx_b = ucx;
   ucx_b.insert(ucx_b.end(), store_b_flags.begin(), store_b_flags.end());
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_b);
@@ -433,6 +440,85 @@ TEST_F(ProcessesTest, HeadPoolStoreTakesUcxCopiesAndScoresTheirReads) {
   EXPECT_TRUE(LogSays("store_b.log", "head pool, promotion on"));
   EXPECT_FALSE(LogSays("store_b.log", "head pool: reads served 0 "));
   EXPECT_TRUE(LogSays("store_b.log", "local-hit fraction 1.000"));
+}
+
+// The score-carrying counters of the last head-pool report in `lines`:
+// copies out, copies in, chunks raised (all -1 without a report).
+struct CopyScoreCounts {
+  long long out = -1, in = -1, raised = -1;
+};
+CopyScoreCounts ReportedCopyScores(const std::vector<std::string>& lines) {
+  CopyScoreCounts counts;
+  constexpr std::string_view kLabel = "copies carrying scores out ";
+  for (const std::string& line : lines) {
+    const size_t at = line.find(kLabel);
+    if (line.find("heatsink-store: head pool: reads served") == std::string::npos ||
+        at == std::string::npos) {
+      continue;
+    }
+    CopyScoreCounts parsed;
+    if (std::sscanf(line.c_str() + at + kLabel.size(), "%lld, in %lld (%lld chunks raised)",
+                    &parsed.out, &parsed.in, &parsed.raised) == 3) {
+      counts = parsed;
+    }
+  }
+  return counts;
+}
+
+TEST_F(ProcessesTest, HeadPoolStoresCarryScoresWithTheirCopies) {
+  // Both stores keep scores: the reads store a served of the hot object
+  // travel with its dynamic copy, and store b raises the chunks it landed in.
+  CopyOverUcxAndReadInDomainB({"--memory", "16M"}, {"--memory", "16M"});
+  const std::vector<std::string> a = ReadLines(dir_ / "store_a.log");
+  const std::vector<std::string> b = ReadLines(dir_ / "store_b.log");
+  EXPECT_GE(ReportedCopyScores(a).out, 1) << absl::StrJoin(a, "\n");
+  const CopyScoreCounts in_b = ReportedCopyScores(b);
+  EXPECT_GE(in_b.in, 1) << absl::StrJoin(b, "\n");
+  // The object is over 3 MiB: at least 12 chunks of 256 KiB.
+  EXPECT_GE(in_b.raised, 12) << absl::StrJoin(b, "\n");
+}
+
+// heatsink-load --mode zipf against a head-pool store: the keys are written
+// coldest first into the segments given, so the first segment holds the cold
+// tail and the second the hottest keys, which most reads then hit. A bad
+// --zipf-s is refused.
+TEST_F(ProcessesTest, ZipfLoadPutsTheHotKeysInTheLastSegmentItWrites) {
+  std::unique_ptr<Process> master = StartMaster({});
+  ASSERT_FALSE(master_address_.empty());
+  // Two segments of 16 MiB: the 64 coldest keys of 256 KiB fill the first.
+  std::unique_ptr<Process> store =
+      StartStore(1, "host-a", "a", {}, "pool", {"--memory", "32M", "--segments", "2"});
+  const std::string tool = std::string(HEATSINK_TOOLS_DIR) + "/heatsink-load";
+  const SegmentId cold = StoreSegmentId(ClientId(1), 0);
+  const SegmentId hot = StoreSegmentId(ClientId(1), 1);
+  Process load({tool, "--master", master_address_, "--mode", "zipf", "--keys", "88",
+                "--value-bytes", "262144", "--zipf-s", "1.2", "--write-segments",
+                absl::StrCat(cold.value, ",", hot.value), "--threads", "1", "--duration-ms", "500"},
+               {}, dir_ / "load.log");
+  EXPECT_EQ(load.Wait(), 0);
+  int64_t cold_reads = -1, hot_reads = -1, errors = -1;
+  for (const std::string& line : ReadLines(dir_ / "load.log")) {
+    long long segment = 0, count = 0;
+    if (std::sscanf(line.c_str(), "reads segment=%lld count=%lld", &segment, &count) == 2) {
+      (static_cast<uint64_t>(segment) == cold.value ? cold_reads : hot_reads) = count;
+    }
+    long long ops = 0;
+    if (std::sscanf(line.c_str(), "ops=%lld errors=%lld", &ops, &count) == 2) errors = count;
+  }
+  EXPECT_EQ(errors, 0);
+  // Ranks 0-23 (about 85% of the draws) are in the second segment.
+  EXPECT_GT(hot_reads, 3 * cold_reads) << cold_reads << " " << hot_reads;
+  EXPECT_GT(cold_reads, 0);
+  Process bad({tool, "--master", master_address_, "--mode", "zipf", "--zipf-s", "0"}, {},
+              dir_ / "bad_zipf.log");
+  EXPECT_EQ(bad.Wait(), 2);
+  const std::vector<std::string> bad_lines = ReadLines(dir_ / "bad_zipf.log");
+  EXPECT_FALSE(bad_lines.empty() || bad_lines[0].find("--zipf-s") == std::string::npos)
+      << absl::StrJoin(bad_lines, "\n");
+  store->Signal(SIGTERM);
+  EXPECT_EQ(store->Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 // The source store dies (SIGKILL) in the middle of a dynamic copy. The copy
@@ -696,6 +782,8 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
               "do not split into 3 segments");
   store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log", "leave --segment-mib out");
   store_fails({"--head-pool-report-s", "1"}, "pool_report.log", "need --memory");
+  store_fails({"--no-inherit-copy-score"}, "pool_inherit.log",
+              "--no-inherit-copy-score need --memory");
 }
 
 // heatsink-store --memory: the segments are the ADR-0019 head pool, and every
@@ -742,6 +830,10 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
   EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchanges_total"), 0);
   EXPECT_EQ(MetricValue(metrics, "heatsink_tiering_exchange_pause_seconds_count"), 0);
   EXPECT_GE(MetricValue(metrics, "heatsink_tiering_decay_passes_total"), 0);
+  // Every byte served came from the serving node's memory.
+  EXPECT_EQ(MetricValue(metrics, R"(heatsink_store_head_served_bytes_total{memory="local"})"),
+            kReads * static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(MetricValue(metrics, R"(heatsink_store_head_served_bytes_total{memory="remote"})"), 0);
   rpc->reset();
   store->Signal(SIGTERM);
   EXPECT_EQ(store->Wait(), 0);
@@ -769,6 +861,15 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
       last_report.find(absl::StrCat("chunk reads local ", 4 * kReads, ",")) != std::string::npos;
   EXPECT_TRUE(three || four) << last_report;
   EXPECT_NE(last_report.find("local-hit fraction 1.000"), std::string::npos) << last_report;
+  bool share_reported = false;
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(line, "heatsink-store: head pool remote share 0.00% of ") &&
+        line.find("since start") != std::string::npos &&
+        line.find("every page on its block's node") != std::string::npos) {
+      share_reported = true;
+    }
+  }
+  EXPECT_TRUE(share_reported) << absl::StrJoin(lines, "\n");
 }
 
 }  // namespace
