@@ -207,7 +207,9 @@ int main(int argc, char** argv) {
   app.add_flag("--inherit-copy-score,!--no-inherit-copy-score", inherit_copy_score,
                "with --memory: a replica copy landing here raises the chunks it covers to the "
                "decayed scores its bytes had on the source store (a source without a head pool "
-               "carries none); this store's own copies out carry its scores either way")
+               "carries none), times --set copy_score_inheritance (default 1.0); "
+               "--no-inherit-copy-score is copy_score_inheritance=0; this store's own copies "
+               "out carry its scores either way")
       ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
                  "with --memory: serve the head pool's metrics (/metrics, Prometheus text) on "
@@ -316,7 +318,8 @@ int main(int argc, char** argv) {
       pool.placement = *placement;
       pool.memory = segment_memory;
       pool.binder = &*binder;
-      pool.inherit_copy_score = inherit_copy_score;
+      // --no-inherit-copy-score is --set copy_score_inheritance=0.
+      pool.inherit_copy_score = inherit_copy_score && knobs->copy_score_inheritance > 0;
       const uint64_t total = pool.total_bytes();
       if (app.count("--segment-mib") > 0 &&
           total != static_cast<uint64_t>(segments) * (segment_mib << 20)) {

@@ -503,6 +503,8 @@ void SegmentHeadPool::InheritScores(SegmentId id, uint64_t offset, uint64_t size
     for (size_t i = first; i < pieces.size() && start < to; start += pieces[i].size_bytes, ++i) {
       inherited = std::max(inherited, pieces[i].score);
     }
+    // The tiering knob scales what a copy carries (1.0: all of it).
+    inherited *= options_.knobs.copy_score_inheritance;
     if (inherited <= 0) continue;
     key.chunk = static_cast<uint32_t>(chunk);
     // Every chunk is committed at start, and the score was checked above.

@@ -105,8 +105,9 @@ struct SegmentHeadPoolOptions {
   // for an XML topology).
   ThreadBinder* binder = nullptr;
   // Copies landing here raise the chunks they cover to the source's scores
-  // (heatsink-store --inherit-copy-score, on by default). This pool's own
-  // copies out carry its scores either way.
+  // times knobs.copy_score_inheritance (heatsink-store --inherit-copy-score,
+  // on by default; off is the same as copy_score_inheritance=0). This pool's
+  // own copies out carry its scores either way.
   bool inherit_copy_score = true;
 
   // INVALID_ARGUMENT naming the flag: bad knobs (TieringKnobs::Validate,

@@ -321,6 +321,21 @@ TEST(SegmentHeadPool, InheritedScoresRaiseEveryCoveredChunkToItsLargestOverlap) 
   EXPECT_TRUE(p.manager().CheckInvariants().ok());
 }
 
+TEST(SegmentHeadPool, CopyScoreInheritanceScalesWhatACopyCarries) {
+  SteadyEnv env;
+  SegmentHeadPoolOptions options = LogicalOptions();
+  options.knobs.copy_score_inheritance = 0.25;
+  absl::StatusOr<std::unique_ptr<SegmentHeadPool>> pool =
+      SegmentHeadPool::Create(&env.env, options);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  SegmentHeadPool& p = **pool;
+  const uint64_t head = p.options().knobs.ram_head_bytes;
+  p.InheritScores(kSeg1, 0, 2 * head, {{head, 8.0}, {head, 2.0}});
+  EXPECT_EQ(*p.manager().Score(SegmentHeadPool::ChunkKey(kSeg1, 0)), 2.0);
+  EXPECT_EQ(*p.manager().Score(SegmentHeadPool::ChunkKey(kSeg1, 1)), 0.5);
+  EXPECT_EQ(p.stats().chunk_scores_raised, 2);
+}
+
 TEST(SegmentHeadPoolOptions, BadConfigurationsNameTheFlag) {
   auto message = [](const SegmentHeadPoolOptions& o) {
     return std::string(o.Validate().message());
