@@ -246,6 +246,10 @@ void NumaHostModel::InheritScores(const ObjectName& name, uint64_t size_bytes,
     // A chunk this host could not index (its pool was full) inherits nothing.
     const absl::Status raised = manager_->RaiseScore(key, from->score * fraction);
     HS_CHECK_MSG(raised.ok() || absl::IsNotFound(raised), raised.ToString());
+    if (raised.ok() && manager_->knobs().place_hot_copies_local) {
+      // The modelled memory's swap cannot fail.
+      HS_CHECK_OK(manager_->PlaceHotNewcomer(key).status());
+    }
   }
 }
 
@@ -288,6 +292,8 @@ void NumaHostModel::CloseOpenInterval() {
   stats.promotion_rounds = t.promotion_rounds - rounds_seen_;
   exchanges_seen_ = t.exchanges;
   rounds_seen_ = t.promotion_rounds;
+  stats.head_trades = t.head_trades - head_trades_seen_;
+  head_trades_seen_ = t.head_trades;
   for (const RegionSummary& r : manager_->ScanRegions()) {
     if (r.preferred) {
       stats.eligible_local_blocks += static_cast<int64_t>(r.blocks_eligible);

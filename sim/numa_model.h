@@ -90,6 +90,7 @@ struct NumaIntervalStats {
   // Promotion state at the interval's end.
   int64_t exchanges = 0;         // in the interval
   int64_t promotion_rounds = 0;  // in the interval
+  int64_t head_trades = 0;       // hot copies traded into the preferred region
   int64_t eligible_local_blocks = 0;
   int64_t eligible_foreign_blocks = 0;
   std::optional<double> coldest_local_score;   // eligible preferred block
@@ -178,6 +179,7 @@ class NumaHostModel {
   std::vector<std::pair<size_t, NumaIntervalStats>> closed_;
   int64_t exchanges_seen_ = 0;
   int64_t rounds_seen_ = 0;
+  int64_t head_trades_seen_ = 0;
 };
 
 }  // namespace heatsink::sim

@@ -226,7 +226,8 @@ std::string RenderNumaCsv(const RunResult& run) {
   if (run.numa_samples.empty()) return "";
   CsvWriter csv({"t_s", "host", "head_reads", "local_reads", "local_hit_fraction",
                  "oracle_local_reads", "local_hit_oracle", "head_oracle_local_reads",
-                 "head_oracle", "exchanges", "promotion_rounds", "eligible_local_blocks",
+                 "head_oracle", "exchanges", "promotion_rounds", "head_trades",
+                 "eligible_local_blocks",
                  "eligible_foreign_blocks", "coldest_local_score", "hottest_foreign_score"});
   const int decimals = SecondsDecimalsFor(IntervalStarts(run));
   const auto score = [](const std::optional<double>& v) {
@@ -242,7 +243,7 @@ std::string RenderNumaCsv(const RunResult& run) {
                 absl::StrCat(n.head_oracle_local_reads),
                 FractionCell(LocalHitFraction(n.head_reads, n.head_oracle_local_reads)),
                 absl::StrCat(n.exchanges), absl::StrCat(n.promotion_rounds),
-                absl::StrCat(n.eligible_local_blocks), absl::StrCat(n.eligible_foreign_blocks),
+                absl::StrCat(n.head_trades), absl::StrCat(n.eligible_local_blocks), absl::StrCat(n.eligible_foreign_blocks),
                 score(n.coldest_local_score), score(n.hottest_foreign_score)});
   }
   return csv.text();

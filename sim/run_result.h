@@ -56,6 +56,7 @@ struct NumaHostSample {
   int64_t head_oracle_local_reads = 0;  // single heads
   int64_t exchanges = 0;
   int64_t promotion_rounds = 0;
+  int64_t head_trades = 0;
   int64_t eligible_local_blocks = 0;
   int64_t eligible_foreign_blocks = 0;
   std::optional<double> coldest_local_score;

@@ -64,6 +64,7 @@ void Simulation::Sample(size_t interval) {
         .head_oracle_local_reads = n.head_oracle_local_reads,
         .exchanges = n.exchanges,
         .promotion_rounds = n.promotion_rounds,
+        .head_trades = n.head_trades,
         .eligible_local_blocks = n.eligible_local_blocks,
         .eligible_foreign_blocks = n.eligible_foreign_blocks,
         .coldest_local_score = n.coldest_local_score,
@@ -174,16 +175,19 @@ absl::StatusOr<RunResult> Simulation::Run() {
   int64_t tiering_exchanges = 0;
   int64_t tiering_decays = 0;
   int64_t tiering_store_failures = 0;
+  int64_t tiering_head_trades = 0;
   for (const HostRt& h : hosts_) {
     if (h.numa == nullptr) continue;
     const TieringStats t = h.numa->stats();
     tiering_exchanges += t.exchanges;
+    tiering_head_trades += t.head_trades;
     tiering_decays += t.decay_passes;
     tiering_store_failures += h.numa->stores_failed();
   }
   result_.metrics["sim_tiering_exchanges_total"] = tiering_exchanges;
   result_.metrics["sim_tiering_decay_passes_total"] = tiering_decays;
   result_.metrics["sim_tiering_stores_failed_total"] = tiering_store_failures;
+  result_.metrics["sim_tiering_head_trades_total"] = tiering_head_trades;
   result_.metrics["sim_network_rate_updates_total"] =
       static_cast<int64_t>(network_->rate_updates());
   result_.metrics["sim_network_flows_recomputed_total"] =

@@ -295,6 +295,18 @@ void HeadPool::ExchangeBlockMetadata(int region_a, uint64_t block_a, int region_
                               geometry_.SlotOf(block_b, 0), hpb);
 }
 
+void HeadPool::ExchangeHeadMetadata(const HeadLoc& a, const HeadLoc& b) {
+  HS_CHECK(a.region != b.region);
+  SlotMeta& sa = slot(a);
+  SlotMeta& sb = slot(b);
+  HS_CHECK(sa.state == SlotState::kPublished && sb.state == SlotState::kPublished);
+  HS_CHECK(sa.pins.load(std::memory_order_relaxed) == 0 &&
+           sb.pins.load(std::memory_order_relaxed) == 0);
+  std::swap(sa.owner, sb.owner);
+  DenseScoreArray::SwapSlices(*regions_[a.region].scores, geometry_.SlotOfOffset(a.offset),
+                              *regions_[b.region].scores, geometry_.SlotOfOffset(b.offset), 1);
+}
+
 absl::Status HeadPool::CheckInvariants() const {
   for (const Region& r : regions_) {
     const int region = r.spec.region;

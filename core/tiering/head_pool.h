@@ -135,6 +135,12 @@ class HeadPool {
   // REQUIRES: exclusive tier lock; both blocks eligible.
   void ExchangeBlockMetadata(int region_a, uint64_t block_a, int region_b, uint64_t block_b);
 
+  // Exchanges two published, unpinned fixed heads in different regions:
+  // owners and dense scores (states and block counts stay). The caller
+  // swaps the bytes and rewrites both owners' locations.
+  // REQUIRES: exclusive tier lock.
+  void ExchangeHeadMetadata(const HeadLoc& a, const HeadLoc& b);
+
   // Allocator, slot, block and dense-array states agree with one another.
   [[nodiscard]] absl::Status CheckInvariants() const;
 

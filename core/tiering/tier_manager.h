@@ -167,6 +167,7 @@ struct TieringStats {
   int64_t decay_passes_started = 0;
   int64_t promotion_rounds = 0;
   int64_t evictions = 0;
+  int64_t head_trades = 0;  // PlaceHotNewcomer moves
 
   // Fraction of completed reads served from a preferred region (0 if none).
   double LocalHitFraction() const;
@@ -303,6 +304,21 @@ class TierManager {
   // INVALID_ARGUMENT unless `score` is finite and >= 0; NOT_FOUND if the key
   // is not indexed. Counts no read.
   [[nodiscard]] absl::Status RaiseScore(const TierKey& key, double score);
+
+  // Newcomer placement (beyond the ADR, for copies that inherit a score): a
+  // fixed head in a foreign region, in a block promotion cannot move (not
+  // complete), trades places with a published, unpinned head of the
+  // preferred region that is strictly colder than it: the coldest such head
+  // of the hottest preferred block that has one (hot heads gather in hot
+  // blocks, so whole-block promotion keeps finding pure blocks) -- bytes (HeadMemory::Swap of the two head ranges), slot owners,
+  // dense scores and both index locations -- so a hot newcomer lands local
+  // while every block keeps its occupancy (and its eligibility). Returns true
+  // when the heads traded; false when the key is not a foreign fixed head,
+  // sits in a complete block (promotion ranks it with its block), is pinned,
+  // no preferred head is colder, or a decay is pending. NOT_FOUND
+  // if not indexed; the memory's error if the swap failed (nothing changed).
+  // Scans the preferred region's dense scores once (O(its heads)).
+  [[nodiscard]] absl::StatusOr<bool> PlaceHotNewcomer(const TierKey& key);
 
   std::optional<KeyInfo> Lookup(const TierKey& key) const;
   // NOT_FOUND if absent.

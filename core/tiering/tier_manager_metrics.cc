@@ -46,6 +46,9 @@ TierManager::Metrics::Metrics(MetricsRegistry* registry) {
   decay_passes_total =
       &registry->GetCounter("tiering_decay_passes_total", "completed score decay passes");
   evictions_total = &registry->GetCounter("tiering_evictions_total", "fixed heads evicted");
+  head_trades_total = &registry->GetCounter(
+      "tiering_head_trades_total",
+      "hot newcomers (copies with an inherited score) traded into the preferred region");
   for (int i = 0; i < kOutcomes; ++i) {
     promotion_steps_total[i] = &registry->GetCounter(
         "tiering_promotion_steps_total", "promotion attempts, by outcome",
@@ -91,6 +94,11 @@ void TierManager::Metrics::CountEviction() {
   if (evictions_total != nullptr) evictions_total->Add();
 }
 
+void TierManager::Metrics::CountHeadTrade() {
+  head_trades.fetch_add(1, std::memory_order_relaxed);
+  if (head_trades_total != nullptr) head_trades_total->Add();
+}
+
 TieringStats TierManager::Metrics::Snapshot() const {
   TieringStats s;
   s.reads_local = reads[0].load(std::memory_order_relaxed);
@@ -102,6 +110,7 @@ TieringStats TierManager::Metrics::Snapshot() const {
   s.decay_passes_started = decay_passes_started.load(std::memory_order_relaxed);
   s.promotion_rounds = promotion_rounds.load(std::memory_order_relaxed);
   s.evictions = evictions.load(std::memory_order_relaxed);
+  s.head_trades = head_trades.load(std::memory_order_relaxed);
   return s;
 }
 

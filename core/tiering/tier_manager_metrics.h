@@ -26,6 +26,7 @@ struct TierManager::Metrics {
   void CountDecayPass();
   void CountPromotion(PromotionOutcome o);
   void CountEviction();
+  void CountHeadTrade();
   TieringStats Snapshot() const;
 
   std::atomic<int64_t> reads[kPlacements] = {};
@@ -35,6 +36,7 @@ struct TierManager::Metrics {
   std::atomic<int64_t> decay_passes_started{0};
   std::atomic<int64_t> promotion_rounds{0};
   std::atomic<int64_t> evictions{0};
+  std::atomic<int64_t> head_trades{0};
 
   // Registry mirrors; null without a registry.
   Counter* reads_total[kPlacements] = {};
@@ -42,6 +44,7 @@ struct TierManager::Metrics {
   Counter* exchange_bytes_total = nullptr;
   Counter* decay_passes_total = nullptr;
   Counter* evictions_total = nullptr;
+  Counter* head_trades_total = nullptr;
   Counter* promotion_steps_total[kOutcomes] = {};
   Histogram* exchange_pause_seconds = nullptr;
 };

@@ -1,9 +1,11 @@
 // TierManager: the decay pass, promotion rounds and the block exchange.
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/base/status_macros.h"
 #include "core/tiering/score.h"
 #include "core/tiering/tier_manager.h"
 #include "core/tiering/tier_manager_metrics.h"
@@ -136,6 +138,70 @@ PromotionRound::~PromotionRound() {
 }
 
 int PromotionRound::region_count() const { return manager_->pool_.head_region_count(); }
+
+absl::StatusOr<bool> TierManager::PlaceHotNewcomer(const TierKey& key) {
+  MutexLock lock(&mu_);
+  IndexEntry* entry = index_.Find(key);
+  if (entry == nullptr) {
+    return absl::NotFoundError(absl::StrCat("key ", FormatTierKey(key), " not indexed"));
+  }
+  if (entry->residence != Residence::kFixedHead || pool_.spec(entry->region).preferred) {
+    return false;
+  }
+  const HeadLoc newcomer{entry->region, entry->offset};
+  if (pool_.head_pins(newcomer) != 0) return false;
+  // A newcomer in a complete block is ranked with its block by promotion.
+  if (pool_.BlockEligible(newcomer.region, geometry().BlockOfOffset(newcomer.offset))) {
+    return false;
+  }
+  const double score = pool_.scores(newcomer.region).Load(geometry().SlotOfOffset(newcomer.offset));
+  // The head to trade with: a published, unpinned head of the preferred
+  // region colder than the newcomer, in the hottest block that has one
+  // (hot heads gather in hot blocks, so whole-block promotion keeps finding
+  // pure blocks), the coldest head of that block, ties to the lowest slot.
+  const int preferred = 0;
+  HS_CHECK(pool_.spec(preferred).preferred);
+  const DenseScoreArray& local_scores = pool_.scores(preferred);
+  const uint64_t heads_per_block = geometry().heads_per_block;
+  std::optional<HeadLoc> chosen;
+  double chosen_block_score = 0;
+  for (uint64_t block = 0; block < pool_.block_count(preferred); ++block) {
+    const uint64_t first = geometry().SlotOf(block, 0);
+    std::optional<uint64_t> coldest;
+    for (uint64_t s = first; s < first + heads_per_block; ++s) {
+      const HeadLoc loc{preferred, geometry().OffsetOfSlot(s)};
+      if (pool_.state(loc) != SlotState::kPublished || pool_.head_pins(loc) != 0) continue;
+      if (!(local_scores.Load(s) < score)) continue;
+      if (!coldest.has_value() || local_scores.Load(s) < local_scores.Load(*coldest)) coldest = s;
+    }
+    if (!coldest.has_value()) continue;
+    const double block_score = local_scores.Sum(first, first + heads_per_block);
+    if (!chosen.has_value() || block_score > chosen_block_score) {
+      chosen = HeadLoc{preferred, geometry().OffsetOfSlot(*coldest)};
+      chosen_block_score = block_score;
+    }
+  }
+  if (!chosen.has_value()) return false;
+  const HeadLoc* coldest = &*chosen;
+  {
+    // Decay waits for the exclusive lock held here, so the two scores are of
+    // the same pass; a pending decay still goes first.
+    MutexLock gate_lock(&gate_mu_);
+    if (gate_.decay_pending()) return false;
+  }
+  const uint64_t head = geometry().head_bytes;
+  HS_RETURN_IF_ERROR(memory_->Swap(MemoryRange{newcomer.region, newcomer.offset, head},
+                                   MemoryRange{coldest->region, coldest->offset, head}));
+  pool_.ExchangeHeadMetadata(newcomer, *coldest);
+  for (const HeadLoc& loc : {newcomer, *coldest}) {
+    IndexEntry* owner = pool_.owner(loc);
+    HS_CHECK(owner != nullptr);
+    owner->region = loc.region;
+    owner->offset = loc.offset;
+  }
+  metrics_->CountHeadTrade();
+  return true;
+}
 
 std::vector<RegionSummary> TierManager::ScanRegions() const {
   ReaderMutexLock lock(&mu_);

@@ -120,6 +120,9 @@ KnobRegistry<TieringKnobs> BuildRegistry() {
   r.Field("copy_score_inheritance",
           "fraction of the source's decayed score a copied replica starts with (0: off)",
           [](TieringKnobs& k) -> double& { return k.copy_score_inheritance; });
+  r.Field("place_hot_copies_local",
+          "a copied head hotter than the coldest local head trades places with it",
+          [](TieringKnobs& k) -> bool& { return k.place_hot_copies_local; });
   r.Field("index_keys_max", "keys the tiering index holds",
           [](TieringKnobs& k) -> int64_t& { return k.index_keys_max; });
   r.Field("index_shards", "shards of the tiering key index",

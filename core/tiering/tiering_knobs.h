@@ -76,6 +76,11 @@ struct TieringKnobs {
   // (raised to it, never lowered; the copy carries the score). In [0, 1];
   // 0 turns inheritance off (a copy starts at zero, as any new key).
   double copy_score_inheritance = 1.0;
+  // Beyond the ADR: a copied head whose inherited score is above the coldest
+  // head of the preferred region trades places with it at once
+  // (TierManager::PlaceHotNewcomer), instead of waiting in a foreign block
+  // that may never be complete enough to be promoted.
+  bool place_hot_copies_local = true;
 
   // Limits (TigerBeetle's "a limit on everything").
   int64_t index_keys_max = int64_t{1} << 24;  // keys in the index, any residence

@@ -384,6 +384,7 @@ TEST(ReportCsv, NumaCsvRowsPerHostAndInterval) {
                                             .head_oracle_local_reads = 4,
                                             .exchanges = 2,
                                             .promotion_rounds = 3,
+                                            .head_trades = 1,
                                             .eligible_local_blocks = 8,
                                             .eligible_foreign_blocks = 5,
                                             .coldest_local_score = 1.5,
@@ -397,11 +398,11 @@ TEST(ReportCsv, NumaCsvRowsPerHostAndInterval) {
   EXPECT_EQ(lines[0],
             "t_s,host,head_reads,local_reads,local_hit_fraction,oracle_local_reads,"
             "local_hit_oracle,head_oracle_local_reads,head_oracle,exchanges,promotion_rounds,"
-            "eligible_local_blocks,eligible_foreign_blocks,coldest_local_score,"
+            "head_trades,eligible_local_blocks,eligible_foreign_blocks,coldest_local_score,"
             "hottest_foreign_score");
-  EXPECT_EQ(lines[1], "0.000,h2,4,1,0.250000,3,0.750000,4,1.000000,2,3,8,5,1.500,");
+  EXPECT_EQ(lines[1], "0.000,h2,4,1,0.250000,3,0.750000,4,1.000000,2,3,1,8,5,1.500,");
   // No head reads: empty fractions, never a division by zero.
-  EXPECT_EQ(lines[2], "1.000,h1,0,0,,0,,0,,0,0,0,0,,");
+  EXPECT_EQ(lines[2], "1.000,h1,0,0,,0,,0,,0,0,0,0,0,,");
 }
 
 TEST(ReportSummary, ScenarioEchoAndKnobTyping) {

@@ -659,6 +659,33 @@ TEST(ExampleScenarios, NumaPromotionReachesTheOracleWithinThreeCyclesOfTheShift)
   EXPECT_EQ(run.numa_samples.size(), run.intervals.size() * 2);
 }
 
+TEST(ExampleScenarios, HotCopiesTradeIntoThePreferredRegion) {
+  // Enforce on numa-promotion with an admission threshold that replicates
+  // only the hottest objects (rates and threshold cut to a tenth alike): their
+  // copies land in a foreign block that never completes, so whole-block
+  // promotion cannot move them; traded in at once (the default), they are
+  // read locally.
+  Scenario s = Load("scenarios/numa-promotion.json");
+  for (Workload& w : s.workloads) w.zipf.rate_per_s /= 10;
+  s.time_step_ns = SecToNs(5);
+  s.outputs.csv_interval_ns = s.time_step_ns;
+  const std::vector<KnobOverride> enforce = {
+      {"dynamic_replication_mode", "enforce"},
+      {"dynamic_replication_admission_qps_threshold", "5"}};
+  std::vector<KnobOverride> no_trades = enforce;
+  no_trades.push_back({"place_hot_copies_local", "false"});
+  const RunResult traded = MustRun(s, enforce);
+  const RunResult stuck = MustRun(s, no_trades);
+  EXPECT_GT(Metric(traded, "sim_tiering_head_trades_total"), 0);
+  EXPECT_EQ(Metric(stuck, "sim_tiering_head_trades_total"), 0);
+  auto local = [](const RunResult& r, int64_t from_s, int64_t to_s) {
+    return IntervalRatio(r, from_s, to_s, &IntervalSample::numa_local_reads,
+                         &IntervalSample::numa_reads);
+  };
+  EXPECT_GT(local(traded, 10, 60), local(stuck, 10, 60) + 0.05)
+      << local(traded, 10, 60) << " against " << local(stuck, 10, 60);
+}
+
 TEST(ExampleScenarios, NumaDriftFollowsTheOracleAfterThreeCycles) {
   // A hot set drifting one object every 2 s; decay every 10 s (the file's
   // knob). From 3 decay intervals on the local-hit fraction is >= 0.95 of
