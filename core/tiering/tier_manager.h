@@ -310,12 +310,15 @@ class TierManager {
   // complete), trades places with a published, unpinned head of the
   // preferred region that is strictly colder than it: the coldest such head
   // of the hottest preferred block that has one (hot heads gather in hot
-  // blocks, so whole-block promotion keeps finding pure blocks) -- bytes (HeadMemory::Swap of the two head ranges), slot owners,
+  // blocks, so whole-block promotion keeps finding pure blocks), and only
+  // when the newcomer is also hotter than the mean head of the coldest
+  // eligible preferred block (the block promotion would move out next) -- bytes (HeadMemory::Swap of the two head ranges), slot owners,
   // dense scores and both index locations -- so a hot newcomer lands local
   // while every block keeps its occupancy (and its eligibility). Returns true
   // when the heads traded; false when the key is not a foreign fixed head,
   // sits in a complete block (promotion ranks it with its block), is pinned,
-  // no preferred head is colder, or a decay is pending. NOT_FOUND
+  // no preferred head is colder, it is not above that mean, or a decay is
+  // pending. NOT_FOUND
   // if not indexed; the memory's error if the swap failed (nothing changed).
   // Scans the preferred region's dense scores once (O(its heads)).
   [[nodiscard]] absl::StatusOr<bool> PlaceHotNewcomer(const TierKey& key);

@@ -182,6 +182,14 @@ absl::StatusOr<bool> TierManager::PlaceHotNewcomer(const TierKey& key) {
     }
   }
   if (!chosen.has_value()) return false;
+  // And only a newcomer hotter than the mean head of the coldest eligible
+  // preferred block -- the block whole-block promotion would move out next --
+  // so that a trade never brings in what promotion would soon send away.
+  const RegionSummary local = heatsink::ScanRegion(pool_, preferred);
+  if (local.extremum.valid() &&
+      !(score > local.extremum.score / static_cast<double>(heads_per_block))) {
+    return false;
+  }
   const HeadLoc* coldest = &*chosen;
   {
     // Decay waits for the exclusive lock held here, so the two scores are of

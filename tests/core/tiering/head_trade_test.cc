@@ -1,7 +1,8 @@
 // Covers TierManager::PlaceHotNewcomer, the newcomer placement for copies
 // that inherit a score: a foreign head in a block promotion cannot move
 // trades places with a strictly colder preferred head -- the coldest one of
-// the hottest preferred block that has one -- moving bytes, owners, dense
+// the hottest preferred block that has one, and only above the mean head of
+// the coldest eligible preferred block -- moving bytes, owners, dense
 // scores and both index locations, so that every block keeps its occupancy
 // and the invariants hold; and every case in which it must not trade.
 #include <vector>
@@ -66,6 +67,26 @@ TEST_F(HeadTradeTest, NoTradeWhenNoPreferredHeadIsColder) {
   EXPECT_FALSE(*traded);
   EXPECT_EQ(h_.Info(copy_).region, 1);
   EXPECT_EQ(h_.tm().stats().head_trades, 0);
+}
+
+TEST_F(HeadTradeTest, NoTradeBelowTheMeanHeadOfTheColdestPreferredBlock) {
+  // Block 0 becomes 1 + 7 x 3 = 22 (mean 2.75), still the colder block;
+  // local0 (1) is colder than the copy (2), but the copy is below the mean
+  // head of the block promotion would move out next.
+  for (int i = 1; i < 8; ++i) h_.Read(local_[i], 2);
+  ASSERT_TRUE(h_.tm().RaiseScore(copy_, 2.0).ok());
+  absl::StatusOr<bool> traded = h_.tm().PlaceHotNewcomer(copy_);
+  ASSERT_TRUE(traded.ok());
+  EXPECT_FALSE(*traded);
+  // Above the mean it trades: local0 (1) and local12 (2) are colder now,
+  // and local12 sits in the hotter block.
+  ASSERT_TRUE(h_.tm().RaiseScore(copy_, 2.9).ok());
+  const KeyInfo local12 = h_.Info(local_[12]);
+  traded = h_.tm().PlaceHotNewcomer(copy_);
+  ASSERT_TRUE(traded.ok());
+  EXPECT_TRUE(*traded);
+  EXPECT_EQ(h_.Info(copy_).offset, local12.offset);
+  EXPECT_EQ(h_.Info(copy_).region, 0);
 }
 
 TEST_F(HeadTradeTest, NoTradeForLocalPinnedOrCompleteBlockHeadsOrPendingDecay) {
