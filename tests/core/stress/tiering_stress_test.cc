@@ -1,7 +1,8 @@
 // Multi-threaded stress of the tiering core (run under the tsan preset):
 // reader threads stream heads and complete reads while a promotion thread
 // exchanges blocks (scanning regions on per-node threads), an eviction thread
-// evicts and readmits heads, and -- in the second test -- a decay thread runs
+// evicts and readmits heads, a trade thread tries hot-copy head trades
+// (PlaceHotNewcomer) on random keys, and -- in the second test -- a decay thread runs
 // passes whose regions are decayed on separate threads. Every read checks the
 // bytes it streamed, so a head moved under a pinned reader would show. With no
 // decay, every key's final score equals its completed reads exactly (no lost
@@ -146,6 +147,18 @@ class TieringStress : public ::testing::Test {
     }
   }
 
+  // Hot-copy trades (PlaceHotNewcomer) on random keys: a trade moves a
+  // score with its key, so no increment may be lost across it either.
+  void TradeLoop() {
+    uint64_t s = 777;
+    while (!readers_done_.load()) {
+      const int key = static_cast<int>(XorShift(s) % kFixedKeys);
+      const absl::StatusOr<bool> traded = tm_->PlaceHotNewcomer(KeyOf(key));
+      HS_CHECK_OK(traded.status());
+      std::this_thread::yield();
+    }
+  }
+
   void DecayLoop(int passes) {
     for (int p = 0; p < passes && !readers_done_.load(); ++p) {
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
@@ -178,6 +191,7 @@ class TieringStress : public ::testing::Test {
     std::vector<std::thread> background;
     background.emplace_back([this] { PromotionLoop(); });
     background.emplace_back([this] { EvictionLoop(); });
+    background.emplace_back([this] { TradeLoop(); });
     std::thread decay([this, decay_passes] { DecayLoop(decay_passes); });
     std::vector<std::thread> readers;
     for (int i = 0; i < kThreads; ++i) {
@@ -223,6 +237,7 @@ TEST_F(TieringStress, NoLostIncrementUnderExchangesAndOwnershipMoves) {
   EXPECT_GT(st.evictions, 0);
   RecordProperty("exchanges", static_cast<int>(st.exchanges));
   RecordProperty("evictions", static_cast<int>(st.evictions));
+  RecordProperty("head_trades", static_cast<int>(st.head_trades));
   EXPECT_TRUE(tm_->CheckInvariants().ok()) << tm_->CheckInvariants();
 }
 
