@@ -383,6 +383,34 @@ TEST(SyntheticWorkloads, ZipfPutsThenJitteredReads) {
   EXPECT_NE(DescribeAll(All(s, 10)), DescribeAll(ops)) << "another seed, another stream";
 }
 
+TEST(SyntheticWorkloads, ZipfHotSetDriftsOneObjectPerStep) {
+  // Skew 10: rank 0 is nearly every read. With drift_step_ms 100, a read at
+  // t ms after the first read of rank r reads object (r + floor(t / 100)) mod 20.
+  const Scenario s = Synthetic(R"({"type": "zipf", "name": "z", "objects": 20, "rate_per_s": 1000,
+      "skew": 10, "reader_domains": ["a"], "duration_s": 3, "drift_step_ms": 100})");
+  int64_t reads = 0, at_front = 0;
+  TimeNs first = -1;
+  for (const SimOp& op : All(s)) {
+    if (op.workload == kFaultSource || op.kind == SimOpKind::kPut) continue;
+    if (first < 0) first = op.t_ns;
+    const int64_t steps = (op.t_ns - first) / (100 * kNsPerMs);
+    ++reads;
+    at_front += op.keys[0] == absl::StrCat("z-", steps % 20);
+  }
+  ASSERT_GT(reads, 2500);
+  EXPECT_GT(at_front, reads * 99 / 100) << at_front << " of " << reads;
+  // Without drift the same reads stay on object 0.
+  const Scenario still = Synthetic(R"({"type": "zipf", "name": "z", "objects": 20,
+      "rate_per_s": 1000, "skew": 10, "reader_domains": ["a"], "duration_s": 3})");
+  int64_t on_zero = 0, still_reads = 0;
+  for (const SimOp& op : All(still)) {
+    if (op.workload == kFaultSource || op.kind == SimOpKind::kPut) continue;
+    ++still_reads;
+    on_zero += op.keys[0] == "z-0";
+  }
+  EXPECT_GT(on_zero, still_reads * 99 / 100);
+}
+
 TEST(SyntheticWorkloads, CrossDomainReuseReadsEveryObjectRepeatedlyFromTheReaderDomain) {
   const Scenario s = Synthetic(R"({"type": "cross_domain_reuse", "name": "x", "writer_domain": "a",
       "reader_domain": "b", "objects": 4, "reads_per_object": 3, "rate_per_s": 100,
