@@ -218,16 +218,18 @@ int64_t DynamicReplication::DrainReads() {
   return reads_.Drain([this](TimeNs t_ns, HeatKeyView key) { ApplyRead(t_ns, key); });
 }
 
+bool DynamicReplication::TimerFired(TimerId DynamicReplication::*slot) {
+  MutexLock lock(&timer_mu_);
+  this->*slot = kNoTimer;
+  return !stopping_;
+}
+
 void DynamicReplication::ArmDrainTimer() {
   if (drain_timer_armed_.exchange(true, std::memory_order_seq_cst)) return;
   MutexLock lock(&timer_mu_);
   if (stopping_) return;
   drain_timer_ = env_->executor->PostAfter(knobs_.heat_drain_interval_ns(), [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      drain_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
+    if (!TimerFired(&DynamicReplication::drain_timer_)) return;
     // Cleared before draining: a read appended from here on either is
     // drained now or finds the flag clear and arms the next timer.
     drain_timer_armed_.store(false, std::memory_order_seq_cst);
@@ -243,11 +245,7 @@ void DynamicReplication::PostUrgentDrain() {
   MutexLock lock(&timer_mu_);
   if (stopping_) return;
   urgent_drain_timer_ = env_->executor->PostAfter(0, [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      urgent_drain_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
+    if (!TimerFired(&DynamicReplication::urgent_drain_timer_)) return;
     urgent_drain_posted_.store(false, std::memory_order_relaxed);
     DrainFromTimer();
   });
@@ -266,11 +264,7 @@ void DynamicReplication::WakeAdmissionWorker() {
   // A cancellable zero-delay timer rather than Post, so destruction can
   // withdraw it.
   admission_timer_ = env_->executor->PostAfter(0, [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      admission_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
+    if (!TimerFired(&DynamicReplication::admission_timer_)) return;
     RunAdmissionPass();
     if (triggers_.size() > 0) WakeAdmissionWorker();
   });

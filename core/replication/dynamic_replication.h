@@ -451,6 +451,10 @@ class DynamicReplication final : public ReadObserver,
   void PostUrgentDrain();
   void DrainFromTimer();
   void OnLeaseTimer(LeaseId lease_id);
+  // First step of a one-shot timer's callback: clears the member the timer's
+  // id was kept in and returns false once the object is stopping (the
+  // callback then does nothing).
+  bool TimerFired(TimerId DynamicReplication::*slot) ABSL_LOCKS_EXCLUDED(timer_mu_);
   TimerId ArmLeaseTimerLocked(LeaseId lease_id, DurationNs delay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelTimerLocked(TimerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -230,11 +230,7 @@ void DynamicReplication::ScheduleReleaseCheck() {
   // One check per heat sub-bucket: the window's count changes no faster.
   const DurationNs period = window_.options().window_ns / window_.options().sub_buckets;
   release_timer_ = env_->executor->PostAfter(period, [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      release_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
+    if (!TimerFired(&DynamicReplication::release_timer_)) return;
     // Mode off stops the checks; SetMode starts them again.
     if (!enabled()) return;
     RunReleaseCheck();
@@ -487,11 +483,7 @@ void DynamicReplication::ScheduleDomainPoll() {
   if (stopping_ || domain_poll_timer_ != kNoTimer) return;
   domain_poll_timer_ =
       env_->executor->PostAfter(MsToNs(knobs_.dynamic_replication_warmup_domain_poll_ms), [this]() {
-        {
-          MutexLock timer_lock(&timer_mu_);
-          domain_poll_timer_ = kNoTimer;
-          if (stopping_) return;
-        }
+        if (!TimerFired(&DynamicReplication::domain_poll_timer_)) return;
         // Mode off stops the poll; SetMode starts it again.
         if (!enabled()) return;
         PollDomains();
@@ -615,11 +607,7 @@ void DynamicReplication::ScheduleWarmupResume(DurationNs delay) {
   MutexLock lock(&timer_mu_);
   if (stopping_ || warmup_timer_ != kNoTimer) return;
   warmup_timer_ = env_->executor->PostAfter(std::max<DurationNs>(1, delay), [this]() {
-    {
-      MutexLock timer_lock(&timer_mu_);
-      warmup_timer_ = kNoTimer;
-      if (stopping_) return;
-    }
+    if (!TimerFired(&DynamicReplication::warmup_timer_)) return;
     MutexLock control(&control_mu_);
     RunWarmup();
   });

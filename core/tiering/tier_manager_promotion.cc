@@ -155,17 +155,27 @@ absl::StatusOr<bool> TierManager::PlaceHotNewcomer(const TierKey& key) {
     return false;
   }
   const double score = pool_.scores(newcomer.region).Load(geometry().SlotOfOffset(newcomer.offset));
-  // The head to trade with: a published, unpinned head of the preferred
-  // region colder than the newcomer, in the hottest block that has one
-  // (hot heads gather in hot blocks, so whole-block promotion keeps finding
-  // pure blocks), the coldest head of that block, ties to the lowest slot.
+  // One pass over the preferred region finds both
+  //   - the head to trade with: a published, unpinned head colder than the
+  //     newcomer, in the hottest block that has one (hot heads gather in hot
+  //     blocks, so whole-block promotion keeps finding pure blocks), the
+  //     coldest head of that block, ties to the lowest slot;
+  //   - the coldest eligible block, the one whole-block promotion would move
+  //     out next: only a newcomer hotter than its mean head trades, so that a
+  //     trade never brings in what promotion would soon send away.
   const int preferred = 0;
   HS_CHECK(pool_.spec(preferred).preferred);
   const DenseScoreArray& local_scores = pool_.scores(preferred);
   const uint64_t heads_per_block = geometry().heads_per_block;
   std::optional<HeadLoc> chosen;
   double chosen_block_score = 0;
+  std::optional<double> coldest_eligible_score;
   for (uint64_t block = 0; block < pool_.block_count(preferred); ++block) {
+    const double block_score = BlockScoreSum(pool_, preferred, block);
+    if (pool_.BlockEligible(preferred, block) &&
+        (!coldest_eligible_score.has_value() || block_score < *coldest_eligible_score)) {
+      coldest_eligible_score = block_score;
+    }
     const uint64_t first = geometry().SlotOf(block, 0);
     std::optional<uint64_t> coldest;
     for (uint64_t s = first; s < first + heads_per_block; ++s) {
@@ -174,23 +184,16 @@ absl::StatusOr<bool> TierManager::PlaceHotNewcomer(const TierKey& key) {
       if (!(local_scores.Load(s) < score)) continue;
       if (!coldest.has_value() || local_scores.Load(s) < local_scores.Load(*coldest)) coldest = s;
     }
-    if (!coldest.has_value()) continue;
-    const double block_score = local_scores.Sum(first, first + heads_per_block);
-    if (!chosen.has_value() || block_score > chosen_block_score) {
+    if (coldest.has_value() && (!chosen.has_value() || block_score > chosen_block_score)) {
       chosen = HeadLoc{preferred, geometry().OffsetOfSlot(*coldest)};
       chosen_block_score = block_score;
     }
   }
   if (!chosen.has_value()) return false;
-  // And only a newcomer hotter than the mean head of the coldest eligible
-  // preferred block -- the block whole-block promotion would move out next --
-  // so that a trade never brings in what promotion would soon send away.
-  const RegionSummary local = heatsink::ScanRegion(pool_, preferred);
-  if (local.extremum.valid() &&
-      !(score > local.extremum.score / static_cast<double>(heads_per_block))) {
+  if (coldest_eligible_score.has_value() &&
+      !(score > *coldest_eligible_score / static_cast<double>(heads_per_block))) {
     return false;
   }
-  const HeadLoc* coldest = &*chosen;
   {
     // Decay waits for the exclusive lock held here, so the two scores are of
     // the same pass; a pending decay still goes first.
@@ -199,9 +202,9 @@ absl::StatusOr<bool> TierManager::PlaceHotNewcomer(const TierKey& key) {
   }
   const uint64_t head = geometry().head_bytes;
   HS_RETURN_IF_ERROR(memory_->Swap(MemoryRange{newcomer.region, newcomer.offset, head},
-                                   MemoryRange{coldest->region, coldest->offset, head}));
-  pool_.ExchangeHeadMetadata(newcomer, *coldest);
-  for (const HeadLoc& loc : {newcomer, *coldest}) {
+                                   MemoryRange{chosen->region, chosen->offset, head}));
+  pool_.ExchangeHeadMetadata(newcomer, *chosen);
+  for (const HeadLoc& loc : {newcomer, *chosen}) {
     IndexEntry* owner = pool_.owner(loc);
     HS_CHECK(owner != nullptr);
     owner->region = loc.region;
