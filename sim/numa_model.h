@@ -46,6 +46,7 @@
 #include "core/tiering/tier_manager.h"
 #include "core/tiering/tiering_driver.h"
 #include "core/tiering/tiering_knobs.h"
+#include "sim/run_result.h"
 #include "sim/scenario.h"
 
 namespace heatsink::sim {
@@ -69,32 +70,6 @@ class ModelledHeadMemory final : public HeadMemory {
 struct NumaCosts {
   int64_t scan_ns_per_head = 2;
   int64_t decay_ns_per_key = 5;
-};
-
-// One sampling interval of one host, for numa.csv and the oracle line.
-struct NumaIntervalStats {
-  int64_t head_reads = 0;
-  int64_t local_reads = 0;
-  // The oracle line (whole blocks): the local reads of the best placement of
-  // whole fixed-head blocks for this interval's reads: the preferred
-  // region's block count of the blocks that served the most reads, blocks as
-  // they are composed at the interval's end (exchanges move whole blocks, so
-  // a block keeps its heads). Arena chunks and chunks removed before the
-  // interval ended count as they were served. An upper bound: moves are free
-  // and arena blocks in the preferred region are not subtracted.
-  int64_t oracle_local_reads = 0;
-  // The same with single heads instead of whole blocks (the preferred
-  // region's head count of the most-read heads): the gap between the two
-  // lines is what mixed blocks (hot and cold heads together) cost.
-  int64_t head_oracle_local_reads = 0;
-  // Promotion state at the interval's end.
-  int64_t exchanges = 0;         // in the interval
-  int64_t promotion_rounds = 0;  // in the interval
-  int64_t head_trades = 0;       // hot copies traded into the preferred region
-  int64_t eligible_local_blocks = 0;
-  int64_t eligible_foreign_blocks = 0;
-  std::optional<double> coldest_local_score;   // eligible preferred block
-  std::optional<double> hottest_foreign_score;  // eligible foreign block
 };
 
 // What one object read cost inside the serving host.

@@ -227,15 +227,16 @@ std::string RenderNumaCsv(const RunResult& run) {
   CsvWriter csv({"t_s", "host", "head_reads", "local_reads", "local_hit_fraction",
                  "oracle_local_reads", "local_hit_oracle", "head_oracle_local_reads",
                  "head_oracle", "exchanges", "promotion_rounds", "head_trades",
-                 "eligible_local_blocks",
-                 "eligible_foreign_blocks", "coldest_local_score", "hottest_foreign_score"});
+                 "eligible_local_blocks", "eligible_foreign_blocks", "coldest_local_score",
+                 "hottest_foreign_score"});
   const int decimals = SecondsDecimalsFor(IntervalStarts(run));
   const auto score = [](const std::optional<double>& v) {
     return v.has_value() ? FormatFixed(*v, 3) : std::string();
   };
-  for (const NumaHostSample& n : run.numa_samples) {
-    csv.AddRow({FormatNsAsSeconds(n.t_start_ns, decimals),
-                run.hosts[static_cast<size_t>(n.host)], absl::StrCat(n.head_reads),
+  for (const NumaHostSample& sample : run.numa_samples) {
+    const NumaIntervalStats& n = sample.stats;
+    csv.AddRow({FormatNsAsSeconds(sample.t_start_ns, decimals),
+                run.hosts[static_cast<size_t>(sample.host)], absl::StrCat(n.head_reads),
                 absl::StrCat(n.local_reads),
                 FractionCell(LocalHitFraction(n.head_reads, n.local_reads)),
                 absl::StrCat(n.oracle_local_reads),
@@ -243,7 +244,8 @@ std::string RenderNumaCsv(const RunResult& run) {
                 absl::StrCat(n.head_oracle_local_reads),
                 FractionCell(LocalHitFraction(n.head_reads, n.head_oracle_local_reads)),
                 absl::StrCat(n.exchanges), absl::StrCat(n.promotion_rounds),
-                absl::StrCat(n.head_trades), absl::StrCat(n.eligible_local_blocks), absl::StrCat(n.eligible_foreign_blocks),
+                absl::StrCat(n.head_trades), absl::StrCat(n.eligible_local_blocks),
+                absl::StrCat(n.eligible_foreign_blocks),
                 score(n.coldest_local_score), score(n.hottest_foreign_score)});
   }
   return csv.text();

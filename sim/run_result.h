@@ -41,26 +41,41 @@ struct IntervalSample {
   int64_t numa_reads = 0;                  // head reads inside worker hosts
   int64_t numa_local_reads = 0;            // of which served from the preferred (local) node
   // The oracle line: local reads of the best whole-block placement for this
-  // interval's reads, summed over hosts (NumaIntervalStats).
+  // interval's reads, summed over hosts (NumaIntervalStats below).
   int64_t numa_oracle_local_reads = 0;
 };
 
-// One NUMA host in one interval (numa.csv): the host's reads, both oracle
-// lines and the promotion state at the interval's end.
+// One sampling interval of one host, for numa.csv and the oracle line.
+struct NumaIntervalStats {
+  int64_t head_reads = 0;
+  int64_t local_reads = 0;
+  // The oracle line (whole blocks): the local reads of the best placement of
+  // whole fixed-head blocks for this interval's reads: the preferred
+  // region's block count of the blocks that served the most reads, blocks as
+  // they are composed at the interval's end (exchanges move whole blocks, so
+  // a block keeps its heads). Arena chunks and chunks removed before the
+  // interval ended count as they were served. An upper bound: moves are free
+  // and arena blocks in the preferred region are not subtracted.
+  int64_t oracle_local_reads = 0;
+  // The same with single heads instead of whole blocks (the preferred
+  // region's head count of the most-read heads): the gap between the two
+  // lines is what mixed blocks (hot and cold heads together) cost.
+  int64_t head_oracle_local_reads = 0;
+  // Promotion state at the interval's end.
+  int64_t exchanges = 0;         // in the interval
+  int64_t promotion_rounds = 0;  // in the interval
+  int64_t head_trades = 0;       // hot copies traded into the preferred region
+  int64_t eligible_local_blocks = 0;
+  int64_t eligible_foreign_blocks = 0;
+  std::optional<double> coldest_local_score;   // eligible preferred block
+  std::optional<double> hottest_foreign_score;  // eligible foreign block
+};
+
+// One NUMA host in one interval (numa.csv).
 struct NumaHostSample {
   TimeNs t_start_ns = 0;
   int32_t host = 0;  // index into RunResult::hosts
-  int64_t head_reads = 0;
-  int64_t local_reads = 0;
-  int64_t oracle_local_reads = 0;       // whole blocks
-  int64_t head_oracle_local_reads = 0;  // single heads
-  int64_t exchanges = 0;
-  int64_t promotion_rounds = 0;
-  int64_t head_trades = 0;
-  int64_t eligible_local_blocks = 0;
-  int64_t eligible_foreign_blocks = 0;
-  std::optional<double> coldest_local_score;
-  std::optional<double> hottest_foreign_score;
+  NumaIntervalStats stats;
 };
 
 // One request of a P/D trace replay (or one read op of a synthetic workload).

@@ -55,21 +55,8 @@ void Simulation::Sample(size_t interval) {
     const NumaIntervalStats n = h.numa->CloseInterval(interval);
     s.numa_oracle_local_reads += n.oracle_local_reads;
     result_.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_samples.push_back(NumaHostSample{
-        .t_start_ns = s.t_start_ns,
-        .host = static_cast<int32_t>(h.index),
-        .head_reads = n.head_reads,
-        .local_reads = n.local_reads,
-        .oracle_local_reads = n.oracle_local_reads,
-        .head_oracle_local_reads = n.head_oracle_local_reads,
-        .exchanges = n.exchanges,
-        .promotion_rounds = n.promotion_rounds,
-        .head_trades = n.head_trades,
-        .eligible_local_blocks = n.eligible_local_blocks,
-        .eligible_foreign_blocks = n.eligible_foreign_blocks,
-        .coldest_local_score = n.coldest_local_score,
-        .hottest_foreign_score = n.hottest_foreign_score,
-    });
+    result_.numa_samples.push_back(
+        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
   }
   s.replica_count = replicas;
   s.dynamic_replica_count = dynamic;

@@ -376,19 +376,20 @@ TEST(ReportSummary, LocalHitFractionIsNullWithoutNumaReads) {
 TEST(ReportCsv, NumaCsvRowsPerHostAndInterval) {
   RunResult run = MakeRun();
   EXPECT_EQ(RenderNumaCsv(run), "");  // no NUMA hosts: no file
-  run.numa_samples.push_back(NumaHostSample{.t_start_ns = 0,
-                                            .host = 1,
-                                            .head_reads = 4,
-                                            .local_reads = 1,
-                                            .oracle_local_reads = 3,
-                                            .head_oracle_local_reads = 4,
-                                            .exchanges = 2,
-                                            .promotion_rounds = 3,
-                                            .head_trades = 1,
-                                            .eligible_local_blocks = 8,
-                                            .eligible_foreign_blocks = 5,
-                                            .coldest_local_score = 1.5,
-                                            .hottest_foreign_score = std::nullopt});
+  NumaHostSample busy;
+  busy.host = 1;
+  busy.stats = NumaIntervalStats{.head_reads = 4,
+                                 .local_reads = 1,
+                                 .oracle_local_reads = 3,
+                                 .head_oracle_local_reads = 4,
+                                 .exchanges = 2,
+                                 .promotion_rounds = 3,
+                                 .head_trades = 1,
+                                 .eligible_local_blocks = 8,
+                                 .eligible_foreign_blocks = 5,
+                                 .coldest_local_score = 1.5,
+                                 .hottest_foreign_score = std::nullopt};
+  run.numa_samples.push_back(busy);
   NumaHostSample quiet;
   quiet.t_start_ns = SecToNs(1);
   quiet.host = 0;
