@@ -73,6 +73,69 @@ std::string FractionCell(const std::optional<double>& fraction) {
   return fraction.has_value() ? FormatFixed(*fraction, 6) : std::string();
 }
 
+void WriteOptionalRatio(JsonWriter& w, const std::optional<double>& ratio, int decimals) {
+  if (ratio.has_value()) {
+    w.Double(*ratio, decimals);
+  } else {
+    w.Null();
+  }
+}
+
+void WriteLimitLine(JsonWriter& w, const LimitLine& line) {
+  w.Key("removed_bytes").Uint(line.removed_bytes)
+      .Key("replicas").Int(line.replicas)
+      .Key("capped").Int(line.capped)
+      .Key("memory_peak_bytes").Uint(line.memory_peak_bytes)
+      .Key("memory_mean_bytes").Uint(line.memory_mean_bytes);
+}
+
+// summary.json `limits` (docs/outputs.md, Limit lines).
+void WriteLimits(JsonWriter& w, const RunResult& run, const RunStats& stats) {
+  const LimitLines& l = run.limits;
+  const LimitStats& ls = stats.limits;
+  w.Key("limits").BeginObject()
+      .Key("cross_domain_bytes").Uint(l.cross_domain_bytes)
+      .Key("first_touch_bytes").Uint(l.first_touch_bytes)
+      .Key("repeat_bytes").Uint(l.repeat_bytes)
+      .Key("unavoidable_bytes").Uint(l.unavoidable_bytes)
+      .Key("avoidable_bytes").Uint(l.avoidable_bytes)
+      .Key("avoidable_removed_bytes").Uint(l.avoidable_removed_bytes)
+      .Key("avoidable_removed_fraction");
+  WriteOptionalRatio(w, ls.avoidable_removed_fraction, 6);
+  w.Key("pairs").Int(l.pairs);
+  w.Key("online").BeginObject();
+  WriteLimitLine(w, l.online);
+  w.EndObject();
+  w.Key("clairvoyant").BeginObject().Key("budget_bytes");
+  if (l.clairvoyant_budget_bytes.has_value()) {
+    w.Uint(*l.clairvoyant_budget_bytes);
+  } else {
+    w.Null();
+  }
+  WriteLimitLine(w, l.clairvoyant);
+  w.Key("over_budget").Int(l.clairvoyant.over_budget);
+  w.EndObject();
+  w.Key("of_online");
+  WriteOptionalRatio(w, ls.of_online, 6);
+  w.Key("of_clairvoyant");
+  WriteOptionalRatio(w, ls.of_clairvoyant, 6);
+  w.Key("extra_memory_mean_bytes").Uint(ls.extra_memory_mean_bytes);
+  w.Key("stored_bytes_mean").Uint(ls.stored_bytes_mean);
+  w.Key("extra_memory_of_stored");
+  WriteOptionalRatio(w, ls.extra_memory_of_stored, 6);
+  w.Key("memory_of_clairvoyant");
+  WriteOptionalRatio(w, ls.memory_of_clairvoyant, 6);
+  w.Key("extra_gib_seconds").Double(ls.extra_gib_seconds, 3);
+  w.Key("extra_gib_seconds_per_removed_gib");
+  WriteOptionalRatio(w, ls.extra_gib_seconds_per_removed_gib, 3);
+  w.Key("even_share_bytes").Uint(ls.even_share_bytes);
+  w.Key("busiest_host_bytes").Uint(stats.host_load.max_bytes);
+  w.Key("steady_state_from_ns").Int(stats.steady_state_from_ns);
+  w.Key("steady_state_max_over_mean");
+  WriteOptionalRatio(w, stats.steady_state_max_over_mean, 6);
+  w.EndObject();
+}
+
 }  // namespace
 
 std::string RenderSummaryJson(const RunResult& run, const RunStats& stats) {
@@ -170,6 +233,8 @@ std::string RenderSummaryJson(const RunResult& run, const RunStats& stats) {
   w.Key("other");
   WriteCounts(w, admissions.other);
   w.EndObject();
+
+  WriteLimits(w, run, stats);
 
   w.Key("local_hit_fraction");
   WriteOptionalFraction(w, stats.local_hit_fraction);
@@ -354,7 +419,21 @@ std::string FormatRunSummary(const RunResult& run, const RunStats& stats) {
                   " failed, ", FormatBytesIec(run.copy_bytes), " (",
                   FormatBytesIec(run.copy_bytes_cross_domain), " cross-domain)\n");
   absl::StrAppend(&out, "extra mem   peak ", FormatBytesIec(run.extra_memory_peak_bytes),
-                  ", final ", FormatBytesIec(run.extra_memory_final_bytes), "\n");
+                  ", final ", FormatBytesIec(run.extra_memory_final_bytes), ", mean ",
+                  FormatBytesIec(stats.limits.extra_memory_mean_bytes), "\n");
+  const LimitLines& l = run.limits;
+  auto fraction = [](const std::optional<double>& f) {
+    return f.has_value() ? FormatFixed(*f, 4) : std::string("n/a");
+  };
+  absl::StrAppend(&out, "cross-dom   first-touch ", FormatBytesIec(l.first_touch_bytes),
+                  ", repeat ", FormatBytesIec(l.repeat_bytes), "; avoidable ",
+                  FormatBytesIec(l.avoidable_bytes), ", removed ",
+                  fraction(stats.limits.avoidable_removed_fraction), "\n");
+  absl::StrAppend(&out, "limits      online removes ", FormatBytesIec(l.online.removed_bytes),
+                  " (run: ", fraction(stats.limits.of_online), " of it), clairvoyant removes ",
+                  FormatBytesIec(l.clairvoyant.removed_bytes), " (run: ",
+                  fraction(stats.limits.of_clairvoyant), ") holding ",
+                  FormatBytesIec(l.clairvoyant.memory_mean_bytes), " on average\n");
   const AdmissionCounts& a = stats.admissions;
   absl::StrAppend(&out, "admissions  accepted ", a.accepted, ", would_propose ", a.would_propose,
                   ", rejected ", a.rejected);

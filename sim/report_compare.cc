@@ -63,6 +63,7 @@ std::string RenderCompareJson(const std::vector<RunResult>& runs,
   w.Key("format_version").Int(kReportFormatVersion);
   w.Key("scenario").String(runs.empty() ? std::string() : runs.front().scenario_name);
   w.Key("runs").BeginArray();
+  const RunResult* off = FindOffRun(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunResult& run = runs[i];
     const RunStats& s = stats[i];
@@ -122,6 +123,34 @@ std::string RenderCompareJson(const std::vector<RunResult>& runs,
     } else {
       w.Null();
     }
+    auto optional_ratio = [&w](const std::optional<double>& r) {
+      if (r.has_value()) {
+        w.Double(*r, 6);
+      } else {
+        w.Null();
+      }
+    };
+    const LimitLines& l = run.limits;
+    w.Key("limits").BeginObject()
+        .Key("first_touch_bytes").Uint(l.first_touch_bytes)
+        .Key("repeat_bytes").Uint(l.repeat_bytes)
+        .Key("avoidable_bytes").Uint(l.avoidable_bytes)
+        .Key("avoidable_removed_bytes").Uint(l.avoidable_removed_bytes)
+        .Key("avoidable_removed_fraction");
+    optional_ratio(off == nullptr ? std::nullopt : AvoidableRemovedVsOff(run, *off));
+    w.Key("online_removed_bytes").Uint(l.online.removed_bytes);
+    w.Key("of_online");
+    optional_ratio(s.limits.of_online);
+    w.Key("clairvoyant_removed_bytes").Uint(l.clairvoyant.removed_bytes);
+    w.Key("of_clairvoyant");
+    optional_ratio(s.limits.of_clairvoyant);
+    w.Key("extra_memory_mean_bytes").Uint(s.limits.extra_memory_mean_bytes);
+    w.Key("clairvoyant_memory_mean_bytes").Uint(l.clairvoyant.memory_mean_bytes);
+    w.Key("memory_of_clairvoyant");
+    optional_ratio(s.limits.memory_of_clairvoyant);
+    w.Key("extra_memory_of_stored");
+    optional_ratio(s.limits.extra_memory_of_stored);
+    w.EndObject();
     w.Key("events_simulated").Int(run.events_simulated);
     w.EndObject();
   }

@@ -318,6 +318,44 @@ std::string RenderCompareReportHtml(const std::vector<RunResult>& runs,
     extra.push_back(std::move(e));
   }
   body += "<h2>Plots</h2>\n";
+  {
+    // Limit lines: what each run removed of the avoidable cross-domain bytes,
+    // beside the two upper lines computed from its own reads.
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    BarChartOptions bars{.title = "Avoidable cross-domain bytes removed, against the limit lines",
+                         .value_label = "GiB",
+                         .series = {"removed by the run", "online line", "clairvoyant line",
+                                    "avoidable (repeat reads without replicas)"}};
+    std::vector<BarGroup> groups;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const LimitLines& l = runs[i].limits;
+      groups.push_back(BarGroup{
+          .label = RunLabel(runs[i], i),
+          .values = {static_cast<double>(l.avoidable_removed_bytes) / kGiB,
+                     static_cast<double>(l.online.removed_bytes) / kGiB,
+                     static_cast<double>(l.clairvoyant.removed_bytes) / kGiB,
+                     static_cast<double>(l.avoidable_bytes) / kGiB}});
+    }
+    body += RenderFigure(
+        RenderBarChartSvg(bars, groups),
+        "Online line: a replica right after a domain's second cross-domain read of an object. "
+        "Clairvoyant line: a replica right before it, within the memory budget. Both from the "
+        "run's own reads (docs/outputs.md, Limit lines).");
+    BarChartOptions memory{.title = "Extra memory, time-averaged, against the limit lines",
+                           .value_label = "GiB",
+                           .series = {"run (dynamic replicas)", "online line",
+                                      "clairvoyant line"}};
+    std::vector<BarGroup> memory_groups;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const LimitLines& l = runs[i].limits;
+      memory_groups.push_back(BarGroup{
+          .label = RunLabel(runs[i], i),
+          .values = {static_cast<double>(stats[i].limits.extra_memory_mean_bytes) / kGiB,
+                     static_cast<double>(l.online.memory_mean_bytes) / kGiB,
+                     static_cast<double>(l.clairvoyant.memory_mean_bytes) / kGiB}});
+    }
+    body += RenderFigure(RenderBarChartSvg(memory, memory_groups), "");
+  }
   body += RenderFigure(RenderLineChartSvg(CdfOptions(), cdfs), "One curve per run.");
   body += RenderFigure(RenderLineChartSvg({.title = "Cross-domain bytes read over time",
                                            .x_label = "time (s)",

@@ -136,6 +136,66 @@ int64_t KnobOr(const RunResult& run, absl::string_view name, int64_t fallback) {
 
 }  // namespace
 
+namespace {
+
+std::optional<double> Ratio(uint64_t num, uint64_t den) {
+  if (den == 0) return std::nullopt;
+  return static_cast<double>(num) / static_cast<double>(den);
+}
+
+}  // namespace
+
+LimitStats ComputeLimitStats(const RunResult& run) {
+  const LimitLines& l = run.limits;
+  LimitStats out;
+  out.avoidable_removed_fraction = Ratio(l.avoidable_removed_bytes, l.avoidable_bytes);
+  out.of_online = Ratio(l.avoidable_removed_bytes, l.online.removed_bytes);
+  out.of_clairvoyant = Ratio(l.avoidable_removed_bytes, l.clairvoyant.removed_bytes);
+  unsigned __int128 extra_byte_ns = 0;
+  unsigned __int128 stored_byte_ns = 0;
+  for (const IntervalSample& s : run.intervals) {
+    const DurationNs length =
+        std::clamp<DurationNs>(run.duration_ns - s.t_start_ns, 0, run.time_step_ns);
+    extra_byte_ns += static_cast<unsigned __int128>(s.extra_memory_bytes) *
+                     static_cast<unsigned __int128>(length);
+    stored_byte_ns +=
+        static_cast<unsigned __int128>(s.stored_bytes) * static_cast<unsigned __int128>(length);
+  }
+  if (run.duration_ns > 0) {
+    const auto duration = static_cast<unsigned __int128>(run.duration_ns);
+    out.extra_memory_mean_bytes = static_cast<uint64_t>(extra_byte_ns / duration);
+    out.stored_bytes_mean = static_cast<uint64_t>(stored_byte_ns / duration);
+  }
+  out.extra_memory_of_stored = Ratio(out.extra_memory_mean_bytes, out.stored_bytes_mean);
+  out.memory_of_clairvoyant =
+      Ratio(out.extra_memory_mean_bytes, l.clairvoyant.memory_mean_bytes);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  out.extra_gib_seconds = static_cast<double>(extra_byte_ns) / kGiB / 1e9;
+  if (l.avoidable_removed_bytes > 0) {
+    out.extra_gib_seconds_per_removed_gib =
+        out.extra_gib_seconds / (static_cast<double>(l.avoidable_removed_bytes) / kGiB);
+  }
+  uint64_t served = 0;
+  for (uint64_t b : run.host_bytes_served) served += b;
+  if (!run.hosts.empty()) out.even_share_bytes = served / run.hosts.size();
+  return out;
+}
+
+std::optional<double> AvoidableRemovedVsOff(const RunResult& run, const RunResult& off) {
+  if (off.limits.repeat_bytes == 0) return std::nullopt;
+  return 1.0 - static_cast<double>(run.limits.repeat_bytes) /
+                   static_cast<double>(off.limits.repeat_bytes);
+}
+
+const RunResult* FindOffRun(const std::vector<RunResult>& runs) {
+  for (const RunResult& r : runs) {
+    for (const auto& [knob, value] : r.knobs) {
+      if (knob == "dynamic_replication_mode" && value == "off") return &r;
+    }
+  }
+  return nullptr;
+}
+
 TimeNs SteadyStateFromNs(const RunResult& run) {
   const ReplicationKnobs defaults;
   const int64_t window_s = KnobOr(run, "dynamic_replication_heat_window_seconds",
@@ -174,18 +234,15 @@ RunStats ComputeRunStats(const RunResult& run) {
   stats.steady_state_from_ns = SteadyStateFromNs(run);
   double steady_sum = 0;
   int64_t steady_count = 0;
-  double extra_sum = 0;
   for (size_t i = 0; i < run.intervals.size(); ++i) {
-    extra_sum += static_cast<double>(run.intervals[i].extra_memory_bytes);
     if (run.intervals[i].t_start_ns < stats.steady_state_from_ns) continue;
     if (stats.intervals[i].host_load.busiest_host < 0) continue;
     steady_sum += stats.intervals[i].host_load.max_over_mean;
     ++steady_count;
   }
   if (steady_count > 0) stats.steady_state_max_over_mean = steady_sum / steady_count;
-  if (!run.intervals.empty()) {
-    stats.extra_memory_mean_bytes = extra_sum / static_cast<double>(run.intervals.size());
-  }
+  stats.limits = ComputeLimitStats(run);
+  stats.extra_memory_mean_bytes = static_cast<double>(stats.limits.extra_memory_mean_bytes);
   if (auto it = run.metrics.find("sim_read_misses_total"); it != run.metrics.end()) {
     stats.read_misses = it->second;
   }
@@ -222,11 +279,29 @@ std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
   add("latency p999 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p999_ns); });
   add("reads", [](R r, S) { return absl::StrCat(r.reads); });
   add("bytes cross-domain", [](R r, S) { return FormatBytesIec(r.bytes_read.cross_domain); });
+  // Limit lines (sim/limit_lines.h): the split, the removal against off and
+  // against the two upper lines, and what it costs.
+  const RunResult* off = FindOffRun(runs);
+  add("cross-domain first-touch", [](R r, S) { return FormatBytesIec(r.limits.first_touch_bytes); });
+  add("cross-domain repeat", [](R r, S) { return FormatBytesIec(r.limits.repeat_bytes); });
+  add("avoidable removed vs off", [off](R r, S) {
+    return off == nullptr ? std::string("n/a") : FractionCell(AvoidableRemovedVsOff(r, *off));
+  });
+  add("avoidable removed (own reads)",
+      [](R, S s) { return FractionCell(s.limits.avoidable_removed_fraction); });
+  add("online line removes", [](R r, S) { return FormatBytesIec(r.limits.online.removed_bytes); });
+  add("of online line", [](R, S s) { return FractionCell(s.limits.of_online); });
+  add("clairvoyant line removes",
+      [](R r, S) { return FormatBytesIec(r.limits.clairvoyant.removed_bytes); });
+  add("of clairvoyant line", [](R, S s) { return FractionCell(s.limits.of_clairvoyant); });
+  add("clairvoyant memory mean",
+      [](R r, S) { return FormatBytesIec(r.limits.clairvoyant.memory_mean_bytes); });
   add("bottleneck host", [](R r, S s) {
     return s.host_load.busiest_host >= 0 ? r.hosts[static_cast<size_t>(s.host_load.busiest_host)]
                                          : std::string("n/a");
   });
   add("bottleneck host bytes", [](R, S s) { return FormatBytesIec(s.host_load.max_bytes); });
+  add("even share per host", [](R, S s) { return FormatBytesIec(s.limits.even_share_bytes); });
   add("host load max/mean", [](R, S s) { return FormatFixed(s.host_load.max_over_mean, 3); });
   add("host load max/mean (steady)", [](R, S s) {
     if (!s.steady_state_max_over_mean.has_value()) return std::string("n/a");
@@ -239,8 +314,14 @@ std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
   add("copy bytes cross-domain",
       [](R r, S) { return FormatBytesIec(r.copy_bytes_cross_domain); });
   add("extra memory peak", [](R r, S) { return FormatBytesIec(r.extra_memory_peak_bytes); });
-  add("extra memory mean", [](R, S s) {
-    return FormatBytesIec(static_cast<uint64_t>(s.extra_memory_mean_bytes));
+  add("extra memory mean", [](R, S s) { return FormatBytesIec(s.limits.extra_memory_mean_bytes); });
+  add("extra memory mean / stored", [](R, S s) { return FractionCell(s.limits.extra_memory_of_stored); });
+  add("extra memory mean / clairvoyant's",
+      [](R, S s) { return FractionCell(s.limits.memory_of_clairvoyant); });
+  add("extra GiB-s per avoidable GiB removed", [](R, S s) {
+    return s.limits.extra_gib_seconds_per_removed_gib.has_value()
+               ? FormatFixed(*s.limits.extra_gib_seconds_per_removed_gib, 3)
+               : std::string("n/a");
   });
   add("would-propose", [](R, S s) { return absl::StrCat(s.admissions.would_propose); });
   add("accepted", [](R, S s) { return absl::StrCat(s.admissions.accepted); });

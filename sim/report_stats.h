@@ -100,6 +100,38 @@ struct IntervalStats {
   std::optional<double> local_hit_oracle;
 };
 
+// What a report derives from RunResult::limits and the memory samples
+// (docs/outputs.md, Limit lines). Time-averaged values weigh each interval's
+// end-of-interval sample by the interval's length within the run.
+struct LimitStats {
+  // avoidable_removed_bytes / avoidable_bytes (the run's own base); nullopt
+  // when nothing was avoidable.
+  std::optional<double> avoidable_removed_fraction;
+  // avoidable_removed_bytes / the line's removed bytes; nullopt when the line
+  // removes nothing.
+  std::optional<double> of_online;
+  std::optional<double> of_clairvoyant;
+  uint64_t extra_memory_mean_bytes = 0;  // time-averaged (floor)
+  uint64_t stored_bytes_mean = 0;        // time-averaged (floor)
+  std::optional<double> extra_memory_of_stored;  // nullopt when nothing was stored
+  // Time-averaged extra memory / the clairvoyant line's; nullopt when that
+  // line holds nothing.
+  std::optional<double> memory_of_clairvoyant;
+  double extra_gib_seconds = 0;  // extra memory integrated over the run
+  // extra_gib_seconds per GiB of avoidable bytes removed; nullopt when none was removed.
+  std::optional<double> extra_gib_seconds_per_removed_gib;
+  uint64_t even_share_bytes = 0;  // bytes served / hosts (floor)
+};
+
+LimitStats ComputeLimitStats(const RunResult& run);
+
+// 1 - run.repeat / off.repeat: the share of the off run's avoidable bytes
+// that `run` removed (compare); nullopt when the off run had none.
+std::optional<double> AvoidableRemovedVsOff(const RunResult& run, const RunResult& off);
+
+// The first run whose knob dynamic_replication_mode is `off`, or nullptr.
+const RunResult* FindOffRun(const std::vector<RunResult>& runs);
+
 // Everything a report derives from a run. REQUIRES: ValidateRunResult(run) ok.
 struct RunStats {
   std::vector<TimeNs> sorted_latencies_ns;
@@ -122,8 +154,10 @@ struct RunStats {
   // none did.
   TimeNs steady_state_from_ns = 0;
   std::optional<double> steady_state_max_over_mean;
-  // Time-averaged bytes held by dynamic replicas over the intervals.
+  // Time-averaged bytes held by dynamic replicas over the intervals
+  // (limits.extra_memory_mean_bytes).
   double extra_memory_mean_bytes = 0;
+  LimitStats limits;
   // Reads of keys that did not exist (metric sim_read_misses_total).
   int64_t read_misses = 0;
 };

@@ -192,6 +192,62 @@ std::string SeriesColor(size_t index) {
   return kPalette[index % std::size(kPalette)];
 }
 
+std::string RenderBarChartSvg(const BarChartOptions& options,
+                              const std::vector<BarGroup>& groups) {
+  const size_t bars = options.series.size();
+  double max_value = 0;
+  for (const BarGroup& g : groups) {
+    HS_CHECK(g.values.size() == bars);
+    for (double v : g.values) {
+      if (std::isfinite(v)) max_value = std::max(max_value, v);
+    }
+  }
+  const Axis axis = LinearAxis(0, max_value, 5);
+  const double left = options.label_width;
+  const double right = options.width - 60;
+  const double top = 28;
+  const double group_gap = 10;
+  const double group_height = static_cast<double>(bars) * (options.bar_height + 2);
+  const double bottom = top + static_cast<double>(groups.size()) * (group_height + group_gap);
+  std::vector<PlotSeries> legend;
+  for (const std::string& name : options.series) legend.push_back(PlotSeries{name, {}, {}});
+  std::string body;
+  absl::StrAppend(&body, "<text x=\"", Px(left), "\" y=\"16\" font-weight=\"bold\">",
+                  HtmlEscape(options.title), "</text>\n");
+  for (size_t i = 0; i < axis.ticks.size(); ++i) {
+    const double px = left + axis.Fraction(axis.ticks[i]) * (right - left);
+    absl::StrAppend(&body, "<line x1=\"", Px(px), "\" y1=\"", Px(top), "\" x2=\"", Px(px),
+                    "\" y2=\"", Px(bottom), "\" stroke=\"", kGridColor, "\"/>\n");
+    absl::StrAppend(&body, "<text x=\"", Px(px), "\" y=\"", Px(bottom + 14),
+                    "\" text-anchor=\"middle\">", HtmlEscape(axis.labels[i]), "</text>\n");
+  }
+  absl::StrAppend(&body, "<text x=\"", Px((left + right) / 2), "\" y=\"", Px(bottom + 30),
+                  "\" text-anchor=\"middle\">", HtmlEscape(options.value_label), "</text>\n");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double gy = top + static_cast<double>(g) * (group_height + group_gap);
+    absl::StrAppend(&body, "<text x=\"", Px(left - 6), "\" y=\"", Px(gy + group_height / 2 + 4),
+                    "\" text-anchor=\"end\">", HtmlEscape(groups[g].label), "</text>\n");
+    for (size_t b = 0; b < bars; ++b) {
+      const double raw = groups[g].values[b];
+      const double v = std::isfinite(raw) ? std::max(raw, 0.0) : 0.0;
+      const double y = gy + static_cast<double>(b) * (options.bar_height + 2);
+      const double w = axis.Fraction(v) * (right - left);
+      absl::StrAppend(&body, "<rect x=\"", Px(left), "\" y=\"", Px(y), "\" width=\"", Px(w),
+                      "\" height=\"", options.bar_height, "\" fill=\"", SeriesColor(b),
+                      "\"><title>", HtmlEscape(options.series[b]), ": ", FormatFixed(v, 2),
+                      "</title></rect>\n");
+      absl::StrAppend(&body, "<text x=\"", Px(left + w + 4), "\" y=\"",
+                      Px(y + options.bar_height - 2), "\">", FormatFixed(v, 2), "</text>\n");
+    }
+  }
+  absl::StrAppend(&body, "<line x1=\"", Px(left), "\" y1=\"", Px(top), "\" x2=\"", Px(left),
+                  "\" y2=\"", Px(bottom), "\" stroke=\"", kAxisColor, "\"/>\n");
+  std::string legend_svg;
+  const int legend_rows = AppendLegend(&legend_svg, legend, left, options.width - 10, bottom + 40);
+  const double height = bottom + 44 + legend_rows * kLegendRowPx;
+  return absl::StrCat(SvgOpen(options.width, height), body, legend_svg, "</svg>\n");
+}
+
 std::string RenderLineChartSvg(const LineChartOptions& options,
                                const std::vector<PlotSeries>& series) {
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;

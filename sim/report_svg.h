@@ -91,6 +91,29 @@ std::string RenderHeatmapSvg(const HeatmapOptions& options,
                              const std::vector<double>& column_start_x, double column_width_x,
                              const std::vector<std::vector<double>>& values);
 
+// One group of a bar chart: a label and one value per bar series (the
+// series names are given once, BarChartOptions::series).
+struct BarGroup {
+  std::string label;
+  std::vector<double> values;  // one per series; negative or non-finite draw as 0
+};
+
+struct BarChartOptions {
+  std::string title;
+  std::string value_label;          // under the value axis
+  std::vector<std::string> series;  // bar names, in drawing order (legend)
+  int width = 760;
+  int bar_height = 12;
+  int label_width = 120;            // room for group labels on the left
+};
+
+// A horizontal grouped bar chart: one block of bars per group (top to
+// bottom in the given order), one bar per series in series order, each bar
+// labelled with its value (2 decimals). The value
+// axis starts at 0 and ends at a 1-2-5 tick above the largest value.
+// REQUIRES: every group has options.series.size() values.
+std::string RenderBarChartSvg(const BarChartOptions& options, const std::vector<BarGroup>& groups);
+
 // The fixed ten-colour series palette; index wraps around.
 std::string SeriesColor(size_t index);
 

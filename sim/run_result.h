@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/env/time.h"
+#include "sim/limit_lines.h"
 
 namespace heatsink::sim {
 
@@ -36,6 +37,7 @@ struct IntervalSample {
   int64_t replica_count = 0;               // readable MEMORY replicas at the end of the interval
   int64_t dynamic_replica_count = 0;       // of which dynamic
   uint64_t extra_memory_bytes = 0;         // bytes held by dynamic replicas (incl. in-flight reservations)
+  uint64_t stored_bytes = 0;               // bytes held by everything else (ordinary replicas, puts)
   int64_t copies_completed = 0;            // REPLICA_COPY completions in the interval
   uint64_t copy_bytes = 0;
   int64_t numa_reads = 0;                  // head reads inside worker hosts
@@ -125,6 +127,9 @@ struct RunResult {
   int64_t numa_reads = 0;
   int64_t numa_local_reads = 0;
   int64_t numa_oracle_local_reads = 0;
+  // The run's split of its cross-domain bytes and the limit lines computed
+  // from its reads (sim/limit_lines.h).
+  LimitLines limits;
   int64_t events_simulated = 0;
   // Audits of the core's invariants at sampling steps (see Sample in
   // sim/runner.cc); not written to the outputs.

@@ -40,9 +40,11 @@ void Simulation::Sample(size_t interval) {
   IntervalSample& s = result_.intervals[interval];
   int64_t replicas = 0;
   uint64_t reserved = 0;
+  uint64_t used = 0;
   for (const SegmentView& v : master().ListSegments()) {
     replicas += v.replica_count;
     reserved += v.reserved_bytes;
+    used += v.used_bytes;
   }
   uint64_t dynamic_bytes = 0;
   int64_t dynamic = 0;
@@ -50,6 +52,7 @@ void Simulation::Sample(size_t interval) {
     ++dynamic;
     dynamic_bytes += d.size_bytes;
   }
+  s.stored_bytes = used > dynamic_bytes ? used - dynamic_bytes : 0;
   for (const HostRt& h : hosts_) {
     if (h.numa == nullptr) continue;
     const NumaIntervalStats n = h.numa->CloseInterval(interval);
@@ -127,6 +130,15 @@ absl::StatusOr<RunResult> Simulation::Run() {
   result_.read_latencies_ns = std::move(read_latencies_);
   result_.extra_memory_peak_bytes = extra_memory_peak_;
   result_.extra_memory_final_bytes = extra_memory_now_;
+  LimitLineOptions limit_options;
+  limit_options.duration_ns = std::max<DurationNs>(scenario_.duration_ns, 1);
+  limit_options.max_memory_replicas = knobs_.replication.dynamic_replication_max_memory_replicas;
+  limit_options.domain_aware = knobs_.replication.dynamic_replication_domain_aware;
+  if (scenario_.outputs.clairvoyant_budget_bytes.has_value()) {
+    limit_options.clairvoyant_budget_bytes =
+        static_cast<uint64_t>(*scenario_.outputs.clairvoyant_budget_bytes);
+  }
+  result_.limits = limit_lines_.Compute(limit_options);
   result_.decisions_by_outcome = decisions_->counts();
   for (const MetricFamily& family : replicated_->metrics().Snapshot()) {
     if (family.type == MetricType::kHistogram) continue;

@@ -593,6 +593,11 @@ absl::Status ParseOutputs(const JsonField& f, DurationNs time_step_ns, ScenarioO
   }
   HS_RETURN_IF_ERROR(r.Bool("per_request_csv", &out->per_request_csv));
   HS_RETURN_IF_ERROR(r.Bool("html_report", &out->html_report));
+  if (r.Has("clairvoyant_budget_bytes")) {
+    int64_t budget = 0;
+    HS_RETURN_IF_ERROR(r.Bytes("clairvoyant_budget_bytes", &budget, 0));
+    out->clairvoyant_budget_bytes = budget;
+  }
   return r.Finish();
 }
 

@@ -367,6 +367,9 @@ struct ScenarioOutputs {
   DurationNs csv_interval_ns = kNsPerSec;  // a positive multiple of time_step_ns
   bool per_request_csv = true;
   bool html_report = true;
+  // Extra-memory budget of the clairvoyant limit line (sim/limit_lines.h);
+  // nullopt: unlimited.
+  std::optional<int64_t> clairvoyant_budget_bytes;
 };
 
 struct Scenario {

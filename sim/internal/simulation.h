@@ -37,6 +37,7 @@
 #include "core/replication/replication_knobs.h"
 #include "core/tiering/tiering_knobs.h"
 #include "core/worker/store_worker.h"
+#include "sim/limit_lines.h"
 #include "sim/network.h"
 #include "sim/network_topology.h"
 #include "sim/numa_model.h"
@@ -263,6 +264,7 @@ class Simulation {
     ClientId id;
     int host = 0;
     Domain domain;
+    int32_t domain_index = 0;  // in the scenario's domains
   };
   struct SegmentRt {
     int host = 0;
@@ -414,6 +416,7 @@ class Simulation {
   std::map<std::string, int64_t> counters_;
   uint64_t extra_memory_peak_ = 0;
   uint64_t extra_memory_now_ = 0;
+  LimitLineRecorder limit_lines_;
   size_t sampled_intervals_ = 0;
   uint64_t audited_at_events_ = 0;  // events run at the last sample-time audit
 };

@@ -460,17 +460,35 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
   }
   const Distance distance = network_->DistanceBetween(*source, client.host);
   const int src = *source;
+  // Limit lines (sim/limit_lines.h): was an ordinary replica in the reader's
+  // domain?
+  LimitReadTarget target;
+  target.domain = client.domain_index;
+  target.cross_domain = distance == Distance::kCrossDomain;
+  target.base_cross_domain = true;
+  for (const ReplicaDescriptor& r : response.replicas) {
+    if (r.dynamic) continue;
+    if (r.kind == ReplicaKind::kMemory) ++target.ordinary_replicas;
+    if (r.location->domain == client.domain) target.base_cross_domain = false;
+  }
+  const uint32_t limit_pair = limit_lines_.PairFor(name, response.version, target);
+  const bool cross = target.cross_domain;
+  const bool base_cross = target.base_cross_domain;
   FlowSpec flow;
   flow.src_host = src;
   flow.dst_host = client.host;
   flow.bytes = static_cast<int64_t>(size);
   // The serving host reads the heads out of its memory before they move.
   flow.source_delay_ns = std::min(memory_ns, FlowSpec::kSourceDelayMaxNs);
-  auto landed = [this, read, size, distance, src](absl::Status moved) {
+  auto landed = [this, read, size, distance, src, limit_pair, cross,
+                 base_cross](absl::Status moved) {
     if (!moved.ok()) {
       CountMetric("sim_reads_failed_total");
       FinishKey(read, false, 0, distance);
       return;
+    }
+    if (limit_pair != LimitLineRecorder::kNoPair) {
+      limit_lines_.OnRead(limit_pair, env_.NowNs(), size, cross, base_cross);
     }
     IntervalSample& s = IntervalAt(env_.NowNs());
     s.host_bytes_served[static_cast<size_t>(src)] += size;

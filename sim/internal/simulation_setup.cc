@@ -114,7 +114,9 @@ absl::Status Simulation::BuildMaster() {
 
 absl::Status Simulation::BuildHosts() {
   uint64_t next_segment = 1;
+  int32_t domain_index = 0;
   for (const ScenarioDomain& d : scenario_.topology.domains) {
+    const int32_t this_domain = domain_index++;
     for (const ScenarioHost& h : d.hosts) {
       HostRt host;
       host.spec = &h;
@@ -141,6 +143,7 @@ absl::Status Simulation::BuildHosts() {
         client.id = ClientId(kStoreClientIdBase + clients_.size());
         client.host = host.index;
         client.domain = d.name;
+        client.domain_index = this_domain;
         client_index_[c.full_name] = static_cast<int>(clients_.size());
         client_by_id_[client.id.value] = static_cast<int>(clients_.size());
         clients_.push_back(std::move(client));

@@ -601,7 +601,8 @@ TEST_F(ReportOutputTest, CompareWritesPerRunDirectoriesAndCombinedPage) {
     EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", label, "/report.html"))) << label;
   }
   const std::string html = ReadFile(dir + "/compare.html");
-  EXPECT_EQ(Count(html, "<svg"), 5u);
+  EXPECT_EQ(Count(html, "<svg"), 7u);
+  EXPECT_TRUE(absl::StrContains(html, "against the limit lines"));
   EXPECT_TRUE(absl::StrContains(html, "Extra memory over time"));
   EXPECT_FALSE(absl::StrContains(html, "http://"));
   EXPECT_FALSE(absl::StrContains(html, "https://"));
