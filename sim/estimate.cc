@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -317,6 +318,42 @@ std::optional<std::string> KnobValue(const RunResult& run, const std::string& na
   return std::nullopt;
 }
 
+// The observe run's limit lines, and the avoidable bytes the would-be
+// replicas remove (EstimateLimits). The first would_propose of each
+// (object, version, target domain) counts; later ones place nothing new.
+EstimateLimits EstimateLimitsOf(const RunResult& run,
+                                const std::vector<LoggedDecision>& decisions) {
+  HS_CHECK(run.limit_recorder != nullptr);
+  EstimateLimits out;
+  out.avoidable_bytes = run.limits.avoidable_bytes;
+  out.online_removed_bytes = run.limits.online.removed_bytes;
+  out.clairvoyant_removed_bytes = run.limits.clairvoyant.removed_bytes;
+  out.clairvoyant_memory_mean_bytes = run.limits.clairvoyant.memory_mean_bytes;
+  std::map<std::string, int32_t> domain_index;
+  for (size_t i = 0; i < run.domains.size(); ++i) {
+    domain_index[run.domains[i]] = static_cast<int32_t>(i);
+  }
+  std::set<std::tuple<std::string, std::string, Version, int32_t>> placed;
+  uint64_t removed = 0;
+  // A domain-aware run names the target domain of every would_propose.
+  bool any_target = KnobValue(run, "dynamic_replication_domain_aware") == "true";
+  for (const LoggedDecision& d : decisions) {
+    const DecisionRecord& r = d.record;
+    if (r.outcome != DecisionOutcome::kWouldPropose || !r.target_domain.has_value() ||
+        !r.version.has_value()) {
+      continue;
+    }
+    any_target = true;
+    const auto domain = domain_index.find(*r.target_domain);
+    if (domain == domain_index.end()) continue;
+    if (!placed.emplace(r.tenant, r.key, *r.version, domain->second).second) continue;
+    removed += run.limit_recorder->AvoidableBytesAfter(heatsink::ObjectName{r.tenant, r.key}, *r.version,
+                                                       domain->second, r.t_ns);
+  }
+  if (any_target) out.removed_bytes = removed;
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ScenarioEstimate> EstimateScenario(const Scenario& scenario,
@@ -339,6 +376,7 @@ absl::StatusOr<ScenarioEstimate> EstimateScenario(const Scenario& scenario,
   run_options.overrides.push_back(KnobOverride{"dynamic_replication_mode", "observe"});
   const uint64_t seed = run_options.seed.value_or(scenario.seed);
   run_options.seed = seed;
+  run_options.keep_limit_reads = true;
   HS_ASSIGN_OR_RETURN(RunResult run, RunScenario(scenario, run_options));
   HS_ASSIGN_OR_RETURN(std::vector<LoggedDecision> decisions,
                       ReadDecisionLogFile(JoinPath(run_options.out_dir, "decisions.jsonl")));
@@ -363,6 +401,8 @@ absl::StatusOr<ScenarioEstimate> EstimateScenario(const Scenario& scenario,
     HS_ASSIGN_OR_RETURN(objects, ScenarioObjectEvents(scenario, seed, keys));
   }
   HS_ASSIGN_OR_RETURN(Estimate estimate, EstimateFromDecisions(decisions, objects, options));
+  estimate.limits = EstimateLimitsOf(run, decisions);
+  run.limit_recorder.reset();  // the avoidable reads are not needed any more
   return ScenarioEstimate{std::move(run), std::move(estimate)};
 }
 
@@ -437,6 +477,24 @@ std::string FormatEstimate(const Estimate& e, const std::string& source) {
                   FormatBytesIec(e.extra_memory_peak_bytes), ") at ",
                   FormatNsAsSeconds(e.extra_memory_peak_t_ns, 3), " s, final ",
                   FormatBytesIec(e.extra_memory_final_bytes), "\n");
+  if (e.limits.has_value()) {
+    const EstimateLimits& l = *e.limits;
+    auto share = [](uint64_t part, uint64_t whole) {
+      return whole == 0 ? std::string("n/a")
+                        : FormatFixed(static_cast<double>(part) / static_cast<double>(whole), 4);
+    };
+    absl::StrAppend(&out, "  avoidable cross-domain bytes ", FormatBytesIec(l.avoidable_bytes),
+                    ": online line removes ", FormatBytesIec(l.online_removed_bytes),
+                    ", clairvoyant line ", FormatBytesIec(l.clairvoyant_removed_bytes), "\n");
+    if (l.removed_bytes.has_value()) {
+      absl::StrAppend(&out, "  the copies would remove ", FormatBytesIec(*l.removed_bytes), " (",
+                      share(*l.removed_bytes, l.online_removed_bytes), " of the online line, ",
+                      share(*l.removed_bytes, l.clairvoyant_removed_bytes),
+                      " of the clairvoyant line)\n");
+    } else {
+      out += "  the decisions name no target domain: removal not estimated\n";
+    }
+  }
   if (e.sizes_unknown > 0) {
     absl::StrAppend(&out, "  note: ", e.sizes_unknown,
                     " copies of objects of unknown size counted with --object-bytes\n");
@@ -476,6 +534,23 @@ std::string EstimateToJson(const Estimate& e, const std::string& source) {
   w.Key("extra_memory_peak_bytes").Uint(e.extra_memory_peak_bytes);
   w.Key("extra_memory_peak_t_ns").Int(e.extra_memory_peak_t_ns);
   w.Key("extra_memory_final_bytes").Uint(e.extra_memory_final_bytes);
+  w.Key("limits");
+  if (e.limits.has_value()) {
+    w.BeginObject()
+        .Key("avoidable_bytes").Uint(e.limits->avoidable_bytes)
+        .Key("online_removed_bytes").Uint(e.limits->online_removed_bytes)
+        .Key("clairvoyant_removed_bytes").Uint(e.limits->clairvoyant_removed_bytes)
+        .Key("clairvoyant_memory_mean_bytes").Uint(e.limits->clairvoyant_memory_mean_bytes)
+        .Key("removed_bytes");
+    if (e.limits->removed_bytes.has_value()) {
+      w.Uint(*e.limits->removed_bytes);
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   w.Key("groups").BeginArray();
   for (const EstimateGroup& g : e.groups) {
     w.BeginObject();
@@ -512,6 +587,7 @@ EstimateTotals TotalsOf(const Estimate& e) {
   t.copies_per_second_mean = e.copies_per_second_mean();
   t.copies_per_second_peak = e.copies_per_second_peak();
   t.extra_memory_peak_bytes = e.extra_memory_peak_bytes;
+  t.limits = e.limits;
   return t;
 }
 
@@ -542,6 +618,28 @@ absl::StatusOr<EstimateTotals> ParseEstimateTotals(const std::string& json_text)
   HS_RETURN_IF_ERROR(double_field("copies_per_second_mean", &t.copies_per_second_mean));
   HS_RETURN_IF_ERROR(double_field("copies_per_second_peak", &t.copies_per_second_peak));
   HS_RETURN_IF_ERROR(int_field("extra_memory_peak_bytes", &t.extra_memory_peak_bytes));
+  if (auto it = j.find("limits"); it != j.end() && it->is_object()) {
+    EstimateLimits l;
+    auto limit_field = [&](const char* name, uint64_t* out) -> absl::Status {
+      auto f = it->find(name);
+      if (f == it->end() || !f->is_number_unsigned()) {
+        return absl::InvalidArgumentError(absl::StrCat("estimate result lacks limits.", name));
+      }
+      *out = f->get<uint64_t>();
+      return absl::OkStatus();
+    };
+    HS_RETURN_IF_ERROR(limit_field("avoidable_bytes", &l.avoidable_bytes));
+    HS_RETURN_IF_ERROR(limit_field("online_removed_bytes", &l.online_removed_bytes));
+    HS_RETURN_IF_ERROR(limit_field("clairvoyant_removed_bytes", &l.clairvoyant_removed_bytes));
+    HS_RETURN_IF_ERROR(
+        limit_field("clairvoyant_memory_mean_bytes", &l.clairvoyant_memory_mean_bytes));
+    if (auto r = it->find("removed_bytes"); r != it->end() && !r->is_null()) {
+      uint64_t removed = 0;
+      HS_RETURN_IF_ERROR(limit_field("removed_bytes", &removed));
+      l.removed_bytes = removed;
+    }
+    t.limits = l;
+  }
   return t;
 }
 

@@ -91,6 +91,21 @@ struct EstimateInterval {
   uint64_t extra_memory_bytes = 0;  // at the end of the interval
 };
 
+// The limit lines of an estimate's observe run (sim/limit_lines.h) and what
+// the would-be replicas would have removed of its avoidable cross-domain
+// bytes: a would_propose placing a replica of (object, version) in its
+// target domain at time t removes that pair's avoidable reads completed
+// after t (copy time not counted, so an upper bound on what enforce
+// removes). Only logs that name target domains (domain-aware) say which
+// domain a replica serves; otherwise removed_bytes is nullopt.
+struct EstimateLimits {
+  uint64_t avoidable_bytes = 0;
+  uint64_t online_removed_bytes = 0;
+  uint64_t clairvoyant_removed_bytes = 0;
+  uint64_t clairvoyant_memory_mean_bytes = 0;
+  std::optional<uint64_t> removed_bytes;
+};
+
 struct Estimate {
   int64_t decisions = 0;        // records read
   int64_t would_propose = 0;    // outcome would_propose
@@ -109,6 +124,8 @@ struct Estimate {
   TimeNs copies_interval_peak_t_ns = 0;
   std::vector<EstimateInterval> intervals;
   std::vector<EstimateGroup> groups;    // sorted by (requester, target)
+  // Scenario estimates only (the observe run's reads); nullopt for a log.
+  std::optional<EstimateLimits> limits;
 
   // copies / duration; 0 for an empty period.
   double copies_per_second_mean() const;
@@ -171,6 +188,7 @@ struct EstimateTotals {
   double copies_per_second_mean = 0;
   double copies_per_second_peak = 0;
   uint64_t extra_memory_peak_bytes = 0;
+  std::optional<EstimateLimits> limits;
 };
 [[nodiscard]] absl::StatusOr<EstimateTotals> ParseEstimateTotals(const std::string& json_text);
 EstimateTotals TotalsOf(const Estimate& estimate);

@@ -92,7 +92,9 @@ std::vector<std::string> Header(const SweepResult& sweep) {
   std::vector<std::string> header;
   for (const SweepAxis& a : sweep.axes) header.push_back(a.knob);
   for (const char* c : {"would_propose", "copies", "capped", "bytes", "copies_per_second_mean",
-                        "copies_per_second_peak", "extra_memory_peak_bytes"}) {
+                        "copies_per_second_peak", "extra_memory_peak_bytes", "removed_bytes",
+                        "online_removed_bytes", "of_online", "clairvoyant_removed_bytes",
+                        "of_clairvoyant"}) {
     header.push_back(c);
   }
   return header;
@@ -265,6 +267,24 @@ std::vector<std::string> Row(const SweepCell& cell, bool human) {
   row.push_back(FormatFixed(t.copies_per_second_peak, human ? 3 : 6));
   row.push_back(human ? FormatBytesIec(t.extra_memory_peak_bytes)
                       : absl::StrCat(t.extra_memory_peak_bytes));
+  // Limit lines: what the would-be replicas remove of the avoidable bytes,
+  // beside the two lines (docs/estimate.md). Empty / n/a when unknown.
+  const std::string none = human ? "n/a" : "";
+  auto bytes = [human](uint64_t b) { return human ? FormatBytesIec(b) : absl::StrCat(b); };
+  auto share = [&none, human](std::optional<uint64_t> part, uint64_t whole) {
+    if (!part.has_value() || whole == 0) return none;
+    return FormatFixed(static_cast<double>(*part) / static_cast<double>(whole), human ? 4 : 6);
+  };
+  if (t.limits.has_value()) {
+    const EstimateLimits& l = *t.limits;
+    row.push_back(l.removed_bytes.has_value() ? bytes(*l.removed_bytes) : none);
+    row.push_back(bytes(l.online_removed_bytes));
+    row.push_back(share(l.removed_bytes, l.online_removed_bytes));
+    row.push_back(bytes(l.clairvoyant_removed_bytes));
+    row.push_back(share(l.removed_bytes, l.clairvoyant_removed_bytes));
+  } else {
+    for (int i = 0; i < 5; ++i) row.push_back(none);
+  }
   return row;
 }
 
@@ -274,7 +294,8 @@ std::string FormatSweepTable(const SweepResult& sweep) {
   std::vector<std::string> header;
   for (const SweepAxis& a : sweep.axes) header.push_back(a.knob);
   for (const char* c : {"would-propose", "copies", "capped", "bytes", "copies/s mean",
-                        "copies/s peak", "extra memory peak"}) {
+                        "copies/s peak", "extra memory peak", "removes", "online line",
+                        "of online", "clairvoyant line", "of clairvoyant"}) {
     header.push_back(c);
   }
   TextTable table(header);
@@ -354,7 +375,8 @@ std::string SweepHtml(const SweepResult& sweep, const std::string& title) {
   std::vector<std::string> header;
   for (const SweepAxis& a : sweep.axes) header.push_back(a.knob);
   for (const char* c : {"would-propose", "copies", "capped", "bytes", "copies/s mean",
-                        "copies/s peak", "extra memory peak"}) {
+                        "copies/s peak", "extra memory peak", "removes", "online line",
+                        "of online", "clairvoyant line", "of clairvoyant"}) {
     header.push_back(c);
   }
   absl::StrAppend(&body, "<h2>All cells</h2>\n", RenderHtmlTable(header, rows));

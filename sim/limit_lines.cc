@@ -135,7 +135,10 @@ uint32_t LimitLineRecorder::PairFor(const ObjectName& name, Version version,
       (static_cast<uint64_t>(object) << 32) | static_cast<uint32_t>(target.domain);
   auto [pair_it, new_pair] =
       pair_index_.try_emplace(pair_key, static_cast<uint32_t>(pairs_.size()));
-  if (new_pair) pairs_.push_back(Pair{.object = object, .domain = target.domain});
+  if (new_pair) {
+    pairs_.push_back(Pair{.object = object, .domain = target.domain});
+    if (keep_avoidable_reads_) avoidable_reads_.emplace_back();
+  }
   return pair_it->second;
 }
 
@@ -156,11 +159,27 @@ void LimitLineRecorder::OnRead(uint32_t pair, TimeNs t_ns, uint64_t bytes, bool 
       unavoidable_bytes_ += bytes;
     } else {
       p.avoidable_bytes += bytes;
+      if (keep_avoidable_reads_) avoidable_reads_[pair].emplace_back(t_ns, bytes);
       if (p.base_reads == 2) p.second_read_ns = t_ns;
       if (p.base_reads >= 3) p.online_bytes += bytes;
     }
     p.last_read_ns = t_ns;
   }
+}
+
+uint64_t LimitLineRecorder::AvoidableBytesAfter(const ObjectName& name, Version version,
+                                                int32_t domain, TimeNs t_ns) const {
+  HS_CHECK(keep_avoidable_reads_);
+  const auto object = object_ids_.find(ObjectKey{name, version});
+  if (object == object_ids_.end() || domain < 0) return 0;
+  const auto pair = pair_index_.find((static_cast<uint64_t>(object->second) << 32) |
+                                     static_cast<uint32_t>(domain));
+  if (pair == pair_index_.end()) return 0;
+  uint64_t bytes = 0;
+  for (const auto& [t, b] : avoidable_reads_[pair->second]) {
+    if (t > t_ns) bytes += b;
+  }
+  return bytes;
 }
 
 LimitLines LimitLineRecorder::Compute(const LimitLineOptions& options) const {

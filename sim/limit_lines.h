@@ -58,10 +58,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/base/check.h"
 #include "core/env/time.h"
 #include "core/model/ids.h"
 
@@ -130,6 +132,20 @@ class LimitLineRecorder {
   // The run's split and both lines. REQUIRES: options.duration_ns > 0.
   LimitLines Compute(const LimitLineOptions& options) const;
 
+  // Keeps the time and size of every avoidable read (16 bytes each) so that
+  // AvoidableBytesAfter can answer after the run (observe-mode estimates).
+  // REQUIRES: called before the first read.
+  void KeepAvoidableReads() {
+    HS_CHECK(pairs_.empty());
+    keep_avoidable_reads_ = true;
+  }
+  // Bytes of the avoidable reads of (name, version) from `domain` that
+  // completed after `t_ns`: what a replica placed in that domain at `t_ns`
+  // would have removed (copy time not counted). 0 for an unknown pair.
+  // REQUIRES: KeepAvoidableReads() was called.
+  uint64_t AvoidableBytesAfter(const ObjectName& name, Version version, int32_t domain,
+                               TimeNs t_ns) const;
+
  private:
   struct Pair {
     uint32_t object = 0;
@@ -160,6 +176,9 @@ class LimitLineRecorder {
   std::vector<int32_t> object_originals_;                // by object id
   absl::flat_hash_map<uint64_t, uint32_t> pair_index_;   // (object << 32 | domain) -> pairs_
   std::vector<Pair> pairs_;                              // first-seen order
+  bool keep_avoidable_reads_ = false;
+  // By pair, with keep_avoidable_reads_: (completion time, bytes) of reads 2..n.
+  std::vector<std::vector<std::pair<TimeNs, uint64_t>>> avoidable_reads_;
 };
 
 }  // namespace heatsink::sim

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -130,6 +131,9 @@ struct RunResult {
   // The run's split of its cross-domain bytes and the limit lines computed
   // from its reads (sim/limit_lines.h).
   LimitLines limits;
+  // The recorder itself, with every avoidable read, when the run was asked
+  // for it (RunOptions::keep_limit_reads); null otherwise.
+  std::shared_ptr<const LimitLineRecorder> limit_recorder;
   int64_t events_simulated = 0;
   // Audits of the core's invariants at sampling steps (see Sample in
   // sim/runner.cc); not written to the outputs.

@@ -138,7 +138,8 @@ absl::StatusOr<RunResult> Simulation::Run() {
     limit_options.clairvoyant_budget_bytes =
         static_cast<uint64_t>(*scenario_.outputs.clairvoyant_budget_bytes);
   }
-  result_.limits = limit_lines_.Compute(limit_options);
+  result_.limits = limit_lines_->Compute(limit_options);
+  if (options_.keep_limit_reads) result_.limit_recorder = limit_lines_;
   result_.decisions_by_outcome = decisions_->counts();
   for (const MetricFamily& family : replicated_->metrics().Snapshot()) {
     if (family.type == MetricType::kHistogram) continue;

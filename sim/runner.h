@@ -185,6 +185,9 @@ struct RunOptions {
   std::string out_dir;
   std::optional<bool> log_reads;   // overrides outputs.log_reads
   bool keep_scenario_echo = true;  // fill RunResult::scenario_json
+  // Fill RunResult::limit_recorder, keeping every avoidable read's time
+  // (observe-mode estimates of what replicas would have removed).
+  bool keep_limit_reads = false;
   ProgressFn progress;
   // Not owned; null: no observer. Must outlive the run.
   RunObserver* observer = nullptr;

@@ -416,7 +416,7 @@ class Simulation {
   std::map<std::string, int64_t> counters_;
   uint64_t extra_memory_peak_ = 0;
   uint64_t extra_memory_now_ = 0;
-  LimitLineRecorder limit_lines_;
+  std::shared_ptr<LimitLineRecorder> limit_lines_ = std::make_shared<LimitLineRecorder>();
   size_t sampled_intervals_ = 0;
   uint64_t audited_at_events_ = 0;  // events run at the last sample-time audit
 };

@@ -471,7 +471,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
     if (r.kind == ReplicaKind::kMemory) ++target.ordinary_replicas;
     if (r.location->domain == client.domain) target.base_cross_domain = false;
   }
-  const uint32_t limit_pair = limit_lines_.PairFor(name, response.version, target);
+  const uint32_t limit_pair = limit_lines_->PairFor(name, response.version, target);
   const bool cross = target.cross_domain;
   const bool base_cross = target.base_cross_domain;
   FlowSpec flow;
@@ -488,7 +488,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
       return;
     }
     if (limit_pair != LimitLineRecorder::kNoPair) {
-      limit_lines_.OnRead(limit_pair, env_.NowNs(), size, cross, base_cross);
+      limit_lines_->OnRead(limit_pair, env_.NowNs(), size, cross, base_cross);
     }
     IntervalSample& s = IntervalAt(env_.NowNs());
     s.host_bytes_served[static_cast<size_t>(src)] += size;

@@ -29,6 +29,7 @@ uint64_t ProbabilityPpm(double p) {
 // ------------------------------------------------------------------- setup
 
 absl::Status Simulation::Build() {
+  if (options_.keep_limit_reads) limit_lines_->KeepAvoidableReads();
   if (!options_.out_dir.empty()) {
     HS_RETURN_IF_ERROR(EnsureDirectory(options_.out_dir));
     HS_RETURN_IF_ERROR(decisions_file_.Open(JoinPath(options_.out_dir, "decisions.jsonl")));

@@ -254,6 +254,20 @@ TEST(EstimateScenarios, ObserveEstimateMatchesEnforceOnCrossDomainReuse) {
   const double bytes_ratio = static_cast<double>(observe.estimate.bytes) /
                              static_cast<double>(enforce.copy_bytes);
   EXPECT_NEAR(bytes_ratio, 1.0, 0.05);
+  // What the would-be replicas remove of the avoidable cross-domain bytes
+  // (the observe run's limit lines) matches what enforce removed; it is never
+  // above the online line, and the lines are the observe run's own.
+  ASSERT_TRUE(observe.estimate.limits.has_value());
+  const EstimateLimits& l = *observe.estimate.limits;
+  EXPECT_EQ(l.online_removed_bytes, observe.run.limits.online.removed_bytes);
+  EXPECT_EQ(l.avoidable_bytes, observe.run.limits.avoidable_bytes);
+  ASSERT_TRUE(l.removed_bytes.has_value());
+  EXPECT_LE(*l.removed_bytes, l.online_removed_bytes);
+  ASSERT_GT(enforce.limits.avoidable_removed_bytes, 0u);
+  EXPECT_NEAR(static_cast<double>(*l.removed_bytes) /
+                  static_cast<double>(enforce.limits.avoidable_removed_bytes),
+              1.0, 0.05);
+  EXPECT_EQ(observe.run.limit_recorder, nullptr);  // released after the estimate
 }
 
 TEST(EstimateScenarios, RefusesAScriptedModeSwitch) {
@@ -361,7 +375,8 @@ TEST(EstimateSweep, CommandWritesTableCsvAndHtmlInGridOrder) {
   EXPECT_EQ(lines[0],
             "dynamic_replication_admission_qps_threshold,dynamic_replication_heat_window_seconds,"
             "would_propose,copies,capped,bytes,copies_per_second_mean,copies_per_second_peak,"
-            "extra_memory_peak_bytes");
+            "extra_memory_peak_bytes,removed_bytes,online_removed_bytes,of_online,"
+            "clairvoyant_removed_bytes,of_clairvoyant");
   // Grid order (last axis fastest), whatever order the processes ended in.
   const std::vector<std::string> expected_prefix = {"0.1,5,", "0.1,10,", "0.3,5,",
                                                     "0.3,10,", "0.5,5,", "0.5,10,"};
@@ -369,7 +384,7 @@ TEST(EstimateSweep, CommandWritesTableCsvAndHtmlInGridOrder) {
   for (size_t i = 0; i < expected_prefix.size(); ++i) {
     EXPECT_EQ(lines[i + 1].rfind(expected_prefix[i], 0), 0u) << lines[i + 1];
     std::vector<std::string> cells = absl::StrSplit(lines[i + 1], ',');
-    ASSERT_EQ(cells.size(), 9u);
+    ASSERT_EQ(cells.size(), 14u);
     int64_t w = 0;
     ASSERT_TRUE(absl::SimpleAtoi(cells[2], &w));
     would_propose.push_back(w);
