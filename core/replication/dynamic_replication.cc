@@ -176,11 +176,14 @@ bool DynamicReplication::AtReplicaLimit(const ReadObservation& read,
 void DynamicReplication::OnKeyRead(const ReadObservation& read) {
   if (!enabled()) return;
   const absl::string_view domain = domain_aware() ? read.requester_domain : absl::string_view();
-  if (AtReplicaLimit(read, domain)) return;
+  // At its cap the read records no heat (DESIGN 2); with the cold release on
+  // it still tells the release check that the key's replicas are read.
+  const bool at_cap = AtReplicaLimit(read, domain);
+  if (at_cap && !knobs_.dynamic_replication_release_enabled) return;
   const HeatKeyView key{read.tenant, read.key, domain};
   // hot_read_observations is not counted here: the window counts its
   // records, and SyncMetrics() carries that count over.
-  switch (reads_.Append(read.t_ns, key)) {
+  switch (reads_.Append(read.t_ns, key, at_cap ? HeatReadKind::kAtCap : HeatReadKind::kCounted)) {
     case HeatReadBuffer::AppendResult::kAppended:
       break;
     case HeatReadBuffer::AppendResult::kAppendedHighWater:
@@ -190,7 +193,11 @@ void DynamicReplication::OnKeyRead(const ReadObservation& read) {
       return;  // counted by the buffer; SyncMetrics() carries it over
     case HeatReadBuffer::AppendResult::kTooLong:
       // Rare (keys are short): the old direct path, correct if slower.
-      ApplyRead(read.t_ns, key);
+      if (at_cap) {
+        NoteCappedReads({{read.t_ns, HeatKey(key)}});
+      } else {
+        ApplyRead(read.t_ns, key);
+      }
       return;
   }
   if (!drain_timer_armed_.load(std::memory_order_seq_cst)) ArmDrainTimer();
@@ -215,7 +222,28 @@ bool DynamicReplication::QueueTrigger(TimeNs now, HeatKeyView key) {
 
 int64_t DynamicReplication::DrainReads() {
   MutexLock lock(&drain_mu_);
-  return reads_.Drain([this](TimeNs t_ns, HeatKeyView key) { ApplyRead(t_ns, key); });
+  capped_reads_.clear();
+  const int64_t drained = reads_.Drain([this](TimeNs t_ns, HeatKeyView key, HeatReadKind kind) {
+    if (kind == HeatReadKind::kCounted) {
+      ApplyRead(t_ns, key);
+    } else {
+      capped_reads_.emplace_back(t_ns, HeatKey(key));
+    }
+  });
+  if (!capped_reads_.empty()) NoteCappedReads(capped_reads_);
+  return drained;
+}
+
+void DynamicReplication::NoteCappedReads(const std::vector<std::pair<TimeNs, HeatKey>>& reads) {
+  MutexLock lock(&mu_);
+  for (const auto& [t_ns, key] : reads) {
+    auto it = dynamic_.find(key.object());
+    if (it == dynamic_.end()) continue;
+    for (auto& [segment, record] : it->second) {
+      if (domain_aware() && record.domain != key.domain) continue;
+      record.capped_read_ns = std::max(record.capped_read_ns, t_ns);
+    }
+  }
 }
 
 bool DynamicReplication::TimerFired(TimerId DynamicReplication::*slot) {

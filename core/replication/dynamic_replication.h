@@ -82,9 +82,15 @@
 // decision of kind "evict" (outcome "dropped") and starts the recreate
 // cooldown. With dynamic_replication_release_enabled (off by default), a
 // dynamic replica whose key held fewer than release_below_count reads in the
-// window at every check (one per heat sub-bucket) for release_after_ms, while
+// release span (the window, or its newest sub-buckets covering
+// dynamic_replication_release_span_ms) and was not read at its cap in the
+// span, at every check (one per heat sub-bucket) for release_after_ms, while
 // its object was not read-leased, is dropped (kind "release", recreate
-// cooldown started).
+// cooldown started). Reads at the cap record no heat (DESIGN 2); with the
+// release on they go through the read buffer marked kAtCap, and the drain
+// notes their time on the replicas of their key and domain instead, so a
+// replica read at its cap less often than its read lease lasts is not
+// taken for cold.
 //
 // Copy lifecycle (DynamicCopyCalls). DynamicReplicaCopyStart checks, in
 // order: the lease exists and is pending (else FAILED_PRECONDITION, nothing
@@ -371,6 +377,10 @@ class DynamicReplication final : public ReadObserver,
     // Cold release: since when every check found the key cold (kNotCold: the
     // last check found it hot or read-leased, or none ran yet).
     TimeNs cold_since_ns = kNotCold;
+    // The newest read of the key (in this replica's domain when
+    // domain-aware) made while the object was at its cap: such reads record
+    // no heat (DESIGN 2), so the release check looks here too. kNotCold: none.
+    TimeNs capped_read_ns = kNotCold;
   };
   static constexpr TimeNs kNotCold = -1;
   // What an admission needs to know about its origin.
@@ -445,6 +455,9 @@ class DynamicReplication final : public ReadObserver,
   bool AtReplicaLimit(const ReadObservation& read, absl::string_view domain) const;
   // Counts one read in the window and queues a trigger if it crossed.
   void ApplyRead(TimeNs t_ns, HeatKeyView key);
+  // Notes reads made at the replica cap on the dynamic replicas they read
+  // (DynamicRecord::capped_read_ns), for the cold release.
+  void NoteCappedReads(const std::vector<std::pair<TimeNs, HeatKey>>& reads);
   // The drain timer (armed by the first read after a drain) and the
   // immediate drain a high-water read asks for; each at most once at a time.
   void ArmDrainTimer();
@@ -504,6 +517,8 @@ class DynamicReplication final : public ReadObserver,
   std::atomic<bool> urgent_drain_posted_{false};
   // Serialises drains (the buffer has one consumer).
   Mutex drain_mu_ ABSL_ACQUIRED_BEFORE(timer_mu_);
+  // A drain's reads made at the cap (cold release only); reused between drains.
+  std::vector<std::pair<TimeNs, HeatKey>> capped_reads_ ABSL_GUARDED_BY(drain_mu_);
   AdmissionTriggerQueue triggers_;
   HeatRecheckQueue rechecks_;
   CooldownTable admission_cooldown_;

@@ -245,14 +245,20 @@ void DynamicReplication::RunReleaseCheck() {
     SegmentId segment;
   };
   std::vector<Due> due;
+  const int32_t span_sub_buckets = knobs_.release_span_sub_buckets();
+  const DurationNs bucket_ns = window_.options().window_ns / window_.options().sub_buckets;
   {
     MutexLock lock(&mu_);
     for (auto& [name, by_segment] : dynamic_) {
       for (auto& [segment, record] : by_segment) {
         const absl::string_view domain = domain_aware() ? absl::string_view(record.domain) : "";
-        const int64_t count =
-            window_.CountInWindow(now, HeatKeyView{name.tenant, name.key, domain});
-        if (count >= knobs_.dynamic_replication_release_below_count) {
+        const int64_t count = window_.CountInLastSubBuckets(
+            now, HeatKeyView{name.tenant, name.key, domain}, span_sub_buckets);
+        // A read at the cap in the span (same sub-bucket rule) keeps it warm.
+        const bool read_at_cap =
+            record.capped_read_ns != kNotCold &&
+            record.capped_read_ns / bucket_ns > now / bucket_ns - span_sub_buckets;
+        if (count >= knobs_.dynamic_replication_release_below_count || read_at_cap) {
           record.cold_since_ns = kNotCold;
         } else if (record.cold_since_ns == kNotCold) {
           record.cold_since_ns = now;

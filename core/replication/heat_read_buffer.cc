@@ -17,7 +17,7 @@ struct HeatReadBuffer::Record {
   uint8_t tenant_size;
   uint8_t key_size;
   uint8_t domain_size;
-  uint8_t unused;
+  HeatReadKind kind;
   TimeNs t_ns;
   char bytes[kKeyBytesMax];
 };
@@ -69,7 +69,8 @@ int32_t HeatReadBuffer::ThisThreadStripeIndex() {
   return this_thread_stripe;
 }
 
-HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyView& key) {
+HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyView& key,
+                                                   HeatReadKind kind) {
   if (!Fits(key)) return AppendResult::kTooLong;
   const int32_t stripe_index = ThisThreadStripeIndex();
   Stripe& s = stripes_[stripe_index];
@@ -109,6 +110,7 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
   r.tenant_size = static_cast<uint8_t>(key.tenant.size());
   r.key_size = static_cast<uint8_t>(key.key.size());
   r.domain_size = static_cast<uint8_t>(key.domain.size());
+  r.kind = kind;
   r.t_ns = t_ns;
   char* out = r.bytes;
   // memcpy with a null source is undefined even for size 0.
@@ -122,7 +124,7 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
   return t + 1 - h >= high_water ? AppendResult::kAppendedHighWater : AppendResult::kAppended;
 }
 
-int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView)> apply) {
+int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView, HeatReadKind)> apply) {
   int64_t applied = 0;
   for (int32_t i = 0; i < kStripes; ++i) {
     Stripe& s = stripes_[i];
@@ -143,7 +145,7 @@ int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView)> apply
       const HeatKeyView key{absl::string_view(in, r.tenant_size),
                             absl::string_view(in + r.tenant_size, r.key_size),
                             absl::string_view(in + r.tenant_size + r.key_size, r.domain_size)};
-      apply(r.t_ns, key);
+      apply(r.t_ns, key, r.kind);
       ++applied;
     }
     if (next != head) s.head.store(next, std::memory_order_release);

@@ -12,8 +12,8 @@
 // up to kStripes reading threads each own one. Each stripe keeps its
 // producer index (tail) and its consumer index (head) on separate cache
 // lines. A record is: a 32-bit publication word, the three field lengths,
-// the read time, and the tenant, key and requester domain bytes inline
-// (kKeyBytesMax = 112 bytes together). Memory: kStripes x records_per_stripe
+// the read's kind (HeatReadKind), the read time, and the tenant, key and
+// requester domain bytes inline (kKeyBytesMax = 112 bytes together). Memory: kStripes x records_per_stripe
 // x 128 bytes, reserved zeroed at construction (8 MiB with the default 4096
 // records per stripe); a stripe's pages become resident when a thread first
 // writes them.
@@ -49,6 +49,12 @@
 
 namespace heatsink {
 
+// What a buffered read is for. kCounted: the read counts in the heat window.
+// kAtCap: the read's object already holds its replica cap (DESIGN 2: no
+// heat); it only tells the cold release that the key's replicas are still
+// read (DynamicReplication, dynamic_replication_release_enabled).
+enum class HeatReadKind : uint8_t { kCounted = 0, kAtCap = 1 };
+
 class HeatReadBuffer {
  public:
   static constexpr int32_t kStripes = 16;
@@ -81,13 +87,14 @@ class HeatReadBuffer {
   // Appends one read of `key` at `t_ns` to the calling thread's stripe.
   // (The key by reference: 48 bytes passed by value go through the stack in
   // pieces the callee reloads whole, which stalls store forwarding.)
-  AppendResult Append(TimeNs t_ns, const HeatKeyView& key);
+  AppendResult Append(TimeNs t_ns, const HeatKeyView& key,
+                      HeatReadKind kind = HeatReadKind::kCounted);
 
-  // Calls `apply(t_ns, key)` for every published record, stripe by stripe
+  // Calls `apply(t_ns, key, kind)` for every published record, stripe by stripe
   // in index order, each stripe in append order, and frees them. The views
   // are valid only during the call. Returns the records applied.
   // REQUIRES: no other Drain runs concurrently.
-  int64_t Drain(absl::FunctionRef<void(TimeNs, HeatKeyView)> apply);
+  int64_t Drain(absl::FunctionRef<void(TimeNs, HeatKeyView, HeatReadKind)> apply);
 
   // True when some stripe holds a record not yet drained (published or
   // still being written).

@@ -209,6 +209,13 @@ int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t n) {
   return SumRing(ring, n - static_cast<int32_t>(age));
 }
 
+// The reads in the newest `last` buckets at `cur` (ring[i] is bucket head - i).
+int64_t CountLastAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t last) {
+  const int64_t age = std::max<int64_t>(0, cur - head);
+  if (age >= last) return 0;
+  return SumRing(ring, last - static_cast<int32_t>(age));
+}
+
 // Moves the ring's newest bucket forward by `steps` buckets: the counts
 // shift towards the old end, the ones that leave the window drop, and the
 // new buckets start at 0. REQUIRES: steps >= 1.
@@ -620,6 +627,20 @@ int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
   Slot& e = s.slot(found.slot);
   SlotLock slot_lock(e);
   return CountAt(e.ring, e.head_bucket, now / bucket_ns_, options_.sub_buckets);
+}
+
+int64_t HeatWindow::CountInLastSubBuckets(TimeNs now, HeatKeyView key,
+                                          int32_t sub_buckets) const {
+  HS_CHECK(now >= 0);
+  HS_CHECK(sub_buckets >= 1 && sub_buckets <= options_.sub_buckets);
+  const uint64_t hash = StableHeatKeyHash(key);
+  const Shard& s = shards_[static_cast<size_t>(ShardIndexFor(hash))];
+  MutexLock lock(&s.mu);
+  const Probe found = FindKey(s, hash, key);
+  if (found.slot == kNoSlot) return 0;
+  Slot& e = s.slot(found.slot);
+  SlotLock slot_lock(e);
+  return CountLastAt(e.ring, e.head_bucket, now / bucket_ns_, sub_buckets);
 }
 
 std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t limit) const {

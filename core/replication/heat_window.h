@@ -205,6 +205,13 @@ class HeatWindow {
   // worker's re-check: a trigger whose key has cooled below the hit count is
   // logged below_threshold (DESIGN decision 8).
   int64_t CountInWindow(TimeNs now, HeatKeyView key) const;
+  // Reads of `key` in the newest `sub_buckets` sub-buckets at `now` (the
+  // current one included): the reads of the last `sub_buckets` x
+  // window / sub_buckets, at the same granularity as the window. With
+  // options().sub_buckets it equals CountInWindow. The cold release's span
+  // (knob dynamic_replication_release_span_ms). REQUIRES: 1 <= sub_buckets
+  // <= options().sub_buckets.
+  int64_t CountInLastSubBuckets(TimeNs now, HeatKeyView key, int32_t sub_buckets) const;
 
   // Tracked keys with at least `min_count` reads in the window at `now`,
   // hottest first (ties by tenant, key, domain), at most `limit`. Visits every

@@ -92,6 +92,15 @@ absl::Status CheckRange(absl::string_view name, int64_t v, int64_t lo, int64_t h
 
 }  // namespace
 
+int32_t ReplicationKnobs::release_span_sub_buckets() const {
+  const int64_t n = dynamic_replication_heat_window_sub_buckets;
+  const int64_t window_ms = dynamic_replication_heat_window_seconds * 1'000;
+  if (dynamic_replication_release_span_ms <= 0 || window_ms <= 0) return static_cast<int32_t>(n);
+  // ceil(span / (window / n)): whole sub-buckets covering the span.
+  const int64_t k = (dynamic_replication_release_span_ms * n + window_ms - 1) / window_ms;
+  return static_cast<int32_t>(std::clamp<int64_t>(k, 1, n));
+}
+
 absl::Status ReplicationKnobs::Validate() const {
   struct Ranged {
     absl::string_view name;
@@ -174,6 +183,13 @@ absl::Status ReplicationKnobs::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "knob dynamic_replication_target_utilization_cap must be in (0, 1], got ", cap));
   }
+  if (absl::Status s = CheckRange("dynamic_replication_release_span_ms",
+                                  dynamic_replication_release_span_ms, 0,
+                                  dynamic_replication_heat_window_seconds * 1'000);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), " (at most dynamic_replication_heat_window_seconds)"));
+  }
   if (dynamic_replication_release_enabled) {
     if (absl::Status s = CheckRange("dynamic_replication_release_after_ms",
                                     dynamic_replication_release_after_ms, 1, kMsPerWeek);
@@ -250,6 +266,9 @@ KnobRegistry<ReplicationKnobs> MakeRegistry() {
       .Field("dynamic_replication_release_below_count",
              "a dynamic replica is cold while its key has fewer reads than this in the window",
              [](K& k) -> int64_t& { return k.dynamic_replication_release_below_count; })
+      .Field("dynamic_replication_release_span_ms",
+             "how far back the release check counts reads, ms; 0: the whole heat window",
+             [](K& k) -> int64_t& { return k.dynamic_replication_release_span_ms; })
       .Field("dynamic_replication_target_utilization_cap",
              "maximum target segment utilisation after the copy, in (0, 1]",
              [](K& k) -> double& { return k.dynamic_replication_target_utilization_cap; })

@@ -110,13 +110,20 @@ struct ReplicationKnobs {
   int64_t dynamic_replication_admission_retry_ms = 5'000;
 
   // --- Cold release of dynamic replicas (beyond the RFC; off by default) ---
-  // When enabled, a dynamic replica whose key (in the replica's domain when
-  // domain-aware) held fewer than release_below_count reads in the heat window
-  // and whose object was not read-leased, at every check for
-  // release_after_ms, is dropped (and its recreate cooldown starts).
+  // When enabled, a dynamic replica is cold at a check when its key (in the
+  // replica's domain when domain-aware) held fewer than release_below_count
+  // reads in the release span and was not read at its replica cap in the
+  // span either (such reads record no heat, DESIGN 2, but they are reads of
+  // the replica's key). One cold at every check for release_after_ms, whose
+  // object was not read-leased, is dropped (and its recreate cooldown starts).
   bool dynamic_replication_release_enabled = false;
   int64_t dynamic_replication_release_after_ms = 60'000;  // > 0 when enabled
   int64_t dynamic_replication_release_below_count = 1;
+  // The release span: 0 is the whole heat window; else the newest heat
+  // sub-buckets covering this many ms (rounded up to whole sub-buckets), at
+  // most the window. A span shorter than the window lets a long window find
+  // reuse spread over minutes while an idle replica goes soon.
+  int64_t dynamic_replication_release_span_ms = 0;
 
   // --- Placement ----------------------------------------------------------
   // A target segment must stay at or below this utilisation after the copy:
@@ -175,6 +182,8 @@ struct ReplicationKnobs {
   DurationNs lease_ttl_ns() const { return MsToNs(dynamic_replication_lease_ttl_ms); }
   DurationNs admission_retry_ns() const { return MsToNs(dynamic_replication_admission_retry_ms); }
   DurationNs release_after_ns() const { return MsToNs(dynamic_replication_release_after_ms); }
+  // The release span in heat sub-buckets, in [1, sub_buckets].
+  int32_t release_span_sub_buckets() const;
   // The utilisation cap in parts per million, for exact integer comparisons.
   int64_t target_utilization_cap_ppm() const;
 

@@ -23,7 +23,7 @@ struct Drained {
 
 std::vector<Drained> DrainAll(HeatReadBuffer& b) {
   std::vector<Drained> out;
-  const int64_t n = b.Drain([&](TimeNs t, HeatKeyView key) { out.push_back({t, HeatKey(key)}); });
+  const int64_t n = b.Drain([&](TimeNs t, HeatKeyView key, HeatReadKind) { out.push_back({t, HeatKey(key)}); });
   EXPECT_EQ(n, static_cast<int64_t>(out.size()));
   return out;
 }

@@ -238,6 +238,7 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_release_enabled",
                            "dynamic_replication_release_after_ms",
                            "dynamic_replication_release_below_count",
+                           "dynamic_replication_release_span_ms",
                            "dynamic_replication_target_utilization_cap",
                            "dynamic_replication_target_heat_aware",
                            "dynamic_replication_domain_aware",
@@ -254,7 +255,7 @@ TEST(ReplicationKnobs, EveryKnobIsRegisteredUnderItsFieldName) {
                            "dynamic_replication_warmup_domain_poll_ms"}) {
     EXPECT_NE(r.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(r.entries().size(), 28u);
+  EXPECT_EQ(r.entries().size(), 29u);
 }
 
 TEST(ReplicationKnobs, SustainedHeatAndReleaseKnobsAreValidated) {
@@ -278,6 +279,23 @@ TEST(ReplicationKnobs, SustainedHeatAndReleaseKnobsAreValidated) {
   k.dynamic_replication_release_below_count = 0;
   s = k.Validate();
   EXPECT_NE(s.message().find("dynamic_replication_release_below_count"), std::string::npos) << s;
+
+  // The release span: 0 (the window) up to the window, whole sub-buckets.
+  k = ReplicationKnobs();  // window 10 s in 10 sub-buckets
+  EXPECT_EQ(k.release_span_sub_buckets(), 10);
+  k.dynamic_replication_release_span_ms = 1;
+  EXPECT_EQ(k.release_span_sub_buckets(), 1);
+  k.dynamic_replication_release_span_ms = 2'500;  // rounded up to 3 s
+  EXPECT_EQ(k.release_span_sub_buckets(), 3);
+  k.dynamic_replication_release_span_ms = 10'000;
+  EXPECT_TRUE(k.Validate().ok());
+  EXPECT_EQ(k.release_span_sub_buckets(), 10);
+  for (int64_t bad : {int64_t{-1}, int64_t{10'001}}) {
+    k.dynamic_replication_release_span_ms = bad;
+    s = k.Validate();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("dynamic_replication_release_span_ms"), std::string::npos) << s;
+  }
 }
 
 }  // namespace

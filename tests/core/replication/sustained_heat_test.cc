@@ -270,5 +270,79 @@ TEST_F(ColdRelease, HotReplicaStaysColdReplicaIsReleased) {
   HS_EXPECT_OK(h_.rm().CheckInvariants());
 }
 
+
+// The release must not take a replica read at its cap for cold: such reads
+// record no heat (DESIGN 2), so before they were noted a replica read every
+// 2 s (longer than its read lease and its window) was released after
+// release_after_ms although it was being read.
+class ColdReleaseAtCap : public SustainedHeat {
+ protected:
+  ColdReleaseAtCap() : SustainedHeat(AtCapKnobs()) {}
+  static ReplicationKnobs AtCapKnobs() {
+    ReplicationKnobs k = Knobs();
+    k.dynamic_replication_max_memory_replicas = 2;  // the original and one copy
+    k.dynamic_replication_release_enabled = true;
+    k.dynamic_replication_release_after_ms = 2'000;
+    return k;
+  }
+  int64_t Released() { return h_.metrics().Value("dynamic_replication_replicas_released_total"); }
+};
+
+TEST_F(ColdReleaseAtCap, ReplicaReadAtItsCapStaysWhileReadAndGoesWhenReadsStop) {
+  ReadSteadily(2);
+  ASSERT_EQ(Readable(), 2);  // at its cap: further reads record no heat
+  // One read every 2 s for 30 s: the window (1 s) and the read lease (1 s)
+  // are empty between reads, the reads at the cap are not.
+  for (int i = 0; i < 15; ++i) {
+    h_.ReadTimes("k", 1);
+    h_.env().AdvanceBy(SecToNs(2));
+  }
+  EXPECT_EQ(Released(), 0);
+  // Reads stop: cold from the next check on, released 2 s later.
+  h_.env().AdvanceBy(SecToNs(4));
+  EXPECT_EQ(Released(), 1);
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+// A release span shorter than the window: a long window finds reuse spread
+// out, an idle replica goes after the span.
+class ReleaseSpan : public SustainedHeat {
+ protected:
+  explicit ReleaseSpan(int64_t span_ms = 1'000) : SustainedHeat(SpanKnobs(span_ms)) {}
+  static ReplicationKnobs SpanKnobs(int64_t span_ms) {
+    ReplicationKnobs k = Knobs();
+    k.dynamic_replication_heat_window_seconds = 4;  // 4 sub-buckets of 1 s; hit count 12
+    k.dynamic_replication_release_enabled = true;
+    k.dynamic_replication_release_after_ms = 1;
+    k.dynamic_replication_release_span_ms = span_ms;
+    return k;
+  }
+  int64_t Released() { return h_.metrics().Value("dynamic_replication_replicas_released_total"); }
+};
+class ReleaseSpanWholeWindow : public ReleaseSpan {
+ protected:
+  ReleaseSpanWholeWindow() : ReleaseSpan(0) {}
+};
+
+TEST_F(ReleaseSpan, IdleReplicaGoesAfterTheSpanNotTheWindow) {
+  ReadSteadily(3);
+  ASSERT_GE(Readable(), 2);
+  EXPECT_EQ(Released(), 0);
+  // 3.5 s idle: the window still counts the reads, the 1 s span does not;
+  // the read lease (1 s) has ended, and the checks run once a second.
+  h_.env().AdvanceBy(MsToNs(3'500));
+  EXPECT_GE(Released(), 1);
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
+TEST_F(ReleaseSpanWholeWindow, IdleReplicaStaysWhileTheWindowCountsItsReads) {
+  ReadSteadily(3);
+  ASSERT_GE(Readable(), 2);
+  h_.env().AdvanceBy(MsToNs(3'500));
+  EXPECT_EQ(Released(), 0);
+  h_.env().AdvanceBy(SecToNs(3));
+  EXPECT_GE(Released(), 1);
+}
+
 }  // namespace
 }  // namespace heatsink::testing
