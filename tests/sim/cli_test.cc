@@ -3,7 +3,8 @@
 // (every output file byte-identical except timing.json, for `run` and for
 // `compare`), the seed and replay command printed first, exit codes (0 ok,
 // 1 failed check, 2 error), and clear errors naming the file, JSON position,
-// knob or flag at fault; gen-trace's output, summary, help and flag errors.
+// knob or flag at fault; gen-trace's output, summary, help and flag errors,
+// and the committed generated traces against their documented commands.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/trace.h"
@@ -300,6 +303,34 @@ TEST(Cli, GenTraceHelpNamesEveryFlagWithItsDefault) {
        {"agentic =", "hot-shift =", "one-shot-flood =", "--shape", "--seed", "--out"}) {
     EXPECT_THAT(r.out, HasSubstr(word));
   }
+}
+
+// Each committed gen-*.jsonl is what its command in scenarios/traces/README.md
+// writes now: the test runs every documented command (with --out pointed at a
+// scratch file) and compares the bytes, so neither the files nor the README
+// can drift from the generator.
+TEST(Cli, CommittedGeneratedTracesMatchTheirDocumentedCommands) {
+  const std::string readme = ReadFile(RepoRoot() / "scenarios/traces/README.md");
+  const fs::path dir = FreshDir("gen-trace-committed");
+  fs::create_directories(dir);
+  std::vector<std::string> checked;
+  for (absl::string_view line : absl::StrSplit(readme, '\n')) {
+    if (!absl::ConsumePrefix(&line, "heatsink-sim gen-trace ")) continue;
+    const size_t out_flag = line.find("--out ");
+    ASSERT_NE(out_flag, absl::string_view::npos) << line;
+    const std::string committed(line.substr(out_flag + 6));
+    ASSERT_EQ(committed.find(' '), std::string::npos) << "--out must come last: " << line;
+    const fs::path scratch = dir / fs::path(committed).filename();
+    const Outcome r =
+        Sim(absl::StrCat("gen-trace ", line.substr(0, out_flag), "--out '", scratch.string(), "'"));
+    ASSERT_EQ(r.exit_code, 0) << line << "\n" << r.err;
+    EXPECT_TRUE(ReadFile(scratch) == ReadFile(RepoRoot() / committed))
+        << committed << " differs from what `heatsink-sim gen-trace " << line
+        << "` writes now; regenerate it with that command (scenarios/traces/README.md)";
+    checked.push_back(fs::path(committed).filename().string());
+  }
+  EXPECT_THAT(checked, ::testing::UnorderedElementsAre("gen-agentic.jsonl", "gen-hot-shift.jsonl",
+                                                       "gen-one-shot-flood.jsonl"));
 }
 
 }  // namespace
