@@ -7,19 +7,24 @@
 // minutes; hot-shift: the hot sets of different periods share no block;
 // one-shot-flood: a system prompt in every request, unique blocks never seen
 // again, bursts inside their windows); the default traces' size and span;
-// parameter checks naming the flag; limits as RESOURCE_EXHAUSTED.
+// parameter checks naming the flag; limits as RESOURCE_EXHAUSTED; every
+// parameter documented in docs/gen-trace.md with its default.
 #include "sim/trace_gen.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/sim/repo_root.h"
 
 namespace heatsink::sim {
 namespace {
@@ -307,6 +312,24 @@ TEST(TraceGenParams, DefaultsAreValidAndNamesUnique) {
     EXPECT_EQ(ParseTraceShape(TraceShapeName(shape)), shape);
   }
   EXPECT_EQ(ParseTraceShape("flood"), std::nullopt);
+}
+
+// docs/gen-trace.md lists every parameter in a table row
+// "| `--name` | default | rule |" with today's default.
+TEST(TraceGenParams, DocumentedWithTheirDefaults) {
+  std::ifstream in(testing_paths::RepoRoot() / "docs" / "gen-trace.md");
+  ASSERT_TRUE(in);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const TraceGenParam& p : TraceGenParams()) {
+    const std::string row = absl::StrCat("| `--", p.name, "` | ");
+    const size_t at = doc.find(row);
+    ASSERT_NE(at, std::string::npos) << p.name << " has no row in docs/gen-trace.md";
+    const size_t begin = at + row.size();
+    std::string cell = doc.substr(begin, doc.find(" |", begin) - begin);
+    cell.erase(std::remove(cell.begin(), cell.end(), ','), cell.end());
+    const std::vector<std::string> words = absl::StrSplit(cell, ' ');
+    EXPECT_EQ(words[0], TraceGenParamValue(p, TraceGenSpec())) << p.name;
+  }
 }
 
 TEST(TraceGenParams, ImpossibleValuesNameTheFlag) {
