@@ -307,4 +307,24 @@ absl::StatusOr<std::vector<TraceRequest>> ReadTraceFile(const std::string& path,
   return collector.Take();
 }
 
+std::string FormatTraceLine(const TraceRequest& request) {
+  std::string line;
+  line.reserve(72 + 8 * request.hash_ids.size());
+  absl::StrAppend(&line, "{\"timestamp\": ", request.timestamp_ms,
+                  ", \"input_length\": ", request.input_length,
+                  ", \"output_length\": ", request.output_length, ", \"hash_ids\": [");
+  for (size_t i = 0; i < request.hash_ids.size(); ++i) {
+    absl::StrAppend(&line, i == 0 ? "" : ", ", request.hash_ids[i]);
+  }
+  line += "]}";
+  return line;
+}
+
+void AppendTraceJsonl(const std::vector<TraceRequest>& requests, std::string* out) {
+  for (const TraceRequest& r : requests) {
+    out->append(FormatTraceLine(r));
+    out->push_back('\n');
+  }
+}
+
 }  // namespace heatsink::sim

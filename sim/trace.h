@@ -1,6 +1,6 @@
 // File: sim/trace.h
 //
-// Reader for Mooncake FAST'25 request traces (JSONL, one request per line):
+// Reader (and writer) for Mooncake FAST'25 request traces (JSONL, one request per line):
 //
 //   {"timestamp": 27, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2]}
 //
@@ -84,6 +84,16 @@ std::optional<TraceRequest> ParsePlainTraceLine(absl::string_view line, int64_t 
 // Parses a whole JSONL text.
 [[nodiscard]] absl::StatusOr<std::vector<TraceRequest>> ParseTrace(
     absl::string_view text, absl::string_view source, const TraceLimits& limits = TraceLimits());
+
+// Writes one request as a trace line in the public traces' exact shape (no
+// newline): keys in the order timestamp, input_length, output_length,
+// hash_ids; integers only; one space after each ':' and ','. `line` is not
+// written. ParseTraceLine reads the line back to the same request.
+std::string FormatTraceLine(const TraceRequest& request);
+
+// Appends every request as one line ending in '\n' (a JSONL text that
+// ParseTrace reads back). It does not check the order of timestamps.
+void AppendTraceJsonl(const std::vector<TraceRequest>& requests, std::string* out);
 
 // Reads a JSONL file in bounded chunks (a huge line fails when it passes
 // line_bytes_max, without being held whole). NOT_FOUND if it cannot be opened.

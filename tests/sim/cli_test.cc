@@ -3,7 +3,8 @@
 // (every output file byte-identical except timing.json, for `run` and for
 // `compare`), the seed and replay command printed first, exit codes (0 ok,
 // 1 failed check, 2 error), and clear errors naming the file, JSON position,
-// knob or flag at fault.
+// knob or flag at fault; gen-trace's output, summary, help and flag errors,
+// and the committed generated traces against their documented commands.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/trace.h"
+#include "sim/trace_gen.h"
 #include "tests/sim/repo_root.h"
 
 namespace {
@@ -222,6 +227,110 @@ TEST(Cli, FailedCheckExitsOne) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.out, HasSubstr("check admits: admissions.accepted = 1 == 1: ok"));
   EXPECT_THAT(r.out, HasSubstr("check impossible: reads.count = 3 > 1e+06: FAILED"));
+}
+
+// ---- gen-trace ----------------------------------------------------------
+
+TEST(Cli, GenTraceBadFlagsExitTwoNamingTheFlag) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--shape agentic --session-rate-per-s -1", "--session-rate-per-s: must be > 0, got -1"},
+      {"--shape agentic --session-rate-per-s=-1", "--session-rate-per-s: must be > 0, got -1"},
+      {"--shape agentic --turns-mean 0", "--turns-mean: must be >= 1, got 0"},
+      {"--shape agentic --tool-prompt-blocks 0", "--tool-prompt-blocks: must be >= 1, got 0"},
+      {"--shape hot-shift --hot-prefixes 0", "--hot-prefixes: must be >= 1, got 0"},
+      {"--shape hot-shift --zipf-s -1", "--zipf-s: must be >= 0, got -1"},
+      {"--shape hot-shift --rate-per-s -2", "--rate-per-s: must be > 0, got -2"},
+      {"--shape one-shot-flood --unique-blocks 0", "--unique-blocks: must be >= 1, got 0"},
+      {"--shape one-shot-flood --burst-period-s 5",
+       "--burst-on-s: must be <= --burst-period-s (5), got 10"},
+      {"--shape hot-shift --turns-mean 3", "--turns-mean: not a parameter of shape hot-shift"},
+      {"--shape agentic --shift-period-s 60", "--shift-period-s: not a parameter of shape agentic"},
+      {"--shape agentic --rate-per-s 5", "--rate-per-s: not a parameter of shape agentic"},
+      {"--shape flood", "--shape: unknown shape \"flood\""},
+      {"--shape agentic --seed -1", "--seed: expected an integer"},
+      {"--shape agentic --duration-s abc", "--duration-s: expected an integer, got \"abc\""},
+      {"--shape agentic --duration-s 0", "--duration-s: must be >= 1, got 0"},
+      {"--shape agentic --requests-max 10", "--requests-max: the trace would hold more than 10"},
+      {"--duration-s 10", "--shape"},
+  };
+  const fs::path dir = FreshDir("gen-trace-bad");
+  fs::create_directories(dir);
+  const fs::path out = dir / "trace.jsonl";
+  for (const auto& c : cases) {
+    const Outcome r = Sim(absl::StrCat("gen-trace ", c.args, " --out '", out.string(), "'"));
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_FALSE(fs::exists(out)) << c.args << ": wrote a trace";
+  }
+}
+
+TEST(Cli, GenTraceWritesTheTraceAndASummary) {
+  const Outcome to_stdout = Sim("gen-trace --shape hot-shift --duration-s 60 --seed 3");
+  ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  absl::StatusOr<std::vector<heatsink::sim::TraceRequest>> trace =
+      heatsink::sim::ParseTrace(to_stdout.out, "stdout");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_GT(trace->size(), 300u);
+  EXPECT_THAT(to_stdout.err, StartsWith(absl::StrCat("gen-trace hot-shift seed 3: ", trace->size(),
+                                                     " requests, ")));
+  EXPECT_THAT(to_stdout.err, HasSubstr(" distinct blocks, "));
+  EXPECT_THAT(to_stdout.err, HasSubstr(absl::StrCat(to_stdout.out.size(), " bytes -> stdout\n")));
+
+  const fs::path dir = FreshDir("gen-trace-file");
+  fs::create_directories(dir);
+  const Outcome to_file =
+      Sim(absl::StrCat("gen-trace --shape hot-shift --duration-s 60 --seed 3 --out '",
+                       (dir / "t.jsonl").string(), "'"));
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_EQ(to_file.out, "");
+  EXPECT_TRUE(ReadFile(dir / "t.jsonl") == to_stdout.out) << "file and stdout differ";
+}
+
+TEST(Cli, GenTraceHelpNamesEveryFlagWithItsDefault) {
+  const Outcome r = Sim("gen-trace --help");
+  ASSERT_EQ(r.exit_code, 0);
+  const heatsink::sim::TraceGenSpec defaults;
+  for (const heatsink::sim::TraceGenParam& p : heatsink::sim::TraceGenParams()) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("--", p.name))) << p.name;
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat(
+                           "[default: ", heatsink::sim::TraceGenParamValue(p, defaults), "]")))
+        << p.name;
+  }
+  for (const char* word :
+       {"agentic =", "hot-shift =", "one-shot-flood =", "--shape", "--seed", "--out"}) {
+    EXPECT_THAT(r.out, HasSubstr(word));
+  }
+}
+
+// Each committed gen-*.jsonl is what its command in scenarios/traces/README.md
+// writes now: the test runs every documented command (with --out pointed at a
+// scratch file) and compares the bytes, so neither the files nor the README
+// can drift from the generator.
+TEST(Cli, CommittedGeneratedTracesMatchTheirDocumentedCommands) {
+  const std::string readme = ReadFile(RepoRoot() / "scenarios/traces/README.md");
+  const fs::path dir = FreshDir("gen-trace-committed");
+  fs::create_directories(dir);
+  std::vector<std::string> checked;
+  for (absl::string_view line : absl::StrSplit(readme, '\n')) {
+    if (!absl::ConsumePrefix(&line, "heatsink-sim gen-trace ")) continue;
+    const size_t out_flag = line.find("--out ");
+    ASSERT_NE(out_flag, absl::string_view::npos) << line;
+    const std::string committed(line.substr(out_flag + 6));
+    ASSERT_EQ(committed.find(' '), std::string::npos) << "--out must come last: " << line;
+    const fs::path scratch = dir / fs::path(committed).filename();
+    const Outcome r =
+        Sim(absl::StrCat("gen-trace ", line.substr(0, out_flag), "--out '", scratch.string(), "'"));
+    ASSERT_EQ(r.exit_code, 0) << line << "\n" << r.err;
+    EXPECT_TRUE(ReadFile(scratch) == ReadFile(RepoRoot() / committed))
+        << committed << " differs from what `heatsink-sim gen-trace " << line
+        << "` writes now; regenerate it with that command (scenarios/traces/README.md)";
+    checked.push_back(fs::path(committed).filename().string());
+  }
+  EXPECT_THAT(checked, ::testing::UnorderedElementsAre("gen-agentic.jsonl", "gen-hot-shift.jsonl",
+                                                       "gen-one-shot-flood.jsonl"));
 }
 
 }  // namespace

@@ -360,7 +360,7 @@ ScenarioLoadOptions RealKnobs() { return SimulatorLoadOptions(); }
 
 std::vector<std::filesystem::path> ShippedScenarios() {
   std::vector<std::filesystem::path> out;
-  for (const char* dir : {"scenarios", "scenarios/admission"}) {
+  for (const char* dir : {"scenarios", "scenarios/admission", "scenarios/study"}) {
     for (const auto& e : std::filesystem::directory_iterator(RepoRoot() / dir)) {
       if (e.path().extension() == ".json") out.push_back(e.path());
     }
@@ -371,7 +371,7 @@ std::vector<std::filesystem::path> ShippedScenarios() {
 
 TEST(ShippedScenarios, EveryFileLoads) {
   const std::vector<std::filesystem::path> files = ShippedScenarios();
-  ASSERT_GE(files.size(), 17u);  // 6 examples + 11 admission cases
+  ASSERT_GE(files.size(), 20u);  // 6 examples + 11 admission cases + 3 studies
   const ScenarioLoadOptions options = RealKnobs();
   for (const auto& path : files) {
     absl::StatusOr<Scenario> s = LoadScenarioFile(path.string(), options);
@@ -412,7 +412,8 @@ TEST(ShippedScenarios, DocumentedCompleteExampleLoads) {
 TEST(ShippedScenarios, ExpectedExamplesExist) {
   for (const char* name :
        {"hot-key-fanout", "cross-domain-reuse", "cold-start-warmup", "eviction-recreate",
-        "numa-promotion", "pd-conversation-replay"}) {
+        "numa-promotion", "pd-conversation-replay", "study/agentic", "study/hot-shift",
+        "study/one-shot-flood"}) {
     EXPECT_TRUE(std::filesystem::exists(RepoRoot() / "scenarios" / absl::StrCat(name, ".json")))
         << name;
   }

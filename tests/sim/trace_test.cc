@@ -4,7 +4,8 @@
 // timestamp, limits), each naming the file and line; request_limit stops
 // early; file reading in chunks matches text parsing, including the shipped
 // copy of the conversation trace; the plain-shape reader agrees with the
-// JSON reader wherever it answers.
+// JSON reader wherever it answers; the writer (FormatTraceLine) produces the
+// public traces' exact bytes.
 #include "sim/trace.h"
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -192,6 +194,37 @@ TEST(Trace, ShippedConversationTraceLoads) {
   for (const TraceRequest& q : *r) {
     ASSERT_EQ(static_cast<int64_t>(q.hash_ids.size()), (q.input_length + 511) / 512) << q.line;
   }
+}
+
+TEST(TraceWriter, WritesThePublicTracesShape) {
+  TraceRequest r;
+  r.timestamp_ms = 27;
+  r.input_length = 6758;
+  r.output_length = 500;
+  r.hash_ids = {0, 1, 2};
+  r.line = 9;  // not written
+  EXPECT_EQ(FormatTraceLine(r),
+            "{\"timestamp\": 27, \"input_length\": 6758, \"output_length\": 500, "
+            "\"hash_ids\": [0, 1, 2]}");
+  r.hash_ids.clear();
+  std::string text;
+  AppendTraceJsonl({r, r}, &text);
+  const std::string line =
+      "{\"timestamp\": 27, \"input_length\": 6758, \"output_length\": 500, \"hash_ids\": []}\n";
+  EXPECT_EQ(text, line + line);
+}
+
+// Reading the public trace and writing it again gives the file's bytes back.
+TEST(TraceWriter, ShippedConversationTraceRoundTripsByteForByte) {
+  const std::filesystem::path path =
+      testing_paths::RepoRoot() / "scenarios/traces/conversation_trace.jsonl";
+  absl::StatusOr<std::vector<TraceRequest>> r = ReadTraceFile(path.string());
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  AppendTraceJsonl(*r, &text);
+  EXPECT_TRUE(text == bytes) << "the writer's text differs from the shipped trace";
 }
 
 // The plain-shape reader answers exactly where the JSON reader accepts a
