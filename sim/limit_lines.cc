@@ -145,8 +145,7 @@ uint32_t LimitLineRecorder::PairFor(const ObjectName& name, Version version,
 void LimitLineRecorder::OnRead(uint32_t pair, TimeNs t_ns, uint64_t bytes, bool cross_domain,
                                bool base_cross_domain) {
   HS_CHECK(pair < pairs_.size());
-  HS_CHECK(t_ns >= last_read_ns_);
-  last_read_ns_ = t_ns;
+  HS_CHECK(t_ns >= 0);
   Pair& p = pairs_[pair];
   if (cross_domain) {
     (p.cross_reads == 0 ? first_touch_bytes_ : repeat_bytes_) += bytes;
@@ -163,7 +162,9 @@ void LimitLineRecorder::OnRead(uint32_t pair, TimeNs t_ns, uint64_t bytes, bool 
       if (p.base_reads == 2) p.second_read_ns = t_ns;
       if (p.base_reads >= 3) p.online_bytes += bytes;
     }
-    p.last_read_ns = t_ns;
+    // Reads complete out of the order they were served in: the hold ends at
+    // the latest served time.
+    p.last_read_ns = std::max(p.last_read_ns, t_ns);
   }
 }
 

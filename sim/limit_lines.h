@@ -9,7 +9,9 @@
 //
 // Pairs. Reads are grouped by (object, requester domain); an object is its
 // name and version (a key put again is a new object). Only completed reads
-// count, at the time they completed.
+// count, in the order they completed, each at the time the master served
+// it (so a read in flight when a replica is decided on is not counted as
+// removed by it).
 //
 // The run's split (what the run did). `first_touch_bytes`: the first read of
 // a pair that crossed domains (unavoidable for a policy that does not
@@ -124,8 +126,9 @@ class LimitLineRecorder {
   // read (nothing to record). Cheap to carry until the read completes.
   // REQUIRES: target.domain >= 0.
   uint32_t PairFor(const ObjectName& name, Version version, const LimitReadTarget& target);
-  // The read of `pair` completed at `t_ns` with `bytes` (`cross_domain` and
-  // `base_cross_domain` as given to PairFor). REQUIRES: t_ns never decreases.
+  // The read of `pair`, served by the master at `t_ns`, completed with
+  // `bytes` (`cross_domain` and `base_cross_domain` as given to PairFor).
+  // Called in completion order. REQUIRES: t_ns >= 0.
   void OnRead(uint32_t pair, TimeNs t_ns, uint64_t bytes, bool cross_domain,
               bool base_cross_domain);
 
@@ -139,8 +142,8 @@ class LimitLineRecorder {
     HS_CHECK(pairs_.empty());
     keep_avoidable_reads_ = true;
   }
-  // Bytes of the avoidable reads of (name, version) from `domain` that
-  // completed after `t_ns`: what a replica placed in that domain at `t_ns`
+  // Bytes of the avoidable reads of (name, version) from `domain` that the
+  // master served after `t_ns`: what a replica placed in that domain at `t_ns`
   // would have removed (copy time not counted). 0 for an unknown pair.
   // REQUIRES: KeepAvoidableReads() was called.
   uint64_t AvoidableBytesAfter(const ObjectName& name, Version version, int32_t domain,
@@ -171,13 +174,12 @@ class LimitLineRecorder {
   uint64_t first_touch_bytes_ = 0;
   uint64_t repeat_bytes_ = 0;
   uint64_t unavoidable_bytes_ = 0;
-  TimeNs last_read_ns_ = 0;
   absl::flat_hash_map<ObjectKey, uint32_t> object_ids_;  // first-seen order
   std::vector<int32_t> object_originals_;                // by object id
   absl::flat_hash_map<uint64_t, uint32_t> pair_index_;   // (object << 32 | domain) -> pairs_
   std::vector<Pair> pairs_;                              // first-seen order
   bool keep_avoidable_reads_ = false;
-  // By pair, with keep_avoidable_reads_: (completion time, bytes) of reads 2..n.
+  // By pair, with keep_avoidable_reads_: (served time, bytes) of reads 2..n.
   std::vector<std::vector<std::pair<TimeNs, uint64_t>>> avoidable_reads_;
 };
 

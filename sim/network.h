@@ -69,9 +69,9 @@
 namespace heatsink::sim {
 
 using FlowId = uint64_t;  // 0 is never issued
-// A flow's completion callback; up to 48 bytes of closure live inline in the
+// A flow's completion callback; up to 64 bytes of closure live inline in the
 // flow's slot (sim/inline_function.h).
-using FlowDone = InlineFunction<void(absl::Status), 48>;
+using FlowDone = InlineFunction<void(absl::Status), 64>;
 
 struct FlowSpec {
   int src_host = -1;  // host indices, see Network::FindHost
