@@ -420,7 +420,11 @@ std::string FormatRunSummary(const RunResult& run, const RunStats& stats) {
                   FormatBytesIec(run.copy_bytes_cross_domain), " cross-domain)\n");
   absl::StrAppend(&out, "extra mem   peak ", FormatBytesIec(run.extra_memory_peak_bytes),
                   ", final ", FormatBytesIec(run.extra_memory_final_bytes), ", mean ",
-                  FormatBytesIec(stats.limits.extra_memory_mean_bytes), "\n");
+                  FormatBytesIec(stats.limits.extra_memory_mean_bytes), " (",
+                  stats.limits.extra_memory_of_stored.has_value()
+                      ? FormatFixed(*stats.limits.extra_memory_of_stored, 4)
+                      : std::string("n/a"),
+                  " of the stored bytes)\n");
   const LimitLines& l = run.limits;
   auto fraction = [](const std::optional<double>& f) {
     return f.has_value() ? FormatFixed(*f, 4) : std::string("n/a");
