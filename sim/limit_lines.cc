@@ -201,77 +201,70 @@ LimitLines LimitLineRecorder::Compute(const LimitLineOptions& options) const {
   out.avoidable_removed_bytes =
       out.avoidable_bytes > repeat_bytes_ ? out.avoidable_bytes - repeat_bytes_ : 0;
 
-  // Online: in order of the second read (ties: first-seen order).
-  {
-    std::vector<uint32_t> order;
-    for (uint32_t i : candidates) {
-      if (pairs_[i].base_reads >= 3) order.push_back(i);
-    }
-    std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-      return pairs_[a].second_read_ns < pairs_[b].second_read_ns;
-    });
+  // Takes the pairs in `order` into `line` while the replica cap (and the
+  // memory budget, with a profile) allow; a taken pair removes `p.*removes`.
+  auto take = [&](const std::vector<uint32_t>& order, uint64_t Pair::*removes,
+                  MemoryProfile* profile, LimitLine* line) {
     CapTracker cap(object_originals_.size(), options, object_originals_);
     std::vector<Hold> holds;
     for (uint32_t i : order) {
       const Pair& p = pairs_[i];
       if (!cap.Fits(p.object, p.second_read_ns, p.last_read_ns)) {
-        ++out.online.capped;
+        ++line->capped;
         continue;
+      }
+      if (profile != nullptr) {
+        if (profile->MaxOver(p.second_read_ns, p.last_read_ns) + p.size_bytes >
+            *options.clairvoyant_budget_bytes) {
+          ++line->over_budget;
+          continue;
+        }
+        profile->Add(p.second_read_ns, p.last_read_ns, p.size_bytes);
       }
       cap.Take(p.object, p.second_read_ns, p.last_read_ns);
       holds.push_back(Hold{p.second_read_ns, p.last_read_ns, p.size_bytes});
-      out.online.removed_bytes += p.online_bytes;
-      ++out.online.replicas;
+      line->removed_bytes += p.*removes;
+      ++line->replicas;
     }
-    AddMemory(holds, options.duration_ns, &out.online);
+    AddMemory(holds, options.duration_ns, line);
+  };
+
+  // Online: pairs read at least three times, in order of the second read
+  // (ties: first-seen order).
+  std::vector<uint32_t> online;
+  for (uint32_t i : candidates) {
+    if (pairs_[i].base_reads >= 3) online.push_back(i);
   }
+  std::stable_sort(online.begin(), online.end(), [this](uint32_t a, uint32_t b) {
+    return pairs_[a].second_read_ns < pairs_[b].second_read_ns;
+  });
+  take(online, &Pair::online_bytes, nullptr, &out.online);
 
   // Clairvoyant: greedy by removed bytes per byte of memory.
-  {
-    std::vector<uint32_t> order = candidates;
-    std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-      const Pair& pa = pairs_[a];
-      const Pair& pb = pairs_[b];
-      // pa.avoidable / pa.size > pb.avoidable / pb.size, exactly.
-      const unsigned __int128 lhs = static_cast<unsigned __int128>(pa.avoidable_bytes) *
-                                    std::max<uint64_t>(pb.size_bytes, 1);
-      const unsigned __int128 rhs = static_cast<unsigned __int128>(pb.avoidable_bytes) *
-                                    std::max<uint64_t>(pa.size_bytes, 1);
-      if (lhs != rhs) return lhs > rhs;
-      return pa.second_read_ns < pb.second_read_ns;
-    });
-    std::optional<MemoryProfile> profile;
-    if (options.clairvoyant_budget_bytes.has_value()) {
-      std::vector<TimeNs> instants;
-      instants.reserve(order.size() * 2);
-      for (uint32_t i : order) {
-        instants.push_back(pairs_[i].second_read_ns);
-        instants.push_back(pairs_[i].last_read_ns);
-      }
-      profile.emplace(std::move(instants));
+  std::vector<uint32_t> greedy = candidates;
+  std::stable_sort(greedy.begin(), greedy.end(), [this](uint32_t a, uint32_t b) {
+    const Pair& pa = pairs_[a];
+    const Pair& pb = pairs_[b];
+    // pa.avoidable / pa.size > pb.avoidable / pb.size, exactly.
+    const unsigned __int128 lhs = static_cast<unsigned __int128>(pa.avoidable_bytes) *
+                                  std::max<uint64_t>(pb.size_bytes, 1);
+    const unsigned __int128 rhs = static_cast<unsigned __int128>(pb.avoidable_bytes) *
+                                  std::max<uint64_t>(pa.size_bytes, 1);
+    if (lhs != rhs) return lhs > rhs;
+    return pa.second_read_ns < pb.second_read_ns;
+  });
+  std::optional<MemoryProfile> profile;
+  if (options.clairvoyant_budget_bytes.has_value()) {
+    std::vector<TimeNs> instants;
+    instants.reserve(greedy.size() * 2);
+    for (uint32_t i : greedy) {
+      instants.push_back(pairs_[i].second_read_ns);
+      instants.push_back(pairs_[i].last_read_ns);
     }
-    CapTracker cap(object_originals_.size(), options, object_originals_);
-    std::vector<Hold> holds;
-    for (uint32_t i : order) {
-      const Pair& p = pairs_[i];
-      if (!cap.Fits(p.object, p.second_read_ns, p.last_read_ns)) {
-        ++out.clairvoyant.capped;
-        continue;
-      }
-      if (profile.has_value() &&
-          profile->MaxOver(p.second_read_ns, p.last_read_ns) + p.size_bytes >
-              *options.clairvoyant_budget_bytes) {
-        ++out.clairvoyant.over_budget;
-        continue;
-      }
-      if (profile.has_value()) profile->Add(p.second_read_ns, p.last_read_ns, p.size_bytes);
-      cap.Take(p.object, p.second_read_ns, p.last_read_ns);
-      holds.push_back(Hold{p.second_read_ns, p.last_read_ns, p.size_bytes});
-      out.clairvoyant.removed_bytes += p.avoidable_bytes;
-      ++out.clairvoyant.replicas;
-    }
-    AddMemory(holds, options.duration_ns, &out.clairvoyant);
+    profile.emplace(std::move(instants));
   }
+  take(greedy, &Pair::avoidable_bytes, profile.has_value() ? &*profile : nullptr,
+       &out.clairvoyant);
   return out;
 }
 

@@ -44,14 +44,6 @@ void WriteLatency(JsonWriter& w, const LatencyPercentiles& p) {
       .EndObject();
 }
 
-void WriteOptionalFraction(JsonWriter& w, const std::optional<double>& fraction) {
-  if (fraction.has_value()) {
-    w.Double(*fraction, 6);
-  } else {
-    w.Null();
-  }
-}
-
 void WriteCounts(JsonWriter& w, const std::map<std::string, int64_t>& counts) {
   w.BeginObject();
   for (const auto& [key, count] : counts) w.Key(key).Int(count);
@@ -71,14 +63,6 @@ std::vector<TimeNs> IntervalStarts(const RunResult& run) {
 
 std::string FractionCell(const std::optional<double>& fraction) {
   return fraction.has_value() ? FormatFixed(*fraction, 6) : std::string();
-}
-
-void WriteOptionalRatio(JsonWriter& w, const std::optional<double>& ratio, int decimals) {
-  if (ratio.has_value()) {
-    w.Double(*ratio, decimals);
-  } else {
-    w.Null();
-  }
 }
 
 void WriteLimitLine(JsonWriter& w, const LimitLine& line) {
@@ -101,7 +85,7 @@ void WriteLimits(JsonWriter& w, const RunResult& run, const RunStats& stats) {
       .Key("avoidable_bytes").Uint(l.avoidable_bytes)
       .Key("avoidable_removed_bytes").Uint(l.avoidable_removed_bytes)
       .Key("avoidable_removed_fraction");
-  WriteOptionalRatio(w, ls.avoidable_removed_fraction, 6);
+  w.OptionalDouble(ls.avoidable_removed_fraction, 6);
   w.Key("pairs").Int(l.pairs);
   w.Key("online").BeginObject();
   WriteLimitLine(w, l.online);
@@ -116,23 +100,23 @@ void WriteLimits(JsonWriter& w, const RunResult& run, const RunStats& stats) {
   w.Key("over_budget").Int(l.clairvoyant.over_budget);
   w.EndObject();
   w.Key("of_online");
-  WriteOptionalRatio(w, ls.of_online, 6);
+  w.OptionalDouble(ls.of_online, 6);
   w.Key("of_clairvoyant");
-  WriteOptionalRatio(w, ls.of_clairvoyant, 6);
+  w.OptionalDouble(ls.of_clairvoyant, 6);
   w.Key("extra_memory_mean_bytes").Uint(ls.extra_memory_mean_bytes);
   w.Key("stored_bytes_mean").Uint(ls.stored_bytes_mean);
   w.Key("extra_memory_of_stored");
-  WriteOptionalRatio(w, ls.extra_memory_of_stored, 6);
+  w.OptionalDouble(ls.extra_memory_of_stored, 6);
   w.Key("memory_of_clairvoyant");
-  WriteOptionalRatio(w, ls.memory_of_clairvoyant, 6);
+  w.OptionalDouble(ls.memory_of_clairvoyant, 6);
   w.Key("extra_gib_seconds").Double(ls.extra_gib_seconds, 3);
   w.Key("extra_gib_seconds_per_removed_gib");
-  WriteOptionalRatio(w, ls.extra_gib_seconds_per_removed_gib, 3);
+  w.OptionalDouble(ls.extra_gib_seconds_per_removed_gib, 3);
   w.Key("even_share_bytes").Uint(ls.even_share_bytes);
   w.Key("busiest_host_bytes").Uint(stats.host_load.max_bytes);
   w.Key("steady_state_from_ns").Int(stats.steady_state_from_ns);
   w.Key("steady_state_max_over_mean");
-  WriteOptionalRatio(w, stats.steady_state_max_over_mean, 6);
+  w.OptionalDouble(stats.steady_state_max_over_mean, 6);
   w.EndObject();
 }
 
@@ -237,11 +221,11 @@ std::string RenderSummaryJson(const RunResult& run, const RunStats& stats) {
   WriteLimits(w, run, stats);
 
   w.Key("local_hit_fraction");
-  WriteOptionalFraction(w, stats.local_hit_fraction);
+  w.OptionalDouble(stats.local_hit_fraction, 6);
   w.Key("numa_reads").Int(run.numa_reads);
   w.Key("numa_local_reads").Int(run.numa_local_reads);
   w.Key("local_hit_oracle");
-  WriteOptionalFraction(w, stats.local_hit_oracle);
+  w.OptionalDouble(stats.local_hit_oracle, 6);
   w.Key("numa_oracle_local_reads").Int(run.numa_oracle_local_reads);
   w.Key("metrics");
   WriteCounts(w, run.metrics);

@@ -111,25 +111,8 @@ std::string RenderCompareJson(const std::vector<RunResult>& runs,
         .Key("would_propose").Int(s.admissions.would_propose)
         .Key("rejected").Int(s.admissions.rejected)
         .EndObject();
-    w.Key("local_hit_oracle");
-    if (s.local_hit_oracle.has_value()) {
-      w.Double(*s.local_hit_oracle, 6);
-    } else {
-      w.Null();
-    }
-    w.Key("local_hit_fraction");
-    if (s.local_hit_fraction.has_value()) {
-      w.Double(*s.local_hit_fraction, 6);
-    } else {
-      w.Null();
-    }
-    auto optional_ratio = [&w](const std::optional<double>& r) {
-      if (r.has_value()) {
-        w.Double(*r, 6);
-      } else {
-        w.Null();
-      }
-    };
+    w.Key("local_hit_oracle").OptionalDouble(s.local_hit_oracle, 6);
+    w.Key("local_hit_fraction").OptionalDouble(s.local_hit_fraction, 6);
     const LimitLines& l = run.limits;
     w.Key("limits").BeginObject()
         .Key("first_touch_bytes").Uint(l.first_touch_bytes)
@@ -137,19 +120,19 @@ std::string RenderCompareJson(const std::vector<RunResult>& runs,
         .Key("avoidable_bytes").Uint(l.avoidable_bytes)
         .Key("avoidable_removed_bytes").Uint(l.avoidable_removed_bytes)
         .Key("avoidable_removed_fraction");
-    optional_ratio(off == nullptr ? std::nullopt : AvoidableRemovedVsOff(run, *off));
+    w.OptionalDouble(off == nullptr ? std::nullopt : AvoidableRemovedVsOff(run, *off), 6);
     w.Key("online_removed_bytes").Uint(l.online.removed_bytes);
     w.Key("of_online");
-    optional_ratio(s.limits.of_online);
+    w.OptionalDouble(s.limits.of_online, 6);
     w.Key("clairvoyant_removed_bytes").Uint(l.clairvoyant.removed_bytes);
     w.Key("of_clairvoyant");
-    optional_ratio(s.limits.of_clairvoyant);
+    w.OptionalDouble(s.limits.of_clairvoyant, 6);
     w.Key("extra_memory_mean_bytes").Uint(s.limits.extra_memory_mean_bytes);
     w.Key("clairvoyant_memory_mean_bytes").Uint(l.clairvoyant.memory_mean_bytes);
     w.Key("memory_of_clairvoyant");
-    optional_ratio(s.limits.memory_of_clairvoyant);
+    w.OptionalDouble(s.limits.memory_of_clairvoyant, 6);
     w.Key("extra_memory_of_stored");
-    optional_ratio(s.limits.extra_memory_of_stored);
+    w.OptionalDouble(s.limits.extra_memory_of_stored, 6);
     w.EndObject();
     w.Key("events_simulated").Int(run.events_simulated);
     w.EndObject();

@@ -284,6 +284,10 @@ JsonWriter& JsonWriter::Double(double value, int decimals) {
   return *this;
 }
 
+JsonWriter& JsonWriter::OptionalDouble(const std::optional<double>& value, int decimals) {
+  return value.has_value() ? Double(*value, decimals) : Null();
+}
+
 JsonWriter& JsonWriter::Bool(bool value) {
   BeforeValue();
   out_ += value ? "true" : "false";

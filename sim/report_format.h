@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,8 @@ class JsonWriter {
   JsonWriter& Int(int64_t value);
   JsonWriter& Uint(uint64_t value);
   JsonWriter& Double(double value, int decimals = 6);
+  // Double(*value, decimals), or null when `value` is empty.
+  JsonWriter& OptionalDouble(const std::optional<double>& value, int decimals = 6);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
   // A complete, valid JSON value rendered elsewhere (possibly multi-line);

@@ -203,14 +203,9 @@ bool IdleAt(int64_t head, int64_t cur, int32_t n) { return cur - head >= n; }
 
 // Reads in the window at bucket `cur` of a ring whose newest bucket is
 // `head`. REQUIRES: the slot lock.
-int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t n) {
-  const int64_t age = std::max<int64_t>(0, cur - head);
-  if (age >= n) return 0;
-  return SumRing(ring, n - static_cast<int32_t>(age));
-}
-
-// The reads in the newest `last` buckets at `cur` (ring[i] is bucket head - i).
-int64_t CountLastAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t last) {
+// The reads in the newest `last` buckets at `cur` (ring[i] is bucket head - i);
+// with last = n, the whole window.
+int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t last) {
   const int64_t age = std::max<int64_t>(0, cur - head);
   if (age >= last) return 0;
   return SumRing(ring, last - static_cast<int32_t>(age));
@@ -618,15 +613,7 @@ void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
 }
 
 int64_t HeatWindow::CountInWindow(TimeNs now, HeatKeyView key) const {
-  HS_CHECK(now >= 0);
-  const uint64_t hash = StableHeatKeyHash(key);
-  const Shard& s = shards_[static_cast<size_t>(ShardIndexFor(hash))];
-  MutexLock lock(&s.mu);
-  const Probe found = FindKey(s, hash, key);
-  if (found.slot == kNoSlot) return 0;
-  Slot& e = s.slot(found.slot);
-  SlotLock slot_lock(e);
-  return CountAt(e.ring, e.head_bucket, now / bucket_ns_, options_.sub_buckets);
+  return CountInLastSubBuckets(now, key, options_.sub_buckets);
 }
 
 int64_t HeatWindow::CountInLastSubBuckets(TimeNs now, HeatKeyView key,
@@ -640,7 +627,7 @@ int64_t HeatWindow::CountInLastSubBuckets(TimeNs now, HeatKeyView key,
   if (found.slot == kNoSlot) return 0;
   Slot& e = s.slot(found.slot);
   SlotLock slot_lock(e);
-  return CountLastAt(e.ring, e.head_bucket, now / bucket_ns_, sub_buckets);
+  return CountAt(e.ring, e.head_bucket, now / bucket_ns_, sub_buckets);
 }
 
 std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t limit) const {
