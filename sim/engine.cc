@@ -250,15 +250,16 @@ const Engine::Lane& Engine::LaneAt(LaneId id) const {
   return lanes_[static_cast<size_t>(id)];
 }
 
-std::optional<Engine::LanePlacement> Engine::PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t) {
+std::optional<Engine::LanePlacement> Engine::PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t,
+                                                            uint64_t sequence) {
   HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
   HS_CHECK_MSG(handle < kNotInLane / 2, "lane timer handle out of range");
-  const uint64_t sequence = NextSequence();
   if (handle < lane.position.size() && lane.position[handle] != kNotInLane) {
-    // Moved: the sequence only grows, the time may go either way.
+    // Moved: time and sequence may go either way (a reserved sequence can be
+    // older than the entry's).
     const uint32_t i = lane.position[handle];
     LaneEntry& e = lane.heap[i];
-    const bool earlier = t < e.time;
+    const bool earlier = LaneEntry{t, sequence, handle} < e;
     e.time = t;
     e.sequence = sequence;
     return LanePlacement{i, earlier};
@@ -273,8 +274,13 @@ std::optional<Engine::LanePlacement> Engine::PlaceLaneTimer(Lane& lane, uint32_t
 }
 
 void Engine::SetLaneTimer(LaneId id, uint32_t handle, TimeNs t) {
+  SetLaneTimerWithSequence(id, handle, t, NextSequence());
+}
+
+void Engine::SetLaneTimerWithSequence(LaneId id, uint32_t handle, TimeNs t, uint64_t sequence) {
+  HS_CHECK_MSG(sequence < next_sequence_, "lane timer sequence not drawn yet");
   Lane& lane = LaneAt(id);
-  const std::optional<LanePlacement> placed = PlaceLaneTimer(lane, handle, t);
+  const std::optional<LanePlacement> placed = PlaceLaneTimer(lane, handle, t, sequence);
   if (!placed.has_value()) return;
   if (placed->earlier) {
     LaneSiftUp(lane, placed->index);
@@ -298,7 +304,7 @@ void Engine::SetLaneTimers(LaneId id, absl::Span<const LaneTimerUpdate> updates)
   for (const LaneTimerUpdate& u : updates) {
     const uint32_t i = u.handle < lane.position.size() ? lane.position[u.handle] : kNotInLane;
     if (i == kNotInLane) {
-      PlaceLaneTimer(lane, u.handle, u.t);
+      PlaceLaneTimer(lane, u.handle, u.t, NextSequence());
       continue;
     }
     HS_CHECK_MSG(u.t >= now_ns_, "events cannot be scheduled in the past");

@@ -135,6 +135,17 @@ class Engine {
     TimeNs t;
   };
   void SetLaneTimers(LaneId lane, absl::Span<const LaneTimerUpdate> updates);
+  // A sequence number drawn ahead of time, for a client that keeps several
+  // logical timers behind one lane timer (the network keeps one timer per
+  // route class for all the flows of that class). DrawSequence takes the
+  // next number now, exactly as SetLaneTimer would. SetLaneTimerWithSequence
+  // is SetLaneTimer with such a number instead of the next one, so the timer
+  // runs among the events due at its time where a timer set when the number
+  // was drawn would have run; several timers set one after the other with the
+  // same number keep the place of the first.
+  // REQUIRES: `sequence` was returned by DrawSequence.
+  uint64_t DrawSequence() { return NextSequence(); }
+  void SetLaneTimerWithSequence(LaneId lane, uint32_t handle, TimeNs t, uint64_t sequence);
   // True if the timer was pending and now never runs.
   bool CancelLaneTimer(LaneId lane, uint32_t handle);
   bool LaneTimerPending(LaneId lane, uint32_t handle) const;
@@ -236,7 +247,8 @@ class Engine {
   };
   // Sets `handle`'s entry to (t, next sequence) in place, or appends it
   // (nullopt when refused at the pending limit); the caller restores the heap.
-  std::optional<LanePlacement> PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t);
+  std::optional<LanePlacement> PlaceLaneTimer(Lane& lane, uint32_t handle, TimeNs t,
+                                              uint64_t sequence);
   static void LaneSiftUp(Lane& lane, uint32_t i);
   static void LaneSiftDown(Lane& lane, uint32_t i);
   static void LaneRemoveAt(Lane& lane, uint32_t i);

@@ -21,6 +21,15 @@ constexpr int kFlowSlotBits = 24;
 constexpr uint64_t kFlowSlotMask = (uint64_t{1} << kFlowSlotBits) - 1;
 constexpr FlowId kFlowIdMax = (FlowId{1} << (64 - kFlowSlotBits)) - 1;
 
+// std heap comparator for a min-heap on (target_work, join_order).
+struct MemberAfter {
+  template <typename M>
+  bool operator()(const M& a, const M& b) const {
+    if (a.target_work != b.target_work) return a.target_work > b.target_work;
+    return a.join_order > b.join_order;
+  }
+};
+
 uint64_t FlowToken(uint32_t slot, FlowId id) { return (id << kFlowSlotBits) | slot; }
 uint32_t TokenSlot(uint64_t token) { return static_cast<uint32_t>(token & kFlowSlotMask); }
 FlowId TokenId(uint64_t token) { return token >> kFlowSlotBits; }
@@ -38,12 +47,12 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(Engine* engine, Rng* rn
 
 Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const NetworkKnobs& knobs)
     : engine_(engine), rng_(rng), topology_(std::move(topology)), knobs_(knobs) {
-  // A flow slot keeps its timer until the flow completes or fails, and a
-  // freed slot has none, so the slot alone names the flow.
-  completion_lane_ = engine_->AddLane([this](uint32_t slot) {
-    HS_CHECK_MSG(slot < flows_.size() && flows_[slot].id != 0 && flows_[slot].moving,
-                 "completion timer of a flow that is gone");
-    Complete(slot, flows_[slot].id);
+  // A class has a timer only while it has flows, so the handle alone names
+  // the class whose first flow completes.
+  completion_lane_ = engine_->AddLane([this](uint32_t route_class) {
+    HS_CHECK_MSG(route_class < classes_.size() && classes_[route_class].members > 0,
+                 "completion timer of a class without flows");
+    CompleteFirst(route_class);
   });
   routes_ = ComputeRoutes(topology_);
   auto add_resource = [this](int64_t capacity) {
@@ -226,38 +235,130 @@ void Network::Activate(uint32_t slot, FlowId id) {
   const HostState& src = hosts_[flow.src_host];
   const HostState& dst = hosts_[flow.dst_host];
   flow.event = kNoTimer;
-  flow.settled_ns = engine_->NowNs();
-  flow.remaining_work = static_cast<Work>(flow.bytes) * kWorkPerByte;
-  flow.resources.clear();
+  route_scratch_.clear();
   if (flow.distance == Distance::kSameHost) {
-    flow.resources.push_back(ResourceRef{src.local_resource, 0});
+    route_scratch_.push_back(src.local_resource);
   } else {
     auto least_loaded = [this](const std::vector<uint32_t>& nics) {
       size_t best = 0;
       for (size_t n = 1; n < nics.size(); ++n) {
-        if (resources_[nics[n]].flows.size() < resources_[nics[best]].flows.size()) best = n;
+        if (resources_[nics[n]].flows < resources_[nics[best]].flows) best = n;
       }
       return static_cast<int>(best);
     };
     if (flow.src_nic < 0) flow.src_nic = least_loaded(src.send_resources);
     if (flow.dst_nic < 0) flow.dst_nic = least_loaded(dst.receive_resources);
-    flow.resources.push_back(ResourceRef{src.send_resources[flow.src_nic], 0});
+    route_scratch_.push_back(src.send_resources[flow.src_nic]);
     for (const RouteHop& hop : routes_[src.domain][dst.domain].hops) {
       const TrunkState& trunk = trunks_[hop.trunk];
-      flow.resources.push_back(
-          ResourceRef{hop.a_to_b ? trunk.resource_a_to_b : trunk.resource_b_to_a, 0});
+      route_scratch_.push_back(hop.a_to_b ? trunk.resource_a_to_b : trunk.resource_b_to_a);
     }
-    flow.resources.push_back(ResourceRef{dst.receive_resources[flow.dst_nic], 0});
+    route_scratch_.push_back(dst.receive_resources[flow.dst_nic]);
   }
   if (flow.bytes == 0) {  // nothing to move: done once set up
-    Complete(slot, id);
+    Complete(slot);
     return;
   }
+  const uint32_t route_class = FindOrAddClass(route_scratch_);
+  Join(slot, route_class);
+  RequestReshare(classes_[route_class].resources);
+}
+
+uint32_t Network::FindOrAddClass(const ResourceList& route) {
+  auto [it, added] = class_index_.try_emplace(route, static_cast<uint32_t>(classes_.size()));
+  if (added) {
+    classes_.emplace_back();
+    classes_.back().resources = route;
+  }
+  return it->second;
+}
+
+void Network::Join(uint32_t slot, uint32_t route_class) {
+  RouteClass& c = classes_[route_class];
+  Flow& flow = flows_[slot];
+  if (c.members == 0) {
+    // A class starts afresh each time it gains its first flow.
+    c.heap.clear();
+    c.clock = 0;
+    c.settled_ns = engine_->NowNs();
+    c.rate_bytes_per_sec = 0;
+    c.positions.clear();
+    for (uint32_t r : c.resources) {
+      std::vector<uint32_t>& members = resources_[r].classes;
+      c.positions.push_back(static_cast<uint32_t>(members.size()));
+      members.push_back(route_class);
+    }
+  } else {
+    Settle(c);
+  }
+  for (uint32_t r : c.resources) ++resources_[r].flows;
   flow.moving = true;
-  Attach(slot);
-  touched_.clear();
-  for (const ResourceRef& ref : flow.resources) touched_.push_back(ref.resource);
-  RequestReshare(touched_);
+  flow.route_class = route_class;
+  flow.target_work = c.clock + static_cast<Work>(flow.bytes) * kWorkPerByte;
+  flow.join_order = next_join_order_++;
+  flow.rated_after = c.solves + 1;
+  c.joined = true;
+  c.heap.push_back(Member{flow.target_work, flow.join_order, slot});
+  std::push_heap(c.heap.begin(), c.heap.end(), MemberAfter());
+  ++c.members;
+}
+
+void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
+  Flow& flow = flows_[slot];
+  const uint32_t route_class = flow.route_class;
+  RouteClass& c = classes_[route_class];
+  const bool was_first = c.heap.front().join_order == flow.join_order;
+  flow.moving = false;  // its heap entry is stale from here
+  --c.members;
+  for (uint32_t r : c.resources) {
+    --resources_[r].flows;
+    touched.push_back(r);
+  }
+  if (c.members > 0) {
+    if (static_cast<int64_t>(c.heap.size()) > 2 * c.members + 16) {
+      // Mostly stale: rebuilt from the live entries. The order of live
+      // entries is total, so the heap's shape does not matter.
+      c.heap.erase(std::remove_if(c.heap.begin(), c.heap.end(),
+                                  [this](const Member& m) { return !MemberLive(m); }),
+                   c.heap.end());
+      std::make_heap(c.heap.begin(), c.heap.end(), MemberAfter());
+    } else {
+      DropStaleFirst(c);
+    }
+    if (was_first) ArmClassTimer(route_class, /*fresh=*/false);
+    return;
+  }
+  c.heap.clear();
+  // Empty: off its resources' lists (swap with the last entry), no timer.
+  for (size_t i = 0; i < c.resources.size(); ++i) {
+    std::vector<uint32_t>& members = resources_[c.resources[i]].classes;
+    const uint32_t last = members.back();
+    members[c.positions[i]] = last;
+    members.pop_back();
+    if (last != route_class) {
+      RouteClass& moved = classes_[last];
+      for (size_t j = 0; j < moved.resources.size(); ++j) {
+        if (moved.resources[j] == c.resources[i]) moved.positions[j] = c.positions[i];
+      }
+    }
+  }
+  c.positions.clear();
+  if (c.timer_ns >= 0) engine_->CancelLaneTimer(completion_lane_, route_class);
+  c.timer_ns = -1;
+  c.rate_bytes_per_sec = 0;
+  c.next_rate_bytes_per_sec = 0;
+}
+
+bool Network::MemberLive(const Member& m) const {
+  const Flow& flow = flows_[m.slot];
+  return flow.moving && flow.join_order == m.join_order;
+}
+
+void Network::DropStaleFirst(RouteClass& c) {
+  while (!c.heap.empty() && !MemberLive(c.heap.front())) {
+    std::pop_heap(c.heap.begin(), c.heap.end(), MemberAfter());
+    c.heap.pop_back();
+  }
 }
 
 void Network::RequestReshare(absl::Span<const uint32_t> seeds) {
@@ -278,44 +379,26 @@ void Network::RequestReshare(absl::Span<const uint32_t> seeds) {
   });
 }
 
-void Network::Attach(uint32_t slot) {
-  Flow& flow = flows_[slot];
-  for (ResourceRef& ref : flow.resources) {
-    std::vector<uint32_t>& members = resources_[ref.resource].flows;
-    ref.position = static_cast<uint32_t>(members.size());
-    members.push_back(slot);
-  }
-}
-
-void Network::Detach(uint32_t slot, std::vector<uint32_t>& touched) {
-  Flow& flow = flows_[slot];
-  for (const ResourceRef& ref : flow.resources) {
-    std::vector<uint32_t>& members = resources_[ref.resource].flows;
-    const uint32_t last = members.back();
-    members[ref.position] = last;
-    members.pop_back();
-    if (last != slot) {
-      for (ResourceRef& other : flows_[last].resources) {
-        if (other.resource == ref.resource) other.position = ref.position;
-      }
-    }
-    touched.push_back(ref.resource);
-  }
-  flow.moving = false;
-}
-
-void Network::Settle(Flow& flow) {
+Network::Work Network::ClockNow(const RouteClass& c) const {
   const TimeNs now = engine_->NowNs();
-  if (now == flow.settled_ns) return;
-  const Work progress =
-      static_cast<Work>(flow.rate_bytes_per_sec) * static_cast<Work>(now - flow.settled_ns);
-  flow.remaining_work = flow.remaining_work > progress ? flow.remaining_work - progress : 0;
-  flow.settled_ns = now;
+  if (now == c.settled_ns) return c.clock;
+  return c.clock +
+         static_cast<Work>(c.rate_bytes_per_sec) * static_cast<Work>(now - c.settled_ns);
 }
 
-void Network::CountProgress(Flow& flow) {
+void Network::Settle(RouteClass& c) {
+  c.clock = ClockNow(c);
+  c.settled_ns = engine_->NowNs();
+}
+
+Network::Work Network::RemainingWorkNow(const Flow& flow) const {
+  const Work clock = ClockNow(classes_[flow.route_class]);
+  return flow.target_work > clock ? flow.target_work - clock : 0;
+}
+
+void Network::CountProgress(Flow& flow, Work remaining) {
   const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
-  const uint64_t bytes_done = static_cast<uint64_t>((total - flow.remaining_work) / kWorkPerByte);
+  const uint64_t bytes_done = static_cast<uint64_t>((total - remaining) / kWorkPerByte);
   const uint64_t delta = bytes_done - flow.bytes_counted;
   if (delta == 0) return;
   flow.bytes_counted = bytes_done;
@@ -324,32 +407,56 @@ void Network::CountProgress(Flow& flow) {
   counters_.host_bytes_received[flow.dst_host] += delta;
 }
 
-TimeNs Network::CompletionTime(const Flow& flow) const {
+TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const {
   const TimeNs now = engine_->NowNs();
-  if (flow.remaining_work == 0) return now;
-  const Work rate = static_cast<Work>(flow.rate_bytes_per_sec);
+  if (remaining == 0) return now;
+  const Work rate = static_cast<Work>(rate_bytes_per_sec);
   Work wait;
-  if (flow.remaining_work <= std::numeric_limits<uint64_t>::max() - rate) {
+  if (remaining <= std::numeric_limits<uint64_t>::max() - rate) {
     // The usual case (below 18 GB left): one 64-bit division.
     const auto rate64 = static_cast<uint64_t>(rate);
-    wait = (static_cast<uint64_t>(flow.remaining_work) + rate64 - 1) / rate64;
+    wait = (static_cast<uint64_t>(remaining) + rate64 - 1) / rate64;
   } else {
-    wait = (flow.remaining_work + rate - 1) / rate;
+    wait = (remaining + rate - 1) / rate;
   }
   const Work limit = static_cast<Work>(kFarFutureNs - now);
   return now + static_cast<TimeNs>(std::min(wait, limit));
 }
 
-void Network::Complete(uint32_t slot, FlowId id) {
-  Flow& flow = flows_[slot];
-  HS_CHECK_MSG(flow.id == id, "completion of a flow that is gone");
-  touched_.clear();
-  if (flow.moving) {
-    Settle(flow);
-    HS_CHECK_MSG(flow.remaining_work == 0, "flow completion fired before its last byte");
-    Detach(slot, touched_);
+void Network::ArmClassTimer(uint32_t route_class, bool fresh) {
+  RouteClass& c = classes_[route_class];
+  if (c.rate_bytes_per_sec == 0) return;  // not rated yet: its re-solve arms it
+  const uint32_t first = c.heap.front().slot;
+  const TimeNs completion = CompletionTime(RemainingWorkNow(flows_[first]), c.rate_bytes_per_sec);
+  if (fresh) {
+    const bool unchanged = c.timer_ns == completion && c.timer_slot == first;
+    c.sequence = engine_->DrawSequence();
+    // A first flow whose completion did not move keeps its timer and so its
+    // place among the events due then.
+    if (unchanged) return;
   }
-  CountProgress(flow);
+  c.timer_ns = completion;
+  c.timer_slot = first;
+  engine_->SetLaneTimerWithSequence(completion_lane_, route_class, completion, c.sequence);
+}
+
+void Network::CompleteFirst(uint32_t route_class) {
+  RouteClass& c = classes_[route_class];
+  c.timer_ns = -1;  // the lane dropped the timer before firing it
+  const uint32_t slot = c.heap.front().slot;
+  HS_CHECK_MSG(RemainingWorkNow(flows_[slot]) == 0, "flow completion fired before its last byte");
+  Complete(slot);
+}
+
+void Network::Complete(uint32_t slot) {
+  Flow& flow = flows_[slot];
+  touched_.clear();
+  Work remaining = static_cast<Work>(flow.bytes) * kWorkPerByte;
+  if (flow.moving) {
+    remaining = RemainingWorkNow(flow);
+    Leave(slot, touched_);
+  }
+  CountProgress(flow, remaining);
   FlowDone done = std::move(flow.done);
   FreeSlot(slot);
   ++counters_.flows_completed;
@@ -364,15 +471,11 @@ void Network::FreeSlot(uint32_t slot) {
   flow_slot_.erase(flow.id);
   flow.id = 0;
   flow.moving = false;
-  flow.rate_bytes_per_sec = 0;
-  flow.next_rate_bytes_per_sec = 0;
-  flow.remaining_work = 0;
+  flow.target_work = 0;
   flow.bytes_counted = 0;
-  flow.completion_ns = -1;
   flow.event = kNoTimer;
   flow.src_nic = -1;
   flow.dst_nic = -1;
-  flow.resources.clear();
   flow.done = nullptr;
   free_flow_slots_.push_back(slot);
   --flows_alive_;
@@ -382,12 +485,14 @@ void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& to
   HS_CHECK_MSG(!status.ok(), "a flow is failed with an error status");
   Flow& flow = flows_[slot];
   engine_->Cancel(flow.event);
-  engine_->CancelLaneTimer(completion_lane_, slot);
+  // A flow failed in setup counts as fully moved (as it always has): kept so
+  // that the accounting outputs do not change with the solver.
+  Work remaining = 0;
   if (flow.moving) {
-    Settle(flow);
-    Detach(slot, touched);
+    remaining = RemainingWorkNow(flow);
+    Leave(slot, touched);
   }
-  CountProgress(flow);
+  CountProgress(flow, remaining);
   FlowDone done = std::move(flow.done);
   FreeSlot(slot);
   ++counters_.flows_failed;
@@ -430,10 +535,15 @@ std::optional<FlowInfo> Network::GetFlow(FlowId id) const {
   info.id = id;
   info.moving = flow.moving;
   if (flow.moving) {
-    info.rate_bytes_per_sec = flow.rate_bytes_per_sec;
-    info.remaining_bytes =
-        static_cast<int64_t>((RemainingWorkNow(flow) + kWorkPerByte - 1) / kWorkPerByte);
-    info.completion_ns = flow.completion_ns;
+    const RouteClass& c = classes_[flow.route_class];
+    const Work remaining = RemainingWorkNow(flow);
+    info.remaining_bytes = static_cast<int64_t>((remaining + kWorkPerByte - 1) / kWorkPerByte);
+    // A flow that joined its class since the class's last re-solve has no
+    // rate yet.
+    if (c.solves >= flow.rated_after) {
+      info.rate_bytes_per_sec = c.rate_bytes_per_sec;
+      info.completion_ns = CompletionTime(remaining, c.rate_bytes_per_sec);
+    }
   } else {
     info.remaining_bytes = flow.bytes;
   }
@@ -532,14 +642,6 @@ absl::Status Network::SendControl(int src_host, int dst_host, EventFn deliver) {
   return absl::OkStatus();
 }
 
-Network::Work Network::RemainingWorkNow(const Flow& flow) const {
-  const TimeNs now = engine_->NowNs();
-  if (now == flow.settled_ns) return flow.remaining_work;
-  const Work progress =
-      static_cast<Work>(flow.rate_bytes_per_sec) * static_cast<Work>(now - flow.settled_ns);
-  return flow.remaining_work > progress ? flow.remaining_work - progress : 0;
-}
-
 NetworkCounters Network::Counters() const {
   NetworkCounters out = counters_;
   for (const Flow& flow : flows_) {
@@ -558,15 +660,14 @@ NetworkCounters Network::Counters() const {
 NicLoad Network::NicFlows(int host, int nic) const {
   HS_CHECK(host >= 0 && host < host_count() && nic >= 0 && nic < nic_count(host));
   NicLoad load;
-  load.send_flows = static_cast<int>(resources_[hosts_[host].send_resources[nic]].flows.size());
-  load.receive_flows =
-      static_cast<int>(resources_[hosts_[host].receive_resources[nic]].flows.size());
+  load.send_flows = static_cast<int>(resources_[hosts_[host].send_resources[nic]].flows);
+  load.receive_flows = static_cast<int>(resources_[hosts_[host].receive_resources[nic]].flows);
   return load;
 }
 
 void Network::Reshare(absl::Span<const uint32_t> seeds) {
   ++epoch_;
-  component_flows_.clear();
+  component_classes_.clear();
   component_resources_.clear();
   stack_.clear();
   auto visit_resource = [this](uint32_t r) {
@@ -579,59 +680,58 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
     for (uint32_t r : seeds) visit_resource(r);
   } else {
     for (uint32_t r = 0; r < resources_.size(); ++r) {
-      if (!resources_[r].flows.empty()) visit_resource(r);
+      if (resources_[r].flows > 0) visit_resource(r);
     }
   }
-  // Closure over "shares a resource with": flows of visited resources, and
-  // the resources of those flows.
+  // Closure over "shares a resource with": classes of visited resources, and
+  // the resources of those classes.
+  int64_t component_flows = 0;
   while (!stack_.empty()) {
     const uint32_t r = stack_.back();
     stack_.pop_back();
-    for (uint32_t slot : resources_[r].flows) {
-      Flow& flow = flows_[slot];
-      if (flow.visit_epoch == epoch_) continue;
-      flow.visit_epoch = epoch_;
-      component_flows_.push_back(slot);
-      for (const ResourceRef& ref : flow.resources) visit_resource(ref.resource);
+    for (uint32_t k : resources_[r].classes) {
+      RouteClass& c = classes_[k];
+      if (c.visit_epoch == epoch_) continue;
+      c.visit_epoch = epoch_;
+      component_classes_.push_back(k);
+      component_flows += c.members;
+      for (uint32_t other : c.resources) visit_resource(other);
     }
   }
   Solve();
-  // A flow whose rate did not change keeps its completion time exactly
-  // (progress is linear in time and the clamps agree), so only the flows whose
-  // rate changed are settled at the old rate and re-timed. Settling the others
-  // later gives the same integers: max(0, w - r*a - r*b) == max(0, w - r*(a+b)).
-  retimed_.clear();
-  for (uint32_t slot : component_flows_) {
-    Flow& flow = flows_[slot];
-    if (flow.next_rate_bytes_per_sec == flow.rate_bytes_per_sec) continue;
-    Settle(flow);
-    flow.rate_bytes_per_sec = flow.next_rate_bytes_per_sec;
-    const TimeNs completion = CompletionTime(flow);
-    if (completion == flow.completion_ns) continue;
-    flow.completion_ns = completion;
-    retimed_.push_back(Engine::LaneTimerUpdate{slot, completion});
+  // A class whose rate did not change keeps its clock rate and so every
+  // member's completion time; the others are settled at the old rate and
+  // their one timer re-timed. A class that gained flows is re-timed either
+  // way: its new flows have no rate yet.
+  for (uint32_t k : component_classes_) {
+    RouteClass& c = classes_[k];
+    if (c.next_rate_bytes_per_sec == c.rate_bytes_per_sec && !c.joined) continue;
+    Settle(c);
+    c.rate_bytes_per_sec = c.next_rate_bytes_per_sec;
+    c.joined = false;
+    ++c.solves;
+    ArmClassTimer(k, /*fresh=*/true);
   }
-  // Set or moved in place, in this order; each runs where Cancel + ScheduleAt
-  // would have.
-  if (!retimed_.empty()) engine_->SetLaneTimers(completion_lane_, retimed_);
-  last_update_flows_recomputed_ = static_cast<int64_t>(component_flows_.size());
-  flows_recomputed_total_ += component_flows_.size();
+  last_update_flows_recomputed_ = component_flows;
+  flows_recomputed_total_ += static_cast<uint64_t>(component_flows);
   ++rate_updates_;
 }
 
 void Network::Solve() {
-  // Progressive filling: repeatedly take the resource with the smallest fair
-  // share (capacity left / flows not yet fixed; ties to the lower resource
-  // index), give that share to its unfixed flows, and charge it to their
-  // other resources. A component has a few dozen resources, so the smallest
-  // share is found by a scan of the resources that still have unfixed flows
-  // (they drop out of the scan as their last flow is fixed), which is cheaper
-  // than keeping a heap in order while every fix changes other shares.
+  // Progressive filling over route classes: repeatedly take the resource with
+  // the smallest fair share per flow (capacity left / flows not yet fixed;
+  // ties to the lower resource index), give that share to the flows of its
+  // unfixed classes, and charge it to their other resources, once per flow.
+  // Every quantity is the one a per-flow fill computes (charging k flows of
+  // share s at once is max(0, c - k*s), as k charges of s clamped at 0
+  // each), so the rates are the same to the byte per second. A component has
+  // a few dozen resources, so the smallest share is found by a scan of the
+  // resources that still have unfixed flows.
   solve_active_.clear();
   for (uint32_t r : component_resources_) {
     Resource& res = resources_[r];
     res.solve_capacity = res.capacity_bytes_per_sec;
-    res.solve_unfixed = static_cast<int64_t>(res.flows.size());
+    res.solve_unfixed = res.flows;
     if (res.solve_unfixed > 0) solve_active_.push_back(r);
   }
   // a's share < b's share, exactly: a.capacity / a.unfixed < b.capacity / b.unfixed.
@@ -663,16 +763,20 @@ void Network::Solve() {
     Resource& bottleneck = resources_[bottleneck_index];
     const int64_t share =
         std::max<int64_t>(1, bottleneck.solve_capacity / bottleneck.solve_unfixed);
-    for (uint32_t slot : bottleneck.flows) {
-      Flow& flow = flows_[slot];
-      if (flow.fixed_epoch == epoch_) continue;
-      flow.fixed_epoch = epoch_;
-      flow.next_rate_bytes_per_sec = share;
-      for (const ResourceRef& ref : flow.resources) {
-        if (ref.resource == bottleneck_index) continue;
-        Resource& other = resources_[ref.resource];
-        other.solve_capacity = std::max<int64_t>(0, other.solve_capacity - share);
-        --other.solve_unfixed;
+    for (uint32_t k : bottleneck.classes) {
+      RouteClass& c = classes_[k];
+      if (c.fixed_epoch == epoch_) continue;
+      c.fixed_epoch = epoch_;
+      c.next_rate_bytes_per_sec = share;
+      const int64_t members = c.members;
+      const __int128 charge = static_cast<__int128>(share) * members;
+      for (uint32_t r : c.resources) {
+        if (r == bottleneck_index) continue;
+        Resource& other = resources_[r];
+        other.solve_capacity = charge >= other.solve_capacity
+                                   ? 0
+                                   : static_cast<int64_t>(other.solve_capacity - charge);
+        other.solve_unfixed -= members;
       }
     }
     bottleneck.solve_unfixed = 0;

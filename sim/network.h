@@ -13,21 +13,39 @@
 // first; each flow's share is rounded down, so a resource may keep a few bytes
 // per second unused (at least 1 B/s per flow is always granted).
 //
-// Exactness: remaining work is held in byte-nanoseconds-per-second units
-// (bytes * 10^9) in 128-bit integers, so progress at rate R over dt ns is
-// exactly R * dt and the completion time is now + ceil(remaining / R). Two
-// runs of the same operations give bit-identical rates and times.
+// Route classes: moving flows over the same resources (after NIC choice)
+// always get the same max-min rate, so they are kept as one route class. A
+// class holds one virtual-progress clock (work units, below) that advances by
+// the class's per-flow rate times the elapsed time; a flow joining a class
+// records its target, the clock at its join plus its work. A flow's remaining
+// work is target - clock (0 once the clock passes it). The members sit in a
+// min-heap on (target, join order) and the class has ONE engine timer, for its
+// first member. A rate change settles one clock and moves one timer per
+// class, not one per flow, and the solver runs progressive filling over
+// classes weighted by their flow counts, so an event costs O(classes in the
+// component + log flows in the class), whatever the number of flows.
 //
-// Selective update (as SimGrid): a flow starting, ending, failing, or a trunk
-// changing capacity re-solves only the connected component of flows that share
-// a resource with the change, transitively. last_update_flows_recomputed()
-// tells how many flows the last update touched. Flows that start moving or
-// finish at the same instant (a batch of reads set up together, equal flows
-// ending together) share one re-solve: the activation or completion records
-// its resources and the re-solve runs as one event at that same time, after
-// the events already queued for it. No time passes in between, so every rate
-// and completion time is what a re-solve per flow would give; `done` of a
-// completed flow runs before the rates of the remaining flows are updated.
+// Exactness: work is held in byte-nanoseconds-per-second units (bytes * 10^9)
+// in 128-bit integers, so progress at rate R over dt ns is exactly R * dt and
+// the completion time is now + ceil(remaining / R) (clamped far in the
+// future). A class clock is settled exactly when the rate of its members
+// changes, so every member's remaining work is the integer a per-flow
+// account would hold: bytes * 10^9 - sum(R_i * dt_i), clamped at 0. Two runs
+// of the same operations give bit-identical rates and times.
+//
+// Completion order and ties: flows complete in (completion time, engine
+// sequence) order, as events do. When a re-solve re-times a class it draws
+// one engine sequence number, and every member completing before the class's
+// next re-time runs with it, as if all of them had been timed, one after the
+// other, by that re-solve. Within a class equal completion times therefore
+// run in (target, join order) order -- join order is the order flows ended
+// setup -- and all of them run before anything scheduled after the re-solve,
+// such as the re-solve that the first of them requests. Classes re-timed by
+// one re-solve are ordered as the re-solve visits them (depth first from the
+// changed resources, each resource's classes in the order they gained their
+// first flow there), so flows of different classes due at the same time run
+// class by class. A first member whose completion time a re-time leaves
+// unchanged keeps its place.
 //
 // Failures: StartFlow returns an error (and never calls `done`) for bad
 // arguments (INVALID_ARGUMENT), the flow limit (RESOURCE_EXHAUSTED) or a route
@@ -179,16 +197,46 @@ class Network {
 
   struct Resource {
     int64_t capacity_bytes_per_sec = 0;
-    std::vector<uint32_t> flows;  // slots of moving flows
+    std::vector<uint32_t> classes;  // route classes with moving flows over it
+    int64_t flows = 0;              // moving flows over it (all its classes)
     uint32_t visit_epoch = 0;
     bool reshare_pending = false;  // in pending_seeds_
     // Progressive-filling scratch, valid during Solve().
     int64_t solve_capacity = 0;
     int64_t solve_unfixed = 0;
   };
-  struct ResourceRef {
-    uint32_t resource;
-    uint32_t position;  // index in resources_[resource].flows
+  using ResourceList = absl::InlinedVector<uint32_t, 4>;  // resource indices, in route order
+  struct Member {
+    Work target_work;
+    uint64_t join_order;
+    uint32_t slot;
+  };
+  // The moving flows over one route: they always share one rate. See the
+  // file comment ("Route classes").
+  struct RouteClass {
+    ResourceList resources;
+    ResourceList positions;  // index in resources_[r].classes, while it has flows
+    // The member flows, a min-heap on (target_work, join_order). Entries
+    // carry their keys, so the heap is walked without touching the flows; a
+    // flow failed from the middle leaves a stale entry (see MemberLive),
+    // dropped when it reaches the top or when stale entries outnumber live
+    // ones.
+    std::vector<Member> heap;
+    int64_t members = 0;  // live entries
+    Work clock = 0;  // virtual progress of every member, as of settled_ns
+    TimeNs settled_ns = 0;
+    int64_t rate_bytes_per_sec = 0;  // per flow; 0 until its first re-solve
+    int64_t next_rate_bytes_per_sec = 0;
+    bool joined = false;    // a flow joined since the last re-solve
+    uint64_t solves = 0;    // re-solves that rated the class
+    // Completion timer (lane handle: the class index) and the engine
+    // sequence number drawn when the class was last re-timed, which every
+    // member completing after that re-time runs with.
+    uint64_t sequence = 0;
+    TimeNs timer_ns = -1;  // -1: no timer
+    uint32_t timer_slot = 0;
+    uint32_t visit_epoch = 0;
+    uint32_t fixed_epoch = 0;
   };
   struct Flow {
     FlowId id = 0;  // 0: free slot
@@ -199,16 +247,12 @@ class Network {
     Distance distance = Distance::kSameHost;
     int64_t bytes = 0;
     bool moving = false;
-    Work remaining_work = 0;
-    int64_t rate_bytes_per_sec = 0;
-    int64_t next_rate_bytes_per_sec = 0;
-    TimeNs settled_ns = 0;
-    TimeNs completion_ns = -1;
-    EventId event = kNoTimer;  // activation, while in setup (completion: the lane)
+    uint32_t route_class = 0;  // while moving
+    Work target_work = 0;      // class clock at which the last byte lands
+    uint64_t join_order = 0;   // ties between equal targets; unique
+    uint64_t rated_after = 0;  // the class's `solves` count once it has a rate
+    EventId event = kNoTimer;  // activation, while in setup
     uint64_t bytes_counted = 0;  // bytes already in counters_
-    uint32_t visit_epoch = 0;
-    uint32_t fixed_epoch = 0;
-    absl::InlinedVector<ResourceRef, 4> resources;
     FlowDone done;
   };
   struct HostState {
@@ -236,28 +280,43 @@ class Network {
   bool RouteCrosses(int src_domain, int dst_domain, int trunk) const;
 
   void Activate(uint32_t slot, FlowId id);
-  void Complete(uint32_t slot, FlowId id);
-  void Attach(uint32_t slot);
-  void Detach(uint32_t slot, std::vector<uint32_t>& touched);
+  // The class timer fired: completes the class's first flow.
+  void CompleteFirst(uint32_t route_class);
+  // Ends a flow whose last byte landed (or that had none): `done` runs inline.
+  void Complete(uint32_t slot);
+  uint32_t FindOrAddClass(const ResourceList& route);
+  // Puts a flow into its class (the class clock settled to now first).
+  void Join(uint32_t slot, uint32_t route_class);
+  // Takes a moving flow out of its class, re-arming the class timer if the
+  // class's first flow changed; appends the class's resources to `touched`.
+  void Leave(uint32_t slot, std::vector<uint32_t>& touched);
   // Detaches a live flow, posts its `done` with `status` and frees the slot.
   void Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& touched);
   void FreeSlot(uint32_t slot);
-  // Brings remaining_work to now at the flow's current rate. Flows whose
-  // rate is unchanged by an update are settled lazily (see Reshare).
-  void Settle(Flow& flow);
+  // Class clock now, and the class clock brought to now at its rate.
+  Work ClockNow(const RouteClass& c) const;
+  void Settle(RouteClass& c);
   Work RemainingWorkNow(const Flow& flow) const;
-  // Moves the flow's whole bytes done so far (as of its last Settle) into
-  // counters_. Called when a flow ends; Counters() adds the part of live
-  // flows, so settling does not divide on every rate change.
-  void CountProgress(Flow& flow);
+  // Moves the flow's whole bytes done so far into counters_. Called when a
+  // flow ends; Counters() adds the part of live flows.
+  void CountProgress(Flow& flow, Work remaining);
+  // Sets the class timer to its first flow's completion, with a newly drawn
+  // sequence number when `fresh` (the class was re-timed by a re-solve), else
+  // with the class's current one (its first flow left).
+  void ArmClassTimer(uint32_t route_class, bool fresh);
+  // Class heap: an entry is live while its flow still moves (join orders
+  // are unique, so a reused slot does not revive it).
+  bool MemberLive(const Member& m) const;
+  // Pops stale entries off the top of the class heap.
+  void DropStaleFirst(RouteClass& c);
   // Re-solves the component reachable from `seeds` (every moving flow when
-  // selective_update is off) and reschedules completions that moved.
+  // selective_update is off) and re-times the classes whose rate moved.
   void Reshare(absl::Span<const uint32_t> seeds);
   // Adds `seeds` to the re-solve scheduled for the current time (scheduling
   // it, as a zero-delay event, if there is none yet).
   void RequestReshare(absl::Span<const uint32_t> seeds);
   void Solve();
-  TimeNs CompletionTime(const Flow& flow) const;
+  TimeNs CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const;
 
   Engine* const engine_;
   Rng* const rng_;
@@ -274,24 +333,29 @@ class Network {
   absl::flat_hash_map<FlowId, uint32_t> flow_slot_;  // lookup only
   FlowId next_flow_id_ = 1;
   int64_t flows_alive_ = 0;
+  uint64_t next_join_order_ = 0;
+
+  // Route classes, kept (empty) once created; lookup only by route.
+  std::vector<RouteClass> classes_;
+  absl::flat_hash_map<ResourceList, uint32_t> class_index_;
 
   // Settled accounting (see Counters() for the unsettled part).
   NetworkCounters counters_;
 
   uint32_t epoch_ = 0;
-  std::vector<uint32_t> component_flows_;
+  std::vector<uint32_t> component_classes_;
   std::vector<uint32_t> component_resources_;
   std::vector<uint32_t> stack_;
   std::vector<uint32_t> solve_active_;  // resources with unfixed flows
-  std::vector<Engine::LaneTimerUpdate> retimed_;  // completion timers a re-solve moves
   std::vector<uint32_t> touched_;
+  ResourceList route_scratch_;
   // Resources whose flows changed at the current time and wait for the one
   // re-solve scheduled for it (see RequestReshare).
   std::vector<uint32_t> pending_seeds_;
   std::vector<uint32_t> resharing_seeds_;  // the seeds of the re-solve running now
   TimerId reshare_event_ = kNoTimer;
-  // Flow completion timers, by flow slot: re-timed on most re-solves, so they
-  // move in place in an engine timer lane.
+  // Class completion timers, by class index, moved in place in an engine
+  // timer lane.
   LaneId completion_lane_ = -1;
   int64_t last_update_flows_recomputed_ = 0;
   uint64_t rate_updates_ = 0;
