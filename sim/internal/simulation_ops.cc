@@ -472,7 +472,6 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
     if (r.location->domain == client.domain) target.base_cross_domain = false;
   }
   const uint32_t limit_pair = limit_lines_->PairFor(name, response.version, target);
-  const bool cross = target.cross_domain;
   const bool base_cross = target.base_cross_domain;
   const TimeNs served_ns = env_.NowNs();
   FlowSpec flow;
@@ -481,7 +480,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
   flow.bytes = static_cast<int64_t>(size);
   // The serving host reads the heads out of its memory before they move.
   flow.source_delay_ns = std::min(memory_ns, FlowSpec::kSourceDelayMaxNs);
-  auto landed = [this, read, size, served_ns, distance, src, limit_pair, cross,
+  auto landed = [this, read, size, served_ns, distance, src, limit_pair,
                  base_cross](absl::Status moved) {
     if (!moved.ok()) {
       CountMetric("sim_reads_failed_total");
@@ -489,7 +488,8 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
       return;
     }
     if (limit_pair != LimitLineRecorder::kNoPair) {
-      limit_lines_->OnRead(limit_pair, served_ns, size, cross, base_cross);
+      limit_lines_->OnRead(limit_pair, served_ns, size, distance == Distance::kCrossDomain,
+                           base_cross);
     }
     IntervalSample& s = IntervalAt(env_.NowNs());
     s.host_bytes_served[static_cast<size_t>(src)] += size;
