@@ -8,33 +8,43 @@
 
 namespace heatsink {
 
-// Plain data so that calloc'ed memory is a valid array of them (C++20
-// implicit object creation); `published` is accessed through atomic_ref.
-struct HeatReadBuffer::Record {
-  // (index + 1) truncated to 32 bits once the record at `index` is written;
-  // the previous lap left (index + 1 - capacity), which differs.
-  uint32_t published;
+// A record's first unit. Plain data, so that calloc'ed memory is a valid
+// array of units holding them (C++20 implicit object creation); `published`
+// is accessed through atomic_ref.
+struct HeatReadBuffer::Header {
+  // kPublished once the record is written; 0 while claimed and being written,
+  // and after the drain consumed it (the drain zeroes what it consumed).
+  uint8_t published;
+  // A HeatReadKind, or kPadding for the units before the ring's end that a
+  // record did not fit in.
+  uint8_t kind;
+  // Units the record takes, this header included (1..16).
+  uint8_t units;
   uint8_t tenant_size;
   uint8_t key_size;
   uint8_t domain_size;
-  HeatReadKind kind;
+  uint8_t reserved[2];
   TimeNs t_ns;
-  char bytes[kKeyBytesMax];
 };
 
 struct HeatReadBuffer::Stripe {
-  // Written by the stripe's producers.
+  // Written by the stripe's producers (in units).
   alignas(64) std::atomic<uint64_t> tail{0};
   // The head as a producer last read it (at most the real head): refreshed
   // only when the stripe looks full or past its high-water mark, so a
   // producer does not read the drainer's line on every append.
   std::atomic<uint64_t> head_seen{0};
   std::atomic<int64_t> dropped{0};
-  // Written by the drainer.
+  // Written by the drainer (in units).
   alignas(64) std::atomic<uint64_t> head{0};
 };
 
 namespace {
+
+constexpr uint8_t kPublished = 1;
+constexpr uint8_t kPadding = 0xff;
+constexpr uint64_t kUnitsMax =
+    (HeatReadBuffer::kUnitBytes + HeatReadBuffer::kKeyBytesMax) / HeatReadBuffer::kUnitBytes;
 
 // Stripes are handed to threads round robin, process-wide: a thread keeps
 // its number for every buffer. Constant-initialised, so reading it costs no
@@ -42,21 +52,31 @@ namespace {
 std::atomic<uint32_t> next_thread_stripe{0};
 thread_local int32_t this_thread_stripe = -1;
 
+// Sets a record's publication flag (Header::published).
+void Publish(uint8_t& published) {
+  std::atomic_ref<uint8_t>(published).store(kPublished, std::memory_order_release);
+}
+
 }  // namespace
 
 HeatReadBuffer::HeatReadBuffer(int64_t records_per_stripe)
     : capacity_(records_per_stripe),
-      mask_(static_cast<uint64_t>(records_per_stripe) - 1),
+      units_(records_per_stripe * static_cast<int64_t>(kRecordBytes / kUnitBytes)),
+      mask_(static_cast<uint64_t>(units_) - 1),
       stripes_(new Stripe[kStripes]) {
-  static_assert(sizeof(Record) == kRecordBytes);
-  static_assert(kKeyBytesMax <= 255, "field lengths are 8-bit");
+  static_assert(sizeof(Header) == kUnitBytes);
+  static_assert(sizeof(Unit) == kUnitBytes);
+  static_assert(kKeyBytesMax <= 255 && (kUnitBytes + kKeyBytesMax) % kUnitBytes == 0,
+                "field lengths are 8-bit; the longest record is whole units");
   HS_CHECK(records_per_stripe >= kRecordsPerStripeMin &&
            records_per_stripe <= kRecordsPerStripeMax &&
            (records_per_stripe & (records_per_stripe - 1)) == 0);
-  void* memory = std::calloc(static_cast<size_t>(kStripes) * static_cast<size_t>(capacity_),
-                             sizeof(Record));
+  // The longest record fits below the high-water mark.
+  HS_CHECK(static_cast<uint64_t>(units_) / 2 >= kUnitsMax);
+  void* memory =
+      std::calloc(static_cast<size_t>(kStripes) * static_cast<size_t>(units_), sizeof(Unit));
   HS_CHECK_MSG(memory != nullptr, "heat read buffer allocation failed");
-  records_.reset(static_cast<Record*>(memory));
+  units_memory_.reset(static_cast<Unit*>(memory));
 }
 
 HeatReadBuffer::~HeatReadBuffer() = default;
@@ -72,15 +92,21 @@ int32_t HeatReadBuffer::ThisThreadStripeIndex() {
 HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyView& key,
                                                    HeatReadKind kind) {
   if (!Fits(key)) return AppendResult::kTooLong;
+  const uint64_t units = static_cast<uint64_t>(UnitsFor(key));
   const int32_t stripe_index = ThisThreadStripeIndex();
   Stripe& s = stripes_[stripe_index];
-  const uint64_t capacity = static_cast<uint64_t>(capacity_);
+  const uint64_t capacity = static_cast<uint64_t>(units_);
   const uint64_t high_water = capacity / 2;
   uint64_t t = s.tail.load(std::memory_order_relaxed);
   uint64_t h = 0;
+  uint64_t padding = 0;
   for (;;) {
+    // A record that would cross the ring's end starts at the next lap.
+    const uint64_t room_to_end = capacity - (t & mask_);
+    padding = room_to_end < units ? room_to_end : 0;
+    const uint64_t claim = padding + units;
     h = s.head_seen.load(std::memory_order_acquire);
-    if (t - h >= high_water) {
+    if (t + claim - h > high_water) {
       // Maybe full, maybe a stale view of the head (or of the tail, when
       // another thread shares the stripe): look again.
       h = s.head.load(std::memory_order_acquire);
@@ -89,64 +115,80 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
         t = s.tail.load(std::memory_order_relaxed);
         continue;
       }
-      if (t - h >= capacity) {
+      if (t + claim - h > capacity) {
         s.dropped.fetch_add(1, std::memory_order_relaxed);
         return AppendResult::kFull;
       }
     }
     // Sequentially consistent: DynamicReplication's drain re-arm check
     // (its timer flag, read right after this) relies on it.
-    if (s.tail.compare_exchange_weak(t, t + 1, std::memory_order_seq_cst,
+    if (s.tail.compare_exchange_weak(t, t + claim, std::memory_order_seq_cst,
                                      std::memory_order_relaxed)) {
       break;
     }
   }
-  Record* const ring = records_.get() + static_cast<size_t>(stripe_index) * capacity;
-  Record& r = ring[t & mask_];
-  // The drain read the records a lap ago on its own core: ask for the line
-  // of a record a few appends ahead now, so that writing it then does not
+  Unit* const ring = units_memory_.get() + static_cast<size_t>(stripe_index) * capacity;
+  if (padding > 0) {
+    Header& pad = *reinterpret_cast<Header*>(&ring[t & mask_]);
+    pad.kind = kPadding;
+    pad.units = static_cast<uint8_t>(padding);
+    Publish(pad.published);
+    t += padding;
+  }
+  const uint64_t at = t & mask_;
+  // The drain read (and zeroed) these units a lap ago on its own core: ask
+  // for the line a few records ahead now, so that writing it then does not
   // wait for the line to come back.
-  __builtin_prefetch(&ring[(t + 8) & mask_], 1);
+  __builtin_prefetch(&ring[(at + 16) & mask_], 1);
+  Header& r = *reinterpret_cast<Header*>(&ring[at]);
+  r.kind = static_cast<uint8_t>(kind);
+  r.units = static_cast<uint8_t>(units);
   r.tenant_size = static_cast<uint8_t>(key.tenant.size());
   r.key_size = static_cast<uint8_t>(key.key.size());
   r.domain_size = static_cast<uint8_t>(key.domain.size());
-  r.kind = kind;
   r.t_ns = t_ns;
-  char* out = r.bytes;
+  char* out = reinterpret_cast<char*>(&ring[at + 1]);
   // memcpy with a null source is undefined even for size 0.
   if (!key.tenant.empty()) std::memcpy(out, key.tenant.data(), key.tenant.size());
   out += key.tenant.size();
   if (!key.key.empty()) std::memcpy(out, key.key.data(), key.key.size());
   out += key.key.size();
   if (!key.domain.empty()) std::memcpy(out, key.domain.data(), key.domain.size());
-  std::atomic_ref<uint32_t>(r.published)
-      .store(static_cast<uint32_t>(t + 1), std::memory_order_release);
-  return t + 1 - h >= high_water ? AppendResult::kAppendedHighWater : AppendResult::kAppended;
+  Publish(r.published);
+  return t + units - h >= high_water ? AppendResult::kAppendedHighWater : AppendResult::kAppended;
 }
 
 int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView, HeatReadKind)> apply) {
   int64_t applied = 0;
   for (int32_t i = 0; i < kStripes; ++i) {
     Stripe& s = stripes_[i];
-    Record* const ring = records_.get() + static_cast<size_t>(i) * static_cast<size_t>(capacity_);
+    Unit* const ring = units_memory_.get() + static_cast<size_t>(i) * static_cast<size_t>(units_);
     const uint64_t head = s.head.load(std::memory_order_relaxed);
     const uint64_t tail = s.tail.load(std::memory_order_seq_cst);
     uint64_t next = head;
-    for (; next != tail; ++next) {
+    while (next != tail) {
+      const uint64_t at = next & mask_;
       // The records were written on the readers' cores: start moving the
       // next ones while this one is applied.
-      __builtin_prefetch(&ring[(next + 4) & mask_]);
-      Record& r = ring[next & mask_];
-      if (std::atomic_ref<uint32_t>(r.published).load(std::memory_order_acquire) !=
-          static_cast<uint32_t>(next + 1)) {
+      __builtin_prefetch(&ring[(at + 8) & mask_]);
+      Header& r = *reinterpret_cast<Header*>(&ring[at]);
+      if (std::atomic_ref<uint8_t>(r.published).load(std::memory_order_acquire) != kPublished) {
         break;  // claimed, not yet written: the next drain takes it
       }
-      const char* in = r.bytes;
-      const HeatKeyView key{absl::string_view(in, r.tenant_size),
-                            absl::string_view(in + r.tenant_size, r.key_size),
-                            absl::string_view(in + r.tenant_size + r.key_size, r.domain_size)};
-      apply(r.t_ns, key, r.kind);
-      ++applied;
+      const uint64_t units = r.units;
+      HS_CHECK(units >= 1 && units <= kUnitsMax && at + units <= static_cast<uint64_t>(units_));
+      if (r.kind != kPadding) {
+        const char* in = reinterpret_cast<const char*>(&ring[at + 1]);
+        const HeatKeyView key{absl::string_view(in, r.tenant_size),
+                              absl::string_view(in + r.tenant_size, r.key_size),
+                              absl::string_view(in + r.tenant_size + r.key_size, r.domain_size)};
+        apply(r.t_ns, key, static_cast<HeatReadKind>(r.kind));
+        ++applied;
+      }
+      // Zeroed, the record's units hold no flag a later record could be
+      // mistaken for (its header may land on any of them).
+      std::memset(static_cast<void*>(&ring[at]), 0, units * kUnitBytes);
+      next += units;
     }
     if (next != head) s.head.store(next, std::memory_order_release);
   }

@@ -6,31 +6,38 @@
 // Caffeine's striped read buffer: the read touches no per-key state and no
 // line another reader writes, takes no lock and allocates nothing.
 //
-// Layout. kStripes stripes, each a ring of `records_per_stripe` (a power of
-// two) fixed 128-byte records. A thread takes a stripe on its first append
-// (round robin over all buffers of the process, kept in a thread_local), so
-// up to kStripes reading threads each own one. Each stripe keeps its
-// producer index (tail) and its consumer index (head) on separate cache
-// lines. A record is: a 32-bit publication word, the three field lengths,
-// the read's kind (HeatReadKind), the read time, and the tenant, key and
-// requester domain bytes inline (kKeyBytesMax = 112 bytes together). Memory: kStripes x records_per_stripe
-// x 128 bytes, reserved zeroed at construction (8 MiB with the default 4096
-// records per stripe); a stripe's pages become resident when a thread first
-// writes them.
+// Layout. kStripes stripes, each a ring of 16-byte units (records_per_stripe
+// x 4 units: 64 bytes per record of the sizing below). A thread takes a
+// stripe on its first append (round robin over all buffers of the process,
+// kept in a thread_local), so up to kStripes reading threads each own one.
+// Each stripe keeps its producer index (tail, in units) and its consumer
+// index (head) on separate cache lines. A record is packed: a 16-byte header
+// (publication flag, kind, the unit count, the three field lengths and the
+// read time) followed at once by the tenant, key and requester domain bytes,
+// rounded up to whole units: 16 bytes plus the key bytes, so a read of a
+// 30-byte key takes 48 bytes and four short reads share a cache line. A
+// stripe therefore holds records_per_stripe reads of keys up to 48 bytes,
+// more of shorter ones, fewer of longer ones (kKeyBytesMax = 240 bytes
+// together, 256 bytes a record). A record never wraps: one that does not
+// fit before the ring's end is preceded by a padding record up to it.
+// Memory: kStripes x records_per_stripe x 64 bytes, reserved zeroed at
+// construction (4 MiB with the default 4096 records per stripe); a stripe's
+// pages become resident when a thread first writes them.
 //
-// Append (foreground): claim the next index of the thread's stripe with one
-// compare-exchange on the stripe's tail (uncontended while no other thread
-// shares the stripe), copy the key bytes and the time into the record, and
-// publish it with one release store of its publication word. A stripe that
-// holds records_per_stripe undrained records is full: the read is dropped
-// and counted (dropped()), never waited for. A key longer than
-// kKeyBytesMax is not appended (kTooLong): the caller applies it directly.
+// Append (foreground): claim the record's units (and any padding) at the
+// thread's stripe's tail with one compare-exchange (uncontended while no
+// other thread shares the stripe), write the header and the key bytes, and
+// publish the record with one release store of its flag. A stripe without
+// room for the record is full: the read is dropped and counted (dropped()),
+// never waited for. A key longer than kKeyBytesMax is not appended
+// (kTooLong): the caller applies it directly.
 //
 // Drain (background, one caller at a time): visits the stripes in index
 // order and, in each, the published records in append order, stopping at
 // the first record a producer has claimed but not yet published (the next
-// drain takes it). Used from one thread (the simulator), records therefore
-// come out in exactly the order they went in.
+// drain takes it). The drain zeroes what it consumed, so a flag is set only
+// by a record of the current lap. Used from one thread (the simulator),
+// records therefore come out in exactly the order they went in.
 //
 // Thread safety: Append from any number of threads, concurrently with one
 // Drain. Drain calls must not overlap (the caller serialises them).
@@ -58,15 +65,20 @@ enum class HeatReadKind : uint8_t { kCounted = 0, kAtCap = 1 };
 class HeatReadBuffer {
  public:
   static constexpr int32_t kStripes = 16;
-  static constexpr size_t kRecordBytes = 128;
-  // Tenant + key + requester domain bytes a record holds inline.
-  static constexpr size_t kKeyBytesMax = 112;
+  // The ring's unit: a record is 16 bytes of header plus its key bytes,
+  // rounded up to whole units.
+  static constexpr size_t kUnitBytes = 16;
+  // Stripe bytes per record of records_per_stripe (a read of a key of up to
+  // 48 bytes).
+  static constexpr size_t kRecordBytes = 64;
+  // Tenant + key + requester domain bytes a record holds.
+  static constexpr size_t kKeyBytesMax = 240;
   static constexpr int64_t kRecordsPerStripeMin = 16;
   static constexpr int64_t kRecordsPerStripeMax = 65'536;
 
   enum class AppendResult : uint8_t {
     kAppended,
-    // Appended, and the stripe now holds at least high_water() records:
+    // Appended, and the stripe now holds at least high_water_units() units:
     // the caller should ask for a drain soon.
     kAppendedHighWater,
     kFull,     // dropped and counted
@@ -103,14 +115,23 @@ class HeatReadBuffer {
   // Reads dropped because their stripe was full, since construction.
   int64_t dropped() const;
   int64_t records_per_stripe() const { return capacity_; }
-  // Half a stripe.
-  int64_t high_water() const { return capacity_ / 2; }
+  // Units a read of `key` takes in its stripe. REQUIRES: Fits(key).
+  static int64_t UnitsFor(HeatKeyView key) {
+    return static_cast<int64_t>(
+        (kUnitBytes + key.tenant.size() + key.key.size() + key.domain.size() + kUnitBytes - 1) /
+        kUnitBytes);
+  }
+  // A stripe's size in units.
+  int64_t stripe_units() const { return units_; }
+  // Half a stripe, in units: an append that leaves at least this many units
+  // undrained reports kAppendedHighWater.
+  int64_t high_water_units() const { return units_ / 2; }
   int64_t MemoryBytes() const {
-    return static_cast<int64_t>(kStripes) * capacity_ * static_cast<int64_t>(kRecordBytes);
+    return static_cast<int64_t>(kStripes) * units_ * static_cast<int64_t>(kUnitBytes);
   }
 
  private:
-  struct Record;
+  struct Header;
   struct Stripe;
   struct FreeDeleter {
     void operator()(void* p) const { std::free(p); }
@@ -118,12 +139,18 @@ class HeatReadBuffer {
 
   static int32_t ThisThreadStripeIndex();
 
+  struct alignas(kUnitBytes) Unit {
+    unsigned char bytes[kUnitBytes];
+  };
+
   const int64_t capacity_;
+  // Units per stripe (capacity_ x kRecordBytes / kUnitBytes) and its mask.
+  const int64_t units_;
   const uint64_t mask_;
   std::unique_ptr<Stripe[]> stripes_;
-  // kStripes x capacity_ records, calloc'ed: zero publication words, pages
+  // kStripes x units_ units, calloc'ed: zero publication flags, pages
   // resident only once written.
-  std::unique_ptr<Record, FreeDeleter> records_;
+  std::unique_ptr<Unit, FreeDeleter> units_memory_;
 };
 
 }  // namespace heatsink

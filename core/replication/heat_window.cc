@@ -26,11 +26,6 @@ constexpr uint16_t kCounterMax = std::numeric_limits<uint16_t>::max();
 // Tenant, key and domain each up to 65535 bytes (16-bit lengths in the slot).
 constexpr size_t kFieldBytesMax = std::numeric_limits<uint16_t>::max();
 
-// HeatHandle bits: [generation:32][shard:8][slot + 1:24].
-constexpr int kHandleShardShift = kSlotBits;
-constexpr int kHandleGenerationShift = 32;
-constexpr int32_t kShardsMax = 256;
-
 uint32_t TagOf(uint64_t hash) { return static_cast<uint32_t>(hash >> 56); }
 
 size_t IndexSizeFor(uint32_t capacity) {
@@ -56,28 +51,13 @@ size_t CyclicDistance(size_t from, size_t to, size_t size) {
 }  // namespace
 
 struct HeatWindow::Slot {
-  // The fields a read by handle touches come first.
-  // (generation << 1) | locked. The generation is a number from the shard's
-  // generation clock, drawn when a key takes the slot and again when the slot
-  // is freed: a HeatHandle names the slot and this number, so it matches only
-  // while the slot holds the key it was issued for. The low bit is the slot's
-  // spin lock: a read by handle takes it with one compare-exchange that also
-  // checks the generation, and holds it for a few instructions. Every change
-  // to the ring, head_bucket or hits holds it; every change to the key
-  // (lengths, hash, block) holds it and the shard lock, so either lock alone
-  // is enough to read the key.
-  std::atomic<uint32_t> lock_gen{0};
-  // Reads that reached this entry by handle and are not yet folded into the
-  // shard's stats (folded by any locked visit, and before 65535). Written
-  // under the slot lock; read without it by stats().
-  std::atomic<uint16_t> hits{0};
-  uint16_t tenant_len = 0;
   // Live: the newest sub-bucket (time / bucket_ns). Free: the next free slot,
   // or kNoSlot.
   int64_t head_bucket = 0;
+  uint32_t hash32 = 0;  // low bits of StableHeatKeyHash: home index cell
+  uint16_t tenant_len = 0;
   uint16_t key_len = 0;
   uint16_t domain_len = 0;
-  uint32_t hash32 = 0;  // low bits of StableHeatKeyHash: home index cell
   // The sub-bucket counters, newest first: ring[0] counts bucket head_bucket,
   // ring[k] bucket head_bucket - k (the first sub_buckets are used), kept in
   // the slot so that a read touches one place. Moving to a newer bucket
@@ -97,25 +77,15 @@ struct alignas(64) HeatWindow::Shard {
   mutable Mutex mu;
   uint32_t capacity = 0;  // slots at most
   // Storage for `capacity` slots, allocated at construction and never moved;
-  // the first slot_count are constructed (they are never destroyed before
-  // the window is, so a handle's slot stays a Slot). The pointer is fixed, so
-  // reads by handle and prefetches use it without the shard lock.
+  // the first slot_count are constructed.
   Slot* slot_base = nullptr;
   uint32_t slot_count ABSL_GUARDED_BY(mu) = 0;
   std::vector<uint32_t> index ABSL_GUARDED_BY(mu);   // open addressing, linear probing
   uint32_t live ABSL_GUARDED_BY(mu) = 0;
   uint32_t free_head ABSL_GUARDED_BY(mu) = kNoSlot;
   uint32_t hand ABSL_GUARDED_BY(mu) = 0;
-  // Keys inserted and slots freed so far (wraps at 31 bits): the next
-  // generation. Not reset by Clear(), so a handle from before a Clear()
-  // never matches.
-  uint32_t generation_clock ABSL_GUARDED_BY(mu) = 0;
   int64_t key_bytes ABSL_GUARDED_BY(mu) = 0;
-  // Every count but crossings and the unfolded slot hits.
   HeatWindowStats stats ABSL_GUARDED_BY(mu);
-  // Crossings can happen on a read by handle, without the shard lock; they
-  // are rare (once per key per heat-up), so one shared counter is cheap.
-  std::atomic<int64_t> crossings{0};
 
   Slot& slot(uint32_t i) const { return slot_base[i]; }
 };
@@ -124,72 +94,6 @@ namespace {
 
 // Everything below runs with the shard's lock held; the helpers take the
 // pieces they need so that the locking stays in the public methods.
-
-constexpr uint32_t kGenerationMask = 0x7fff'ffff;
-constexpr uint16_t kHitsFoldAt = std::numeric_limits<uint16_t>::max();
-
-void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// Takes a slot's spin lock whatever its generation; returns the unlocked
-// word (generation << 1) to hand back to UnlockSlot. Holders never wait for
-// another lock while holding a slot lock, except the shard-lock holder, which
-// may hold two slot locks while probing; a read by handle holds one and
-// waits for nothing, so no cycle can form.
-template <typename SlotT>
-uint32_t LockSlot(SlotT& e) {
-  uint32_t v = e.lock_gen.load(std::memory_order_relaxed);
-  for (;;) {
-    if ((v & 1) == 0 && e.lock_gen.compare_exchange_weak(v, v | 1, std::memory_order_acquire,
-                                                         std::memory_order_relaxed)) {
-      return v;
-    }
-    CpuRelax();
-    v = e.lock_gen.load(std::memory_order_relaxed);
-  }
-}
-
-// Takes the slot lock only while the slot still has `generation`.
-template <typename SlotT>
-bool LockSlotIfGeneration(SlotT& e, uint32_t generation) {
-  const uint32_t want = generation << 1;
-  for (;;) {
-    uint32_t v = want;
-    if (e.lock_gen.compare_exchange_weak(v, want | 1, std::memory_order_acquire,
-                                         std::memory_order_relaxed)) {
-      return true;
-    }
-    if ((v >> 1) != generation) return false;
-    CpuRelax();
-  }
-}
-
-template <typename SlotT>
-void UnlockSlot(SlotT& e, uint32_t word) {
-  e.lock_gen.store(word, std::memory_order_release);
-}
-
-// Holds a slot's lock for a scope.
-template <typename SlotT>
-class SlotLock {
- public:
-  explicit SlotLock(SlotT& e) : e_(e), word_(LockSlot(e)) {}
-  ~SlotLock() { UnlockSlot(e_, word_); }
-  SlotLock(const SlotLock&) = delete;
-  SlotLock& operator=(const SlotLock&) = delete;
-  uint32_t generation() const { return word_ >> 1; }
-  // Unlocks with a new generation instead (the slot changed hands).
-  void SetGeneration(uint32_t generation) { word_ = generation << 1; }
-
- private:
-  SlotT& e_;
-  uint32_t word_;
-};
 
 int64_t SumRing(const uint16_t* ring, int32_t n) {
   int64_t sum = 0;
@@ -201,8 +105,6 @@ int64_t SumRing(const uint16_t* ring, int32_t n) {
 // window at bucket `cur` (its newest bucket is never 0, see Slot::ring).
 bool IdleAt(int64_t head, int64_t cur, int32_t n) { return cur - head >= n; }
 
-// Reads in the window at bucket `cur` of a ring whose newest bucket is
-// `head`. REQUIRES: the slot lock.
 // The reads in the newest `last` buckets at `cur` (ring[i] is bucket head - i);
 // with last = n, the whole window.
 int64_t CountAt(const uint16_t* ring, int64_t head, int64_t cur, int32_t last) {
@@ -224,15 +126,16 @@ void Roll(uint16_t* ring, int64_t steps, int32_t n) {
   std::fill(ring, ring + k, 0);
 }
 
-// One read of a live entry at bucket `cur`. REQUIRES: the slot lock.
+// One read of a live entry at bucket `cur`.
 template <typename SlotT>
 HeatRecord CountRead(SlotT& e, int64_t cur, int32_t n, int64_t hit_count) {
   if (cur > e.head_bucket) {
     Roll(e.ring, cur - e.head_bucket, n);
     e.head_bucket = cur;
   }
-  // A read older than the newest bucket (a concurrent reader that lost the
-  // race for the lock) counts in the newest bucket. After the roll every
+  // A read older than the newest bucket (the drain applies the stripes one
+  // after the other, so reads of one key from two threads can come out of
+  // time order) counts in the newest bucket. After the roll every
   // bucket of the ring lies inside the window.
   const int64_t before = SumRing(e.ring, n);
   int64_t after = before;
@@ -299,7 +202,6 @@ HeatWindow::HeatWindow(const Options& options)
   HS_CHECK(options.hit_count >= 1 && options.hit_count <= kAdmissionHitCountMax);
   HS_CHECK(options.cleanup_slots_per_record >= 0);
   HS_CHECK(options.replacement_probe_slots >= 1);
-  HS_CHECK_MSG(shard_count_ <= kShardsMax, "a HeatHandle has 8 bits of shard");
   static_assert(sizeof(Slot) == 32 + 2 * kHeatWindowSubBucketsMax, "slot layout (memory bound)");
   shards_ = std::make_unique<Shard[]>(static_cast<size_t>(shard_count_));
   const int64_t base = options.entries_max / shard_count_;
@@ -392,78 +294,26 @@ void EraseFromIndex(ShardT& s, uint32_t slot) {
   s.index[hole] = 0;
 }
 
-// Moves a slot's unfolded handle hits into the shard's stats. REQUIRES: the
-// shard lock and the slot lock.
-template <typename ShardT, typename SlotT>
-void FoldHits(ShardT& s, SlotT& e) {
-  const uint16_t hits = e.hits.load(std::memory_order_relaxed);
-  if (hits == 0) return;
-  s.stats.records += hits;
-  s.stats.handle_hits += hits;
-  e.hits.store(0, std::memory_order_relaxed);
-}
-
-// Frees a live slot: out of the index, key dropped, a new generation (old
-// handles stop matching), onto the free list. REQUIRES: the shard lock and
-// `slot_lock` on the slot.
-template <typename ShardT, typename SlotT>
-void FreeSlot(ShardT& s, uint32_t idx, SlotLock<SlotT>& slot_lock) {
-  SlotT& e = s.slot(idx);
-  FoldHits(s, e);
+// Frees a live slot: out of the index, key dropped, onto the free list.
+// REQUIRES: the shard lock.
+template <typename ShardT>
+void FreeSlot(ShardT& s, uint32_t idx) {
+  auto& e = s.slot(idx);
   EraseFromIndex(s, idx);
   s.key_bytes -= e.block_len();
   e.block.reset();
-  slot_lock.SetGeneration(s.generation_clock++ & kGenerationMask);
   e.head_bucket = s.free_head;
   s.free_head = idx;
   --s.live;
 }
 
-HeatHandle MakeHandle(int32_t shard, uint32_t slot, uint32_t generation) {
-  return static_cast<uint64_t>(generation) << kHandleGenerationShift |
-         static_cast<uint64_t>(shard) << kHandleShardShift | (slot + 1);
-}
-
 }  // namespace
 
-HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) { return Record(now, key, nullptr); }
-
-HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
+HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   HS_CHECK(now >= 0);
   const int32_t n = options_.sub_buckets;
   const int64_t hit_count = options_.hit_count;
   const int64_t cur = BucketAt(now);
-
-  // The handle's slot, if it still holds this key: no hashing, no index, no
-  // shard lock; the slot's own lock, taken only if its generation matches.
-  if (handle != nullptr && *handle != kNoHeatHandle) {
-    const uint32_t slot = static_cast<uint32_t>(*handle & kSlotMask) - 1;
-    const uint32_t shard = static_cast<uint32_t>(*handle >> kHandleShardShift) & 0xff;
-    const uint32_t generation = static_cast<uint32_t>(*handle >> kHandleGenerationShift);
-    if (shard < static_cast<uint32_t>(shard_count_) && generation <= kGenerationMask) {
-      Shard& s = shards_[shard];
-      HS_CHECK_MSG(slot < s.capacity, "a HeatHandle from another window");
-      Slot& e = s.slot(slot);
-      if (LockSlotIfGeneration(e, generation)) {
-        // Same tenant and key (the handle's contract) and equal lengths:
-        // an empty domain matches without reading the key bytes; another
-        // domain is compared. A slot whose hit count is due for folding
-        // goes the locked way below, which folds it.
-        const uint16_t hits = e.hits.load(std::memory_order_relaxed);
-        if (hits < kHitsFoldAt && e.tenant_len == key.tenant.size() &&
-            e.key_len == key.key.size() && e.domain_len == key.domain.size() &&
-            (key.domain.empty() || std::memcmp(e.block.get() + e.tenant_len + e.key_len,
-                                               key.domain.data(), key.domain.size()) == 0)) {
-          e.hits.store(static_cast<uint16_t>(hits + 1), std::memory_order_relaxed);
-          const HeatRecord out = CountRead(e, cur, n, hit_count);
-          UnlockSlot(e, generation << 1);
-          if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
-          return out;
-        }
-        UnlockSlot(e, generation << 1);
-      }
-    }
-  }
 
   HeatRecord out;
   const uint64_t hash = StableHeatKeyHash(key);
@@ -476,19 +326,14 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
       key.domain.size() > kFieldBytesMax) {
     ++s.stats.untracked;
     out.tracked = false;
-    if (handle != nullptr) *handle = kNoHeatHandle;
     return out;
   }
   const size_t key_block_len = key.tenant.size() + key.key.size() + key.domain.size();
 
   const Probe found = FindKey(s, hash, key);
   if (found.slot != kNoSlot) {
-    Slot& e = s.slot(found.slot);
-    SlotLock slot_lock(e);
-    FoldHits(s, e);
-    if (handle != nullptr) *handle = MakeHandle(shard_index, found.slot, slot_lock.generation());
-    out = CountRead(e, cur, n, hit_count);
-    if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
+    out = CountRead(s.slot(found.slot), cur, n, hit_count);
+    if (out.crossed) ++s.stats.crossings;
     return out;
   }
   // Take a free slot, grow into the reserved capacity, or replace.
@@ -502,10 +347,8 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
     new (&s.slot(slot)) Slot();
     ++s.slot_count;
   } else {
-    // Full: every slot is live. Probe at the hand for the coldest entry,
-    // keeping the best candidate locked so that it cannot heat up unseen.
+    // Full: every slot is live. Probe at the hand for the coldest entry.
     uint32_t best = kNoSlot;
-    uint32_t best_word = 0;
     int64_t best_count = 0;
     int64_t best_head = 0;
     const uint32_t size = s.slot_count;
@@ -514,19 +357,13 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
       s.hand = idx + 1 == size ? 0 : idx + 1;
       ++s.stats.slot_visits;
       if (idx == best) continue;  // a probe longer than the shard
-      Slot& e = s.slot(idx);
-      const uint32_t word = LockSlot(e);
+      const Slot& e = s.slot(idx);
       const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
       const bool better =
           c < hit_count &&  // hot now: never replaced
           (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head));
-      if (!better) {
-        UnlockSlot(e, word);
-        continue;
-      }
-      if (best != kNoSlot) UnlockSlot(s.slot(best), best_word);
+      if (!better) continue;
       best = idx;
-      best_word = word;
       best_count = c;
       best_head = e.head_bucket;
       if (c == 0) break;
@@ -534,7 +371,6 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
     if (best == kNoSlot) {
       ++s.stats.untracked;
       out.tracked = false;
-      if (handle != nullptr) *handle = kNoHeatHandle;
       return out;
     }
     if (best_count == 0) {
@@ -543,10 +379,6 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
       ++s.stats.replacements;
     }
     Slot& victim = s.slot(best);
-    FoldHits(s, victim);
-    // Handles to the old key stop matching when the slot unlocks with a new
-    // generation; until then none can take the lock.
-    UnlockSlot(victim, (s.generation_clock++ & kGenerationMask) << 1);
     EraseFromIndex(s, best);
     s.key_bytes -= victim.block_len();
     --s.live;
@@ -554,7 +386,6 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
     replaced = true;
   }
   Slot& e = s.slot(slot);
-  SlotLock slot_lock(e);
   // A replaced entry's block is reused when the new key has the same
   // length (keys of one workload usually do); otherwise it is reallocated.
   if (e.block == nullptr || e.block_len() != key_block_len) {
@@ -574,8 +405,6 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   e.key_len = static_cast<uint16_t>(key.key.size());
   e.domain_len = static_cast<uint16_t>(key.domain.size());
   e.hash32 = static_cast<uint32_t>(hash);
-  const uint32_t generation = s.generation_clock++ & kGenerationMask;
-  slot_lock.SetGeneration(generation);
   e.head_bucket = cur;
   std::fill(e.ring, e.ring + n, 0);
   e.ring[0] = 1;
@@ -585,11 +414,10 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key, HeatHandle* handle) {
   ++s.live;
   s.key_bytes += static_cast<int64_t>(key_block_len);
   ++s.stats.inserts;
-  if (handle != nullptr) *handle = MakeHandle(shard_index, slot, generation);
   Cleanup(s, slot, cur);
   out.count_in_window = 1;
   out.crossed = hit_count <= 1;
-  if (out.crossed) s.crossings.fetch_add(1, std::memory_order_relaxed);
+  if (out.crossed) ++s.stats.crossings;
   return out;
 }
 
@@ -603,11 +431,10 @@ void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
     const uint32_t idx = s.hand < size ? s.hand : 0;
     s.hand = idx + 1 == size ? 0 : idx + 1;
     ++s.stats.slot_visits;
-    Slot& e = s.slot(idx);
+    const Slot& e = s.slot(idx);
     if (e.block == nullptr || idx == touched) continue;
-    SlotLock slot_lock(e);
     if (!IdleAt(e.head_bucket, cur, n)) continue;
-    FreeSlot(s, idx, slot_lock);
+    FreeSlot(s, idx);
     ++s.stats.idle_reclaims;
   }
 }
@@ -625,8 +452,7 @@ int64_t HeatWindow::CountInLastSubBuckets(TimeNs now, HeatKeyView key,
   MutexLock lock(&s.mu);
   const Probe found = FindKey(s, hash, key);
   if (found.slot == kNoSlot) return 0;
-  Slot& e = s.slot(found.slot);
-  SlotLock slot_lock(e);
+  const Slot& e = s.slot(found.slot);
   return CountAt(e.ring, e.head_bucket, now / bucket_ns_, sub_buckets);
 }
 
@@ -645,13 +471,9 @@ std::vector<HotKey> HeatWindow::HotKeys(TimeNs now, int64_t min_count, size_t li
     const Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
-      Slot& e = s.slot(idx);
+      const Slot& e = s.slot(idx);
       if (e.block == nullptr) continue;
-      int64_t c = 0;
-      {
-        SlotLock slot_lock(e);
-        c = CountAt(e.ring, e.head_bucket, cur, n);
-      }
+      const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
       if (c < threshold) continue;
       out.push_back(HotKey{DecodeSlot(e), c});
     }
@@ -670,15 +492,11 @@ void HeatWindow::Clear() {
   for (int32_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
-    // Slots stay constructed (a handle may still name one); every live one
-    // is freed with a new generation, so no handle matches afterwards.
+    // Slots stay constructed; every one goes onto the free list.
     s.free_head = kNoSlot;
     for (uint32_t idx = s.slot_count; idx-- > 0;) {
       Slot& e = s.slot(idx);
-      SlotLock slot_lock(e);
-      FoldHits(s, e);
       e.block.reset();
-      slot_lock.SetGeneration(s.generation_clock++ & kGenerationMask);
       e.head_bucket = s.free_head;
       s.free_head = idx;
     }
@@ -695,18 +513,11 @@ HeatWindowStats HeatWindow::stats() const {
     const Shard& s = shards_[static_cast<size_t>(i)];
     MutexLock lock(&s.mu);
     total.records += s.stats.records;
-    total.handle_hits += s.stats.handle_hits;
-    // Reads by handle not folded yet: one relaxed load per slot, no lock.
-    for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
-      const int64_t hits = s.slot(idx).hits.load(std::memory_order_relaxed);
-      total.records += hits;
-      total.handle_hits += hits;
-    }
     total.inserts += s.stats.inserts;
     total.replacements += s.stats.replacements;
     total.idle_reclaims += s.stats.idle_reclaims;
     total.untracked += s.stats.untracked;
-    total.crossings += s.crossings.load(std::memory_order_relaxed);
+    total.crossings += s.stats.crossings;
     total.slot_visits += s.stats.slot_visits;
     total.tracked_keys += s.live;
   }
@@ -741,19 +552,16 @@ absl::Status HeatWindow::CheckInvariants() const {
     int64_t key_bytes = 0;
     const size_t index_size = s.index.size();
     for (uint32_t idx = 0; idx < s.slot_count; ++idx) {
-      Slot& e = s.slot(idx);
+      const Slot& e = s.slot(idx);
       if (e.block == nullptr) continue;
       ++live;
       key_bytes += e.block_len();
-      {
-        SlotLock slot_lock(e);
-        if (e.ring[0] == 0) {
-          return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
-        }
-        if (std::any_of(e.ring + n, e.ring + kHeatWindowSubBucketsMax,
-                        [](uint16_t c) { return c != 0; })) {
-          return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
-        }
+      if (e.ring[0] == 0) {
+        return fail(absl::StrCat("slot ", idx, " has an empty newest bucket"));
+      }
+      if (std::any_of(e.ring + n, e.ring + kHeatWindowSubBucketsMax,
+                      [](uint16_t c) { return c != 0; })) {
+        return fail(absl::StrCat("slot ", idx, " counts beyond its sub-buckets"));
       }
       // Reachable from its home cell without crossing an empty cell.
       size_t pos = HomeCell(e.hash32, index_size);

@@ -63,38 +63,24 @@
 // second read it outranks every one-read key and no flood of one-read keys
 // can displace it. heat_window_test.cc proves both.
 //
-// Memory. Per tracked key: a 56-byte slot (the slot's lock word and
-// generation, unfolded handle hits, field lengths, newest-bucket index, hash
-// and the counter ring, room for kHeatWindowSubBucketsMax 16-bit counters, so
-// that a read by handle touches the slot and nothing else, and a lookup the
-// index cell and the key besides), a 4-byte index cell at load 0.75 (the
-// index is sized to the entry limit, not to a power of two), and one heap
-// block holding exactly the key bytes. Memory() reports it; the fixed part is
-// below 64 bytes per key at every entry limit (the test and the benchmark
-// print it). The allocator's own per-block overhead is not visible to core
-// and not included.
-//
-// Handles. Record() can also take a HeatHandle: a 64-bit note of where the
-// key's entry lives (shard, slot, and the slot's generation, which changes
-// whenever the slot is given to another key or freed). A caller that keeps
-// one per key (the master's read path did before the read buffer; the drain
-// looks keys up by text) goes straight to the key's slot: no hashing, no index probe, no key comparison and no shard
-// lock. The slot has a spin lock of its own, folded into its generation word:
-// one compare-exchange both checks that the handle still matches and takes
-// the lock, which is held for the few instructions of the count (every
-// change of a slot's key holds the shard lock and the slot lock). A handle
-// that no longer matches (its entry was replaced or cleaned up) costs one
-// failed compare-exchange and the ordinary lookup, which refreshes it.
-// Results are identical with and without handles.
+// Memory. Per tracked key: a 56-byte slot (newest-bucket index, hash, field
+// lengths, the counter ring with room for kHeatWindowSubBucketsMax 16-bit
+// counters, and the key block's pointer), a 4-byte index cell at load 0.75
+// (the index is sized to the entry limit, not to a power of two), and one
+// heap block holding exactly the key bytes. Memory() reports it; the fixed
+// part is below 64 bytes per key at every entry limit (the test and the
+// benchmark print it). The allocator's own per-block overhead is not
+// visible to core and not included.
 //
 // Determinism. The shard of a key comes from StableHeatKeyHash; the victim
 // choice from slot order and the clock hand, never from hash-map iteration.
 // Used from one thread, the same sequence of calls gives the same results in
 // every process.
 //
-// Thread safety: every method is thread-safe. Record() by a matching handle
-// locks one slot; otherwise it locks one shard (and the slots it visits).
-// stats() visits every slot of every shard.
+// Thread safety: every method is thread-safe; each call locks one shard at a
+// time, and nothing else (the read buffer's single drainer is the window's
+// one writer in practice, so the shard locks are uncontended but for the
+// admission worker's reads). stats() visits every shard.
 //
 // The caller decides whether a read counts: with mode off nothing is
 // recorded, and a read of an object already at its replica cap records no
@@ -131,11 +117,6 @@ struct HeatRecord {
   bool tracked = true;
 };
 
-// Where a key's entry was found by an earlier Record() of the same window;
-// kNoHeatHandle when none. Opaque to everyone but HeatWindow.
-using HeatHandle = uint64_t;
-inline constexpr HeatHandle kNoHeatHandle = 0;
-
 struct HotKey {
   HeatKey key;
   int64_t count_in_window = 0;
@@ -143,7 +124,6 @@ struct HotKey {
 
 struct HeatWindowStats {
   int64_t records = 0;        // Record() calls
-  int64_t handle_hits = 0;    // of those, reads that reached their entry by handle
   int64_t inserts = 0;        // keys that started being tracked
   int64_t replacements = 0;   // of those, keys that displaced a non-idle entry
   int64_t idle_reclaims = 0;  // idle entries freed by cleanup or the probe
@@ -188,18 +168,10 @@ class HeatWindow {
   // Counts one read of `key` at `now` (REQUIRES now >= 0). Bounded work:
   // one index lookup, at most cleanup_slots_per_record + replacement_probe_slots
   // slot visits. A read whose `now` is older than the key's newest bucket
-  // (a concurrent reader that lost the race for the shard lock) counts in the
-  // newest bucket.
+  // (the drain takes the read buffer's stripes one after the other, so two
+  // threads' reads of a key can come out of time order) counts in the newest
+  // bucket.
   HeatRecord Record(TimeNs now, HeatKeyView key);
-
-  // The same, with a handle (see "Handles" above). When `*handle` still names
-  // this key's entry, the read goes straight to it; otherwise the key is
-  // looked up as above. Either way `*handle` is left naming the key's entry
-  // (kNoHeatHandle when the key is not tracked). The same counts, crossings
-  // and replacements as Record(now, key).
-  // REQUIRES: `*handle` is kNoHeatHandle or was set by this window for a key
-  // with the same tenant and key (the domain may differ; it is compared).
-  HeatRecord Record(TimeNs now, HeatKeyView key, HeatHandle* handle);
 
   // Reads of `key` in the window at `now`; 0 when not tracked. The admission
   // worker's re-check: a trigger whose key has cooled below the hit count is
@@ -222,7 +194,7 @@ class HeatWindow {
   // Forgets every key (for example when the mode is switched off).
   void Clear();
 
-  // O(entries): sums the slots' unfolded handle hits (for metrics and tests).
+  // O(shards): the shards' counters summed (for metrics and tests).
   HeatWindowStats stats() const;
   HeatWindowMemory Memory() const;
   // INTERNAL if any shard's slots, index, free list or byte counts disagree.

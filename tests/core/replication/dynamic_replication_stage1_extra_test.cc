@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/replication/heat_read_buffer.h"
 #include "core/replication/replica_selection.h"
 #include "gtest/gtest.h"
 #include "tests/core/replication/replication_test_util.h"
@@ -93,23 +94,32 @@ TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAnd
   ReplicationHarness h(knobs);
   HS_ASSERT_OK(h.AddStore(1, 16 * kMiB, "h1"));
   HS_ASSERT_OK(h.AddStore(2, 16 * kMiB, "h2"));
-  for (int i = 0; i < 40; ++i) HS_ASSERT_OK(h.Put("cold" + std::to_string(i), 16, {SegmentId(1)}));
+  // The stripe is 16 x 64 bytes = 64 units; a read of tenant "default" and
+  // key "coldNN" takes 2 units (16 bytes of header, 13 of key), so 32 cold
+  // reads fill it.
+  constexpr int kFill = 32;
+  constexpr int kCold = 60;
+  ASSERT_EQ(HeatReadBuffer::UnitsFor(HeatKeyView{kDefaultTenant, "cold10", ""}), 2);
+  for (int i = 0; i < kCold; ++i) {
+    HS_ASSERT_OK(h.Put("cold" + std::to_string(i), 16, {SegmentId(1)}));
+  }
   HS_ASSERT_OK(h.Put("hot", 16, {SegmentId(1)}));
-  // 16 cold reads fill this thread's stripe; every further read is dropped:
+  // The cold reads fill this thread's stripe; every further read is dropped:
   // each still returns its replicas, and nothing ran on the executor.
-  for (int i = 0; i < 16; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  for (int i = 0; i < kFill; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
   for (int i = 0; i < 5; ++i) {
     absl::StatusOr<GetReplicaListResponse> r = h.Read("hot");
     HS_ASSERT_OK(r);
     EXPECT_EQ(r->replicas.size(), 1u);
   }
-  for (int i = 16; i < 40; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
+  for (int i = kFill; i < kCold; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
   EXPECT_EQ(h.dr().heat_window().stats().records, 0);
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 5 + 24);
+  constexpr int kDropped = 5 + kCold - kFill;
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
   // The high-water read posted a drain due now: running what is due applies
-  // the 16 buffered reads, without waiting for the drain interval.
+  // the buffered reads, without waiting for the drain interval.
   h.env().RunUntilIdle();
-  EXPECT_EQ(h.dr().heat_window().stats().records, 16);
+  EXPECT_EQ(h.dr().heat_window().stats().records, kFill);
   EXPECT_EQ(h.dr().heat_window().CountInWindow(h.now(), HeatKeyView{kDefaultTenant, "hot", ""}),
             0);
   EXPECT_EQ(h.sink().size(), 0u);
@@ -120,7 +130,7 @@ TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAnd
   ASSERT_EQ(h.sink().size(), 1u);
   EXPECT_EQ(h.sink().last().key, "hot");
   EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 29);
+  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
   HS_EXPECT_OK(h.rm().CheckInvariants());
 }
 

@@ -3,8 +3,8 @@
 // after one window and the window slides rather than tumbles, the entry
 // limit holds with bounded incremental cleanup (work per Record is counted),
 // a hot key is still admitted within one window when the table is full of
-// cold keys, a read by handle gives the same results as a lookup and a stale
-// handle never counts another key, hot entries are never replaced, the fixed memory per tracked key
+// cold keys, every read of a hot key is counted, the domain is part of the
+// key, hot entries are never replaced, the fixed memory per tracked key
 // stays within 64 bytes plus the key bytes, and results are deterministic.
 // Concurrent Records are in tests/core/stress/heat_window_stress_test.cc (run
 // under TSan too). Time is integer nanoseconds passed in by the test; nothing
@@ -325,10 +325,8 @@ TEST(HeatWindow, OverlongTenantIsNotTracked) {
 TEST(HeatWindow, OverlongKeyIsNotTracked) {
   HeatWindow w(Opts(4, 2));
   const std::string key(70'000, 'k');
-  HeatHandle h = kNoHeatHandle;
-  const HeatRecord r = w.Record(0, HeatKeyView{"tenant", key, ""}, &h);
+  const HeatRecord r = w.Record(0, HeatKeyView{"tenant", key, ""});
   EXPECT_FALSE(r.tracked);
-  EXPECT_EQ(h, kNoHeatHandle);
   EXPECT_EQ(w.stats().tracked_keys, 0);
   EXPECT_EQ(w.stats().untracked, 1);
   // The longest key that fits is tracked.
@@ -428,101 +426,33 @@ TEST(HeatWindow, SameSequenceGivesSameResults) {
   EXPECT_NE(a, Replay(8));
 }
 
-// A hot key read more than 65535 times by handle: the slot's hit count is
-// folded into the shard's stats on the way, and nothing is lost.
-TEST(HeatWindow, HandleHitsAreFoldedWithoutLoss) {
+// A hot key read 200,000 times: every read is counted, in the window's
+// sub-buckets without saturating, and it crosses once.
+TEST(HeatWindow, EveryReadOfAHotKeyIsCounted) {
   HeatWindow w(Opts(16, 2));
-  HeatHandle h = kNoHeatHandle;
   constexpr int kReads = 200'000;
   // One read every 0.1 ms: 10,000 per one-second sub-bucket (no counter
   // saturates), 100,000 in the last window.
-  for (int i = 0; i < kReads; ++i) (void)w.Record(TimeNs{i} * 100'000, Key("k"), &h);
+  for (int i = 0; i < kReads; ++i) (void)w.Record(TimeNs{i} * 100'000, Key("k"));
   const HeatWindowStats s = w.stats();
   EXPECT_EQ(s.records, kReads);
-  EXPECT_GE(s.handle_hits, kReads - 1 - kReads / 65'535);
-  EXPECT_LT(s.handle_hits, kReads);
   EXPECT_EQ(s.crossings, 1);
   EXPECT_EQ(w.CountInWindow(TimeNs{kReads - 1} * 100'000, Key("k")), kReads / 2);
   EXPECT_TRUE(w.CheckInvariants().ok());
 }
 
-// The same churning sequence through two windows, one given a handle per
-// key (as the master keeps one per object): every result and every counter
-// but handle_hits agree, and most reads of tracked keys go by handle.
-TEST(HeatWindow, HandlesGiveTheSameResultsAsLookups) {
-  HeatWindow plain(Opts(300, 6, /*shards=*/4));
-  HeatWindow handled(Opts(300, 6, /*shards=*/4));
-  const auto keys = Names("k", 2'000);
-  std::vector<HeatHandle> handles(keys.size(), kNoHeatHandle);
-  Rng rng(11);
-  TimeNs now = 0;
-  for (int i = 0; i < 40'000; ++i) {
-    now += static_cast<TimeNs>(rng.Uniform(2 * kMs));
-    const size_t k = rng.Bernoulli(1, 2) ? rng.Uniform(40) : rng.Uniform(keys.size());
-    const HeatRecord a = plain.Record(now, Key(keys[k]));
-    const HeatRecord b = handled.Record(now, Key(keys[k]), &handles[k]);
-    ASSERT_EQ(a.count_in_window, b.count_in_window) << i;
-    ASSERT_EQ(a.crossed, b.crossed) << i;
-    ASSERT_EQ(a.tracked, b.tracked) << i;
-    ASSERT_EQ(b.tracked, handles[k] != kNoHeatHandle) << i;
-  }
-  const HeatWindowStats a = plain.stats();
-  const HeatWindowStats b = handled.stats();
-  EXPECT_EQ(a.records, b.records);
-  EXPECT_EQ(a.inserts, b.inserts);
-  EXPECT_EQ(a.replacements, b.replacements);
-  EXPECT_EQ(a.idle_reclaims, b.idle_reclaims);
-  EXPECT_EQ(a.untracked, b.untracked);
-  EXPECT_EQ(a.crossings, b.crossings);
-  EXPECT_EQ(a.slot_visits, b.slot_visits);
-  EXPECT_EQ(a.tracked_keys, b.tracked_keys);
-  EXPECT_GT(a.replacements, 1'000);  // stale handles were met
-  EXPECT_EQ(a.handle_hits, 0);
-  EXPECT_GT(b.handle_hits, b.records / 3);
-  EXPECT_TRUE(handled.CheckInvariants().ok());
-}
-
-// A handle whose entry went to another key (replaced, or freed as idle and
-// reused) never counts into that key: the read falls back to the lookup.
-TEST(HeatWindow, StaleHandleNeverCountsAnotherKey) {
-  HeatWindow w(Opts(1, 100));
-  HeatHandle a = kNoHeatHandle;
-  EXPECT_EQ(w.Record(0, Key("a"), &a).count_in_window, 1);
-  ASSERT_NE(a, kNoHeatHandle);
-  EXPECT_EQ(w.Record(kSec, Key("a"), &a).count_in_window, 2);
-  EXPECT_EQ(w.stats().handle_hits, 1);
-  // "b" replaces "a" (the only slot, below the hit count).
-  HeatHandle b = kNoHeatHandle;
-  EXPECT_EQ(w.Record(2 * kSec, Key("b"), &b).count_in_window, 1);
-  EXPECT_EQ(b & 0xffffff, a & 0xffffff);  // the same slot
-  // a's handle names that slot but no longer matches: "a" is inserted anew.
-  EXPECT_EQ(w.Record(3 * kSec, Key("a"), &a).count_in_window, 1);
-  EXPECT_EQ(w.CountInWindow(3 * kSec, Key("b")), 0);
-  EXPECT_EQ(w.stats().handle_hits, 1);
-  // b's handle is stale now too; after a Clear() every handle is.
-  EXPECT_EQ(w.Record(4 * kSec, Key("b"), &b).count_in_window, 1);
-  const HeatHandle before_clear = b;
-  w.Clear();
-  EXPECT_EQ(w.Record(5 * kSec, Key("c")).count_in_window, 1);
-  b = before_clear;
-  EXPECT_EQ(w.Record(5 * kSec, Key("b"), &b).count_in_window, 1);
-  EXPECT_EQ(w.CountInWindow(5 * kSec, Key("c")), 0);
-  EXPECT_EQ(w.stats().handle_hits, 1);
-  EXPECT_TRUE(w.CheckInvariants().ok());
-}
-
-// The handle is per object; the domain is still part of the heat key.
-TEST(HeatWindow, HandleComparesTheDomain) {
+// The domain is part of the heat key: the same object read from two domains
+// is two entries.
+TEST(HeatWindow, TheDomainIsPartOfTheKey) {
   HeatWindow w(Opts(16, 100));
-  HeatHandle h = kNoHeatHandle;
   const HeatKeyView in_a{"tenant", "k", "domain-a"};
   const HeatKeyView in_b{"tenant", "k", "domain-b"};
-  EXPECT_EQ(w.Record(0, in_a, &h).count_in_window, 1);
-  EXPECT_EQ(w.Record(0, in_a, &h).count_in_window, 2);
-  EXPECT_EQ(w.Record(0, in_b, &h).count_in_window, 1);
-  EXPECT_EQ(w.Record(0, in_b, &h).count_in_window, 2);
-  EXPECT_EQ(w.Record(0, in_a, &h).count_in_window, 3);
-  EXPECT_EQ(w.stats().handle_hits, 2);
+  EXPECT_EQ(w.Record(0, in_a).count_in_window, 1);
+  EXPECT_EQ(w.Record(0, in_a).count_in_window, 2);
+  EXPECT_EQ(w.Record(0, in_b).count_in_window, 1);
+  EXPECT_EQ(w.Record(0, in_b).count_in_window, 2);
+  EXPECT_EQ(w.Record(0, in_a).count_in_window, 3);
+  EXPECT_EQ(w.stats().tracked_keys, 2);
   EXPECT_EQ(w.CountInWindow(0, in_a), 3);
   EXPECT_EQ(w.CountInWindow(0, in_b), 2);
   EXPECT_EQ(w.CountInWindow(0, Key("k")), 0);
