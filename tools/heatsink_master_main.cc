@@ -99,6 +99,9 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
   AppendScalar(out, "rpc_calls_permission_denied_total",
                "Calls refused for naming another tenant or another client's resources.", kC,
                rpc.calls_permission_denied_total);
+  AppendScalar(out, "rpc_calls_identity_mismatch_total",
+               "Calls refused because the metadata client id differs from the certificate's.",
+               kC, rpc.calls_identity_mismatch_total);
   if (sink != nullptr) {
     AppendScalar(out, "decision_log_lines_total", "Decision records written.", kC,
                  sink->lines_written());
@@ -196,6 +199,16 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
     return 1;
+  }
+  if ((*server)->identities_proven()) {
+    std::printf("heatsink-master: caller identities from client certificates "
+                "(spiffe://%s/heatsink/client/ID)\n",
+                flags.rpc.tls.trust_domain.c_str());
+  } else {
+    std::printf("heatsink-master: caller identities are asserted in '%s' metadata, not "
+                "proven; give --tls-cert, --tls-key and --tls-client-ca to prove them with "
+                "client certificates\n",
+                runtime::kClientIdMetadataKey);
   }
   std::unique_ptr<runtime::MetricsEndpoint> metrics;
   if (!flags.metrics_listen.empty()) {

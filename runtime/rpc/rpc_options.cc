@@ -33,6 +33,12 @@ absl::Status RpcOptions::Validate() const {
   if (tls.cert_path.empty() != tls.key_path.empty()) {
     return absl::InvalidArgumentError("tls_cert_path and tls_key_path go together");
   }
+  if (!tls.client_ca_path.empty()) {
+    if (tls.cert_path.empty()) {
+      return absl::InvalidArgumentError("tls_client_ca_path needs tls_cert_path and tls_key_path");
+    }
+    HS_RETURN_IF_ERROR(ValidateTrustDomain(tls.trust_domain));
+  }
   return absl::OkStatus();
 }
 
