@@ -4,8 +4,8 @@
 #include <exception>
 #include <optional>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +13,7 @@
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/auth_context.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/server_context.h"
@@ -420,9 +421,12 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
     TenantBindings tenants) {
   HS_RETURN_IF_ERROR(options.Validate());
-  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                      MakeServerCredentials(options.tls));
   std::unique_ptr<MasterServer> server(new MasterServer());
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.server_enabled()) {
+    HS_ASSIGN_OR_RETURN(server->tls_, ServerTlsReloader::Create(options.tls));
+    credentials = server->tls_->credentials();
+  }
   server->identities_proven_ = !options.tls.client_ca_path.empty();
   server->service_ = std::make_unique<Service>(handler, std::move(tenants),
                                                server->identities_proven_, options.tls.trust_domain);
@@ -457,5 +461,10 @@ void MasterServer::Shutdown(absl::Duration grace) {
 }
 
 MasterServerStats MasterServer::stats() const { return service_->stats(); }
+
+absl::Status MasterServer::ReloadTls() {
+  if (tls_ == nullptr) return absl::FailedPreconditionError("the master serves without TLS");
+  return tls_->Reload();
+}
 
 }  // namespace heatsink::runtime

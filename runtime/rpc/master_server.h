@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
+#include "runtime/rpc/server_tls_reloader.h"
 #include "runtime/rpc/tenant_bindings.h"
 
 namespace grpc {
@@ -80,6 +81,12 @@ class MasterServer {
 
   MasterServerStats stats() const;
 
+  // Reads the TLS PEM files again (server_tls_reloader.h): new handshakes use
+  // them within ServerTlsReloader::kRefreshIntervalSeconds; open connections
+  // keep theirs. FAILED_PRECONDITION without TLS; on a bad file (its status,
+  // naming the flag) nothing changes.
+  [[nodiscard]] absl::Status ReloadTls();
+
   // True when callers' identities come from their client certificates; false
   // when they are asserted in metadata.
   bool identities_proven() const { return identities_proven_; }
@@ -89,6 +96,7 @@ class MasterServer {
  private:
   MasterServer() = default;
 
+  std::unique_ptr<ServerTlsReloader> tls_;  // null without TLS
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -57,6 +57,10 @@ struct RpcOptions {
   [[nodiscard]] absl::Status Validate() const;
 };
 
+// The text of the PEM file `path`: NOT_FOUND when it cannot be read,
+// INVALID_ARGUMENT when it is empty.
+[[nodiscard]] absl::StatusOr<std::string> ReadPem(const std::string& path);
+
 // Server credentials: TLS when configured, else insecure. INVALID_ARGUMENT
 // or NOT_FOUND when a PEM file cannot be read.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(

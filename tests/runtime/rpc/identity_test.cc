@@ -1,6 +1,6 @@
 // Covers callers' identities proven by client certificates
 // (runtime/rpc/certificate_identity.h, docs/runtime.md "Identities from
-// certificates"):
+// certificates", "Rotating certificates"):
 //   - the SAN-to-identity mapping: both URI forms, URIs that are not ours
 //     ignored, malformed heatsink URIs and two identities refused, the
 //     inverse IdentityUri, trust-domain validation;
@@ -14,11 +14,17 @@
 //     the handshake; a certificate of another trust domain connects but
 //     proves no client;
 //   - the master says once, at start, whether identities are asserted or
-//     proven.
+//     proven;
+//   - rotation: after new PEM files and SIGHUP, new connections get the new
+//     server certificate and the new client CA is accepted, while clients
+//     with certificates of the old CA (still in the bundle) keep working until
+//     theirs expire; a reload of a bad key changes nothing.
 // Tests that need `openssl` skip, saying why, when it is not installed.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,9 +33,16 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
 #include "runtime/rpc/certificate_identity.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "heatsink/master.grpc.pb.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "tests/runtime/rpc/process_test_util.h"
 
@@ -190,16 +203,19 @@ class IdentityProcessTest : public ::testing::Test {
 
   // heatsink-master with TLS and client certificates (unless `plaintext`),
   // enforce mode, 4 reads in 1 s cross the hit count, and `extra_args`.
+  // `cert`, `ca`: DIR/`cert`.pem and .key, DIR/`ca`.pem.
   std::unique_ptr<Process> StartMaster(const std::vector<std::string>& extra_args,
-                                       bool plaintext = false) {
+                                       bool plaintext = false,
+                                       const std::string& cert = "master",
+                                       const std::string& ca = "ca") {
     const fs::path address_file = dir_ / "master.address";
     std::vector<std::string> argv = {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master",
                                      "--listen", "127.0.0.1:0", "--metrics-listen",
                                      "127.0.0.1:0", "--address-file", address_file.string()};
     if (!plaintext) {
-      for (const std::string& arg : {std::string("--tls-cert"), Path("master.pem"),
-                                     std::string("--tls-key"), Path("master.key"),
-                                     std::string("--tls-client-ca"), Path("ca.pem")}) {
+      for (const std::string& arg : {std::string("--tls-cert"), Path(cert + ".pem"),
+                                     std::string("--tls-key"), Path(cert + ".key"),
+                                     std::string("--tls-client-ca"), Path(ca + ".pem")}) {
         argv.push_back(arg);
       }
     }
@@ -237,6 +253,38 @@ class IdentityProcessTest : public ::testing::Test {
         GrpcMasterClient::Connect(master_address_, rpc);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  std::string Read(const std::string& file) const {
+    std::ifstream in(dir_ / file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  void Write(const std::string& file, const std::string& text) const {
+    std::ofstream out(dir_ / file, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+
+  // The certificate the master presents to a new connection of a client
+  // holding `cert`; empty when the handshake fails.
+  std::string PresentedCertificate(const std::string& cert) const {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = Read("ca.pem");
+    options.pem_cert_chain = Read(cert + ".pem");
+    options.pem_private_key = Read(cert + ".key");
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+    auto stub = v1::Master::NewStub(
+        grpc::CreateCustomChannel(master_address_, grpc::SslCredentials(options), args));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    v1::Empty req, resp;
+    if (!stub->Ping(&ctx, req, &resp).ok() || ctx.auth_context() == nullptr) return "";
+    for (const grpc::string_ref& pem : ctx.auth_context()->FindPropertyValues("x509_pem_cert")) {
+      return std::string(pem.data(), pem.size());
+    }
+    return "";
   }
 
   std::string LogText() const {
@@ -501,6 +549,70 @@ TEST_F(IdentityProcessTest, AssertedIdentitiesAreLoggedOnceAtStart) {
     ++count;
   }
   EXPECT_EQ(count, 1u) << log;
+}
+
+TEST_F(IdentityProcessTest, SighupRotatesCertificatesWithoutARestart) {
+  const std::string d = dir_.string();
+  // Client 3's short-lived certificate expires 8 s from now.
+  const absl::Time expiry = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 8);
+  const std::string not_after = absl::FormatTime("%Y%m%d%H%M%SZ", expiry, absl::UTCTimeZone());
+  ASSERT_TRUE(MakeCerts(absl::StrCat("client ", d, " 3 --name short --not-after ", not_after)));
+  ASSERT_TRUE(MakeCerts(absl::StrCat("server ", d, " master-new")));
+  ASSERT_TRUE(MakeCerts(absl::StrCat("ca ", d, " --name ca2")));
+  ASSERT_TRUE(MakeCerts(absl::StrCat("client ", d, " 3 --ca ca2 --name client-3-ca2")));
+  // The master reads live.pem, live.key and live-ca.pem.
+  Write("live.pem", Read("master.pem"));
+  Write("live.key", Read("master.key"));
+  Write("live-ca.pem", Read("ca.pem"));
+  std::unique_ptr<Process> master = StartMaster({}, /*plaintext=*/false, "live", "live-ca");
+  ASSERT_FALSE(master_address_.empty());
+
+  std::unique_ptr<GrpcMasterClient> old_client = Connect("client-3", 3);
+  ASSERT_TRUE(old_client);
+  ASSERT_TRUE(Call([&](auto done) {
+                old_client->RegisterClient({ClientId(3), "h", "a"}, std::move(done));
+              }).ok());
+  std::unique_ptr<GrpcMasterClient> short_lived = Connect("short", 3);
+  ASSERT_TRUE(short_lived);
+  EXPECT_TRUE(short_lived->Ping().ok());
+  EXPECT_EQ(Connect("client-3-ca2", 3)->Ping().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PresentedCertificate("client-3"), Read("master.pem"));
+
+  // New server certificate; the client CA file becomes the old and the new CA.
+  Write("live.pem", Read("master-new.pem"));
+  Write("live.key", Read("master-new.key"));
+  Write("live-ca.pem", Read("ca.pem") + Read("ca2.pem"));
+  master->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return PresentedCertificate("client-3") == Read("master-new.pem"); },
+                      absl::Seconds(10)));
+  EXPECT_TRUE(absl::StrContains(LogText(), "TLS certificate ")) << LogText();
+  // The new CA's client is served; the open connection and a new one with the
+  // old CA's valid certificate keep working.
+  std::unique_ptr<GrpcMasterClient> new_ca_client = Connect("client-3-ca2", 3);
+  EXPECT_TRUE(new_ca_client->Ping().ok());
+  EXPECT_TRUE(
+      Call([&](auto done) { new_ca_client->Heartbeat(ClientId(3), std::move(done)); }).ok());
+  EXPECT_TRUE(Call([&](auto done) { old_client->Heartbeat(ClientId(3), std::move(done)); }).ok());
+  EXPECT_TRUE(Connect("client-3", 3)->Ping().ok());
+  // ... until it expires: after its not-after, new connections with the
+  // short-lived certificate are refused.
+  while (absl::Now() < expiry + absl::Seconds(1)) absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(Connect("short", 3)->Ping().code(), absl::StatusCode::kUnavailable);
+
+  // A key that does not load changes nothing.
+  Write("live.key", "not a key");
+  master->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return absl::StrContains(LogText(), "the previous ones stay"); }));
+  EXPECT_TRUE(absl::StrContains(LogText(), "--tls-key")) << LogText();
+  absl::SleepFor(absl::Seconds(2));  // two refresh intervals of the watcher
+  EXPECT_EQ(PresentedCertificate("client-3"), Read("master-new.pem"));
+  EXPECT_TRUE(Connect("client-3-ca2", 3)->Ping().ok());
+
+  old_client.reset();
+  short_lived.reset();
+  new_ca_client.reset();
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
 }
 
 }  // namespace
