@@ -36,6 +36,7 @@
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/grpc_store_client.h"
+#include "runtime/transport/tls_stream.h"
 #include "tools/runtime_flags.h"
 
 namespace heatsink {
@@ -433,6 +434,19 @@ int main(int argc, char** argv) {
   base.domain = flags.domain;
   base.tenant = flags.tenant;
   base.replica_selection_policy = *ParseReplicaSelectionPolicy(flags.policy);
+  if (!flags.rpc.tls.ca_path.empty()) {
+    // Stores whose TCP data endpoint speaks TLS ("tls://") are reached with
+    // the control plane's PEM files.
+    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> tls = runtime::TlsContext::Create(
+        runtime::TlsContext::Side::kClient,
+        {flags.rpc.tls.cert_path, flags.rpc.tls.key_path, flags.rpc.tls.ca_path});
+    if (!tls.ok()) {
+      std::fprintf(stderr, "heatsink-load: --tls-ca/--tls-cert/--tls-key: %s\n",
+                   std::string(tls.status().message()).c_str());
+      return 2;
+    }
+    base.tcp.tls_client = *std::move(tls);
+  }
   absl::StatusOr<std::unique_ptr<runtime::ObjectDataPath>> data =
       runtime::MakeObjectDataPath(flags.data_path, flags.rpc, base.tcp);
   if (!data.ok()) {
