@@ -36,6 +36,7 @@
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/grpc_store_client.h"
+#include "runtime/transport/tls_stream.h"
 #include "tools/runtime_flags.h"
 
 namespace heatsink {
@@ -56,6 +57,7 @@ struct Flags {
   bool lookup_only = false;
   std::string policy = "first";
   uint64_t client_id_base = 1'000'000;
+  uint64_t client_id = 0;  // when set, every thread and the writer use it
   int64_t trace_requests_max = 100'000;
   std::string data_path = "tcp";
   double zipf_s = 1.0;
@@ -65,6 +67,13 @@ struct Flags {
   // How bytes move (shared by every client of the run).
   runtime::ObjectDataPath* data = nullptr;
 };
+
+// The client id of reader thread `t`: --client-id when given (one identity,
+// as a client certificate proves), else base + 1 + t.
+ClientId ReaderId(const Flags& flags, int t) {
+  if (flags.client_id != 0) return ClientId(flags.client_id);
+  return ClientId(flags.client_id_base + 1 + static_cast<uint64_t>(t));
+}
 
 // The flags' RPC options for a client calling as `client`.
 runtime::RpcOptions RpcAs(const Flags& flags, ClientId client) {
@@ -164,7 +173,7 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
   for (int t = 0; t < flags.threads; ++t) {
     absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
         runtime::GrpcMasterClient::Connect(
-            flags.master, RpcAs(flags, ClientId(flags.client_id_base + 1 + t)));
+            flags.master, RpcAs(flags, ReaderId(flags, t)));
     if (!rpc.ok()) return 2;
     rpcs.push_back(*std::move(rpc));
   }
@@ -174,7 +183,7 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
   for (int t = 0; t < flags.threads; ++t) {
     threads.emplace_back([&, t] {
       runtime::HeatsinkClientOptions options = base;
-      options.client_id = ClientId(flags.client_id_base + 1 + t);
+      options.client_id = ReaderId(flags, t);
       runtime::HeatsinkClient client(rpcs[t].get(), flags.data, options);
       ThreadResult& r = results[t];
       Rng rng(flags.seed + static_cast<uint64_t>(t));
@@ -303,10 +312,10 @@ int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
     threads.emplace_back([&, t] {
       absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
           runtime::GrpcMasterClient::Connect(
-              flags.master, RpcAs(flags, ClientId(flags.client_id_base + 1 + t)));
+              flags.master, RpcAs(flags, ReaderId(flags, t)));
       if (!rpc.ok()) return;
       runtime::HeatsinkClientOptions options = base;
-      options.client_id = ClientId(flags.client_id_base + 1 + t);
+      options.client_id = ReaderId(flags, t);
       runtime::HeatsinkClient client(rpc->get(), flags.data, options);
       ThreadResult& r = results[t];
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
@@ -389,6 +398,10 @@ int main(int argc, char** argv) {
   app.add_option("--client-id-base", flags.client_id_base,
                  "reader i uses client id base+1+i; the writer uses base")
       ->capture_default_str();
+  app.add_option("--client-id", flags.client_id,
+                 "every reader and the writer call as this one client (the id a client "
+                 "certificate proves when the master requires certificates); overrides "
+                 "--client-id-base");
   app.add_option("--data-path", flags.data_path,
                  "how bytes move: tcp (the stores' framed TCP endpoints) or grpc (their "
                  "heatsink.v1.Store service)")
@@ -416,11 +429,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   runtime::HeatsinkClientOptions base;
-  base.client_id = ClientId(flags.client_id_base);
+  base.client_id = ClientId(flags.client_id != 0 ? flags.client_id : flags.client_id_base);
   base.host = flags.host;
   base.domain = flags.domain;
   base.tenant = flags.tenant;
   base.replica_selection_policy = *ParseReplicaSelectionPolicy(flags.policy);
+  if (!flags.rpc.tls.ca_path.empty()) {
+    // Stores whose TCP data endpoint speaks TLS ("tls://") are reached with
+    // the control plane's PEM files.
+    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> tls = runtime::TlsContext::Create(
+        runtime::TlsContext::Side::kClient,
+        {flags.rpc.tls.cert_path, flags.rpc.tls.key_path, flags.rpc.tls.ca_path});
+    if (!tls.ok()) {
+      std::fprintf(stderr, "heatsink-load: --tls-ca/--tls-cert/--tls-key: %s\n",
+                   std::string(tls.status().message()).c_str());
+      return 2;
+    }
+    base.tcp.tls_client = *std::move(tls);
+  }
   absl::StatusOr<std::unique_ptr<runtime::ObjectDataPath>> data =
       runtime::MakeObjectDataPath(flags.data_path, flags.rpc, base.tcp);
   if (!data.ok()) {

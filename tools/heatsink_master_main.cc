@@ -6,7 +6,8 @@
 // SIGINT/SIGTERM stop it cleanly: the server drains running calls, then the
 // background work stops. SIGHUP reads --config and --set again and applies
 // dynamic_replication_mode at once (the RFC's rollout: off -> observe ->
-// enforce without a restart); other knobs apply only at start.
+// enforce without a restart); other knobs apply only at start. With TLS,
+// SIGHUP also reads the PEM files again (certificate rotation).
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -99,6 +100,9 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
   AppendScalar(out, "rpc_calls_permission_denied_total",
                "Calls refused for naming another tenant or another client's resources.", kC,
                rpc.calls_permission_denied_total);
+  AppendScalar(out, "rpc_calls_identity_mismatch_total",
+               "Calls refused because the metadata client id differs from the certificate's.",
+               kC, rpc.calls_identity_mismatch_total);
   if (sink != nullptr) {
     AppendScalar(out, "decision_log_lines_total", "Decision records written.", kC,
                  sink->lines_written());
@@ -170,6 +174,26 @@ void Reload(const Flags& flags, const MasterKnobs& started_master,
   std::fflush(stdout);
 }
 
+// SIGHUP with TLS: reads --tls-cert, --tls-key and --tls-client-ca again;
+// new connections use them within a second, open ones keep theirs. Files
+// that do not load change nothing.
+void ReloadTls(const Flags& flags, runtime::MasterServer& server) {
+  const absl::Status reloaded = server.ReloadTls();
+  if (reloaded.ok()) {
+    std::printf(
+        "heatsink-master: reload (SIGHUP): TLS certificate %s%s%s read again; new connections "
+        "use it within %us\n",
+        flags.rpc.tls.cert_path.c_str(),
+        flags.rpc.tls.client_ca_path.empty() ? "" : " and client CA ",
+        flags.rpc.tls.client_ca_path.c_str(),
+        runtime::ServerTlsReloader::kRefreshIntervalSeconds);
+  } else {
+    std::printf("heatsink-master: reload (SIGHUP): TLS files: %s; the previous ones stay\n",
+                std::string(reloaded.message()).c_str());
+  }
+  std::fflush(stdout);
+}
+
 int Run(const Flags& flags, const MasterKnobs& master_knobs,
         const ReplicationKnobs& replication_knobs, runtime::TenantBindings tenants) {
   std::unique_ptr<runtime::JsonlDecisionSink> sink;
@@ -196,6 +220,16 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
     return 1;
+  }
+  if ((*server)->identities_proven()) {
+    std::printf("heatsink-master: caller identities from client certificates "
+                "(spiffe://%s/heatsink/client/ID)\n",
+                flags.rpc.tls.trust_domain.c_str());
+  } else {
+    std::printf("heatsink-master: caller identities are asserted in '%s' metadata, not "
+                "proven; give --tls-cert, --tls-key and --tls-client-ca to prove them with "
+                "client certificates\n",
+                runtime::kClientIdMetadataKey);
   }
   std::unique_ptr<runtime::MetricsEndpoint> metrics;
   if (!flags.metrics_listen.empty()) {
@@ -234,6 +268,7 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
   int signal = tools::WaitForTerminationOrReloadSignal();
   for (; signal == SIGHUP; signal = tools::WaitForTerminationOrReloadSignal()) {
     Reload(flags, master_knobs, replication_knobs, **master);
+    if (flags.rpc.tls.server_enabled()) ReloadTls(flags, **server);
   }
   std::printf("heatsink-master: signal %d, shutting down\n", signal);
   std::fflush(stdout);

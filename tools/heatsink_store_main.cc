@@ -44,6 +44,7 @@
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
 #include "runtime/transport/tcp_knobs.h"
+#include "runtime/transport/tls_stream.h"
 #include "tools/numa_flags.h"
 #include "tools/runtime_flags.h"
 
@@ -116,6 +117,35 @@ std::string DescribeRemoteShare(runtime::SegmentHeadPool& pool, runtime::ServedH
                   : absl::StrCat("page check: ", placed.message()));
   *last = s.served;
   return line;
+}
+
+// TLS of the framed TCP data path (tls_stream.h) from the same PEM flags as
+// the gRPC store service (this store's data endpoint) and the control plane
+// (its copies to other stores' endpoints).
+absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOptions& data_rpc,
+                        runtime::TcpTransportKnobs* tcp) {
+  if (!data_rpc.tls.cert_path.empty()) {
+    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> server =
+        runtime::TlsContext::Create(runtime::TlsContext::Side::kServer,
+                                    {data_rpc.tls.cert_path, data_rpc.tls.key_path,
+                                     data_rpc.tls.client_ca_path});
+    if (!server.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data-tls-cert/--data-tls-key/--data-tls-client-ca: ", server.status().message()));
+    }
+    tcp->tls_server = *std::move(server);
+  }
+  if (!rpc.tls.ca_path.empty()) {
+    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> client =
+        runtime::TlsContext::Create(runtime::TlsContext::Side::kClient,
+                                    {rpc.tls.cert_path, rpc.tls.key_path, rpc.tls.ca_path});
+    if (!client.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls-ca/--tls-cert/--tls-key: ", client.status().message()));
+    }
+    tcp->tls_client = *std::move(client);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -249,10 +279,12 @@ int main(int argc, char** argv) {
                  "largest data piece of one gRPC store message")
       ->capture_default_str();
   app.add_option("--data-tls-cert", data_rpc.tls.cert_path,
-                 "PEM certificate chain of the gRPC store service (enables TLS)");
+                 "PEM certificate chain of the gRPC store service and the TCP data endpoint "
+                 "(enables TLS on both)");
   app.add_option("--data-tls-key", data_rpc.tls.key_path, "PEM private key of --data-tls-cert");
   app.add_option("--data-tls-client-ca", data_rpc.tls.client_ca_path,
-                 "PEM CA for client certificates of the gRPC store service");
+                 "PEM CA for client certificates of the gRPC store service and the TCP data "
+                 "endpoint (requires them)");
   app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
   tools::AddRpcFlags(app, rpc, /*server=*/false);
   bool keep_deadlock_detection = false;
@@ -350,6 +382,7 @@ int main(int argc, char** argv) {
       status = node.status();
     }
   }
+  if (status.ok()) status = SetDataTls(rpc, data_rpc, &options.tcp);
   if (status.ok()) status = options.Validate();
   if (status.ok()) status = rpc.Validate();
   data_rpc.message_bytes_max = rpc.message_bytes_max;

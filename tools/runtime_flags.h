@@ -97,6 +97,10 @@ inline void AddRpcFlags(CLI::App& app, runtime::RpcOptions& rpc, bool server) {
         ->capture_default_str();
     app.add_option("--tls-client-ca", rpc.tls.client_ca_path,
                    "PEM CA for client certificates (requires and verifies them)");
+    app.add_option("--tls-trust-domain", rpc.tls.trust_domain,
+                   "with --tls-client-ca: the trust domain of the callers' identities, "
+                   "URI SANs spiffe://DOMAIN/heatsink/client/ID")
+        ->capture_default_str();
   } else {
     app.add_option("--tls-ca", rpc.tls.ca_path,
                    "PEM CA that signed the master's certificate (enables TLS)");

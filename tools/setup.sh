@@ -11,7 +11,7 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libnuma-dev libhwloc-dev libucx-dev ucx-utils prometheus-cpp-dev
+  libnuma-dev libhwloc-dev libucx-dev ucx-utils prometheus-cpp-dev libssl-dev openssl
   clang libclang-rt-14-dev
 )
 if [[ ${1:-} == --numa-guest ]]; then

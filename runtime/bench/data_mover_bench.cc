@@ -5,10 +5,12 @@
 //
 //   BM_RawSocket   the baseline
 //   BM_TcpMover    TcpDataMover -> TcpDataServer (framed, chunked, acked)
+//   BM_TlsMover    the same over TLS (tls_stream.h; certificates made at start
+//                  by tools/make-certs.sh, skipped without `openssl`)
 //   BM_UcxMover    UcxDataMover: TCP bootstrap, ucp_put_nbx + flush, commit
 //
 // After the benchmarks a summary prints each mover's throughput as a ratio of
-// the raw socket's (target: UCX >= 0.7x raw over TCP).
+// the raw socket's (target: UCX >= 0.7x raw over TCP), and TLS against clear.
 //
 // UCX transport: UCX_TLS and UCX_NET_DEVICES from the environment, defaulting
 // here to tcp,self on lo. Both stores run in this process, so on an RDMA
@@ -18,9 +20,12 @@
 // the UCX figure should approach line rate. docs/runtime.md has the steps.
 #include <mutex>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -38,6 +43,7 @@
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/tcp_data_server.h"
+#include "runtime/transport/tls_stream.h"
 #include "runtime/transport/ucx_data_mover.h"
 
 namespace heatsink::runtime {
@@ -156,6 +162,46 @@ void BM_TcpMover(benchmark::State& state) {
   Record(state, "tcp", seconds);
 }
 
+// A CA, a server certificate for 127.0.0.1 and a client certificate, made
+// once per run in a temporary directory; empty when `openssl` is missing.
+std::string CertificateDir() {
+  static const std::string dir = [] {
+    const std::string d = (std::filesystem::temp_directory_path() /
+                           absl::StrCat("heatsink_bench_tls_", getpid()))
+                              .string();
+    const std::string command = absl::StrCat(HEATSINK_SOURCE_DIR, "/tools/make-certs.sh cluster ",
+                                             d, " 1 > /dev/null 2>&1");
+    return std::system(command.c_str()) == 0 ? d : std::string();
+  }();
+  return dir;
+}
+
+void BM_TlsMover(benchmark::State& state) {
+  const std::string dir = CertificateDir();
+  if (dir.empty()) {
+    state.SkipWithError("openssl is not installed: no certificates for TLS");
+    return;
+  }
+  Stores stores;
+  TcpTransportKnobs knobs;
+  auto server_tls = TlsContext::Create(
+      TlsContext::Side::kServer, {dir + "/master.pem", dir + "/master.key", dir + "/ca.pem"});
+  auto client_tls = TlsContext::Create(
+      TlsContext::Side::kClient, {dir + "/client-1.pem", dir + "/client-1.key", dir + "/ca.pem"});
+  HS_CHECK_OK(server_tls.status());
+  HS_CHECK_OK(client_tls.status());
+  knobs.tls_server = *server_tls;
+  knobs.tls_client = *client_tls;
+  auto server = TcpDataServer::Start(&stores.b, knobs);
+  HS_CHECK_OK(server.status());
+  HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
+  TcpDataMover mover(&stores.a, &stores.resolver, knobs);
+  const double seconds = RunCopies(state, mover);
+  mover.Shutdown();
+  (*server)->Shutdown();
+  Record(state, "tls", seconds);
+}
+
 void BM_UcxMover(benchmark::State& state) {
   Stores stores;
   UcxMoverOptions options;
@@ -175,6 +221,7 @@ void BM_UcxMover(benchmark::State& state) {
 
 BENCHMARK(BM_RawSocket)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_TcpMover)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_TlsMover)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_UcxMover)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void PrintSummary() {
@@ -189,13 +236,18 @@ void PrintSummary() {
   std::printf("\nCopy throughput of %llu MiB objects vs raw loopback socket (same run):\n",
               static_cast<unsigned long long>(kCopyBytes >> 20));
   std::printf("  %-4s %8.2f GiB/s  1.00x (baseline)\n", "raw", raw / (1 << 30));
-  for (const char* name : {"tcp", "ucx"}) {
+  for (const char* name : {"tcp", "tls", "ucx"}) {
     auto m = t.find(name);
     if (m == t.end()) continue;
     std::printf("  %-4s %8.2f GiB/s  %.2fx raw%s\n", name, m->second / (1 << 30), m->second / raw,
                 std::string(name) == "ucx" ? (m->second / raw >= 0.7 ? "  (target >= 0.7x: met)"
                                                                      : "  (target >= 0.7x: MISSED)")
                                            : "");
+  }
+  auto tcp = t.find("tcp");
+  auto tls = t.find("tls");
+  if (tcp != t.end() && tls != t.end() && tcp->second > 0) {
+    std::printf("  tls / tcp (clear): %.2fx\n", tls->second / tcp->second);
   }
 }
 

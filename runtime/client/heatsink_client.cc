@@ -13,6 +13,7 @@
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/wire.h"
+#include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -52,8 +53,7 @@ absl::Status HeatsinkClientOptions::Validate() const {
 
 absl::Status WriteRemote(absl::string_view endpoint, SegmentId segment, uint64_t offset,
                          absl::string_view bytes, const TcpTransportKnobs& knobs) {
-  HS_ASSIGN_OR_RETURN(Socket socket,
-                      ConnectTcp(endpoint, knobs.connect_timeout_ms, knobs.io_timeout_ms));
+  HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs));
   const wire::RangeRequest request{segment, offset, bytes.size()};
   HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeRange(request)));
   HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));

@@ -2,26 +2,46 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "grpc/grpc_security_constants.h"
 #include "grpcpp/resource_quota.h"
+#include "grpcpp/security/auth_context.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/server_context.h"
 #include "heatsink/master.grpc.pb.h"
 #include "core/base/status_macros.h"
+#include "runtime/rpc/certificate_identity.h"
 #include "runtime/rpc/convert.h"
 #include "runtime/rpc/status.h"
 
 namespace heatsink::runtime {
 
+// Who calls: a client id (invalid when unknown) and, when its certificate
+// names one, the tenant it is bound to (normalised).
+struct Caller {
+  ClientId id;
+  std::string tenant;
+};
+
 class MasterServer::Service final : public v1::Master::Service {
  public:
-  Service(MasterHandler* handler, TenantBindings tenants)
-      : handler_(handler), tenants_(std::move(tenants)) {}
+  // `identities_proven`: the server verifies client certificates, and the
+  // caller's identity comes from its certificate under `trust_domain`.
+  Service(MasterHandler* handler, TenantBindings tenants, bool identities_proven,
+          std::string trust_domain)
+      : handler_(handler),
+        tenants_(std::move(tenants)),
+        identities_proven_(identities_proven),
+        trust_domain_(std::move(trust_domain)) {}
 
   MasterServerStats stats() const {
     MasterServerStats s;
@@ -30,6 +50,7 @@ class MasterServer::Service final : public v1::Master::Service {
     s.calls_unauthenticated_total = unauthenticated_.load(std::memory_order_relaxed);
     s.get_replica_list_calls_total = get_replica_list_.load(std::memory_order_relaxed);
     s.calls_permission_denied_total = permission_denied_.load(std::memory_order_relaxed);
+    s.calls_identity_mismatch_total = identity_mismatch_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -39,26 +60,26 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status RegisterClient(grpc::ServerContext* ctx, const v1::RegisterClientRequest* req,
                               v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->RegisterClient(RegisterClientRequest{caller, req->host(), req->domain()});
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->RegisterClient(RegisterClientRequest{caller.id, req->host(), req->domain()});
     });
   }
 
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::Empty*, v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) { return handler_->Heartbeat(caller); });
+    return ForCaller(ctx, [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
   }
 
   grpc::Status MountSegment(grpc::ServerContext* ctx, const v1::MountSegmentRequest* req,
                             v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->MountSegment(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->MountSegment(caller.id, FromProto(*req));
     });
   }
 
   grpc::Status UnmountSegment(grpc::ServerContext* ctx, const v1::UnmountSegmentRequest* req,
                               v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->UnmountSegment(caller, SegmentId(req->segment_id()));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
     });
   }
 
@@ -72,9 +93,9 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status PutStart(grpc::ServerContext* ctx, const v1::PutStartRequest* req,
                         v1::PutStartResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
-      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -82,17 +103,17 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status PutEnd(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
                       v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
-      return handler_->PutEnd(caller, PutEndRequest{FromProto(req->name()), req->version()});
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
     });
   }
 
   grpc::Status PutRevoke(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
                          v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
-      return handler_->PutRevoke(caller, PutRevokeRequest{FromProto(req->name()), req->version()});
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      return handler_->PutRevoke(caller.id, PutRevokeRequest{FromProto(req->name()), req->version()});
     });
   }
 
@@ -100,9 +121,9 @@ class MasterServer::Service final : public v1::Master::Service {
   // is refused (PERMISSION_DENIED), as a single put would be.
   grpc::Status BatchPutStart(grpc::ServerContext* ctx, const v1::BatchPutStartRequest* req,
                              v1::BatchPutStartResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller, FromProto(*req));
+      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -110,10 +131,10 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status BatchPutEnd(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
                            v1::BatchPutResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
       absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutEnd(caller, BatchPutEndFromProto(*req));
+          handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -121,10 +142,10 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status BatchPutRevoke(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
                               v1::BatchPutResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
       absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutRevoke(caller, BatchPutRevokeFromProto(*req));
+          handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -133,11 +154,9 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status GetReplicaList(grpc::ServerContext* ctx, const v1::GetReplicaListRequest* req,
                               v1::GetReplicaListResponse* resp) override {
     get_replica_list_.fetch_add(1, std::memory_order_relaxed);
-    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
-      if (tenants_.enabled()) {
-        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-        HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
-      }
+    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
       absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
@@ -147,11 +166,9 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status BatchGetReplicaList(grpc::ServerContext* ctx,
                                    const v1::BatchGetReplicaListRequest* req,
                                    v1::BatchGetReplicaListResponse* resp) override {
-    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
-      if (tenants_.enabled()) {
-        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      }
+    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
       absl::StatusOr<BatchGetReplicaListResponse> r =
           handler_->BatchGetReplicaList(FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
@@ -161,17 +178,17 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
                       v1::Empty*) override {
-    return ForNamer(ctx, [&](ClientId caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, req->name().tenant()));
+    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
       return handler_->Remove(RemoveRequest{FromProto(req->name())});
     });
   }
 
   grpc::Status FetchTasks(grpc::ServerContext* ctx, const v1::FetchTasksRequest* req,
                           v1::FetchTasksResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       absl::StatusOr<FetchTasksResponse> r =
-          handler_->FetchTasks(caller, static_cast<size_t>(req->batch_max()));
+          handler_->FetchTasks(caller.id, static_cast<size_t>(req->batch_max()));
       if (!r.ok()) return r.status();
       for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
       return absl::OkStatus();
@@ -180,15 +197,15 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status MarkTaskComplete(grpc::ServerContext* ctx, const v1::MarkTaskCompleteRequest* req,
                                 v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->MarkTaskComplete(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->MarkTaskComplete(caller.id, FromProto(*req));
     });
   }
 
   grpc::Status CopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                          v1::CopyStartResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
-      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -197,13 +214,13 @@ class MasterServer::Service final : public v1::Master::Service {
   grpc::Status CopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                        v1::Empty*) override {
     return ForCaller(ctx,
-                     [&](ClientId caller) { return handler_->CopyEnd(caller, FromProto(*req)); });
+                     [&](const Caller& caller) { return handler_->CopyEnd(caller.id, FromProto(*req)); });
   }
 
   grpc::Status CopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                           v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->CopyRevoke(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->CopyRevoke(caller.id, FromProto(*req));
     });
   }
 
@@ -211,9 +228,9 @@ class MasterServer::Service final : public v1::Master::Service {
   // against `caller`, the identity of the channel, not a field of the message.
   grpc::Status DynamicReplicaCopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                                        v1::CopyStartResponse* resp) override {
-    return ForCaller(ctx, [&](ClientId caller) -> absl::Status {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       absl::StatusOr<CopyStartResponse> r =
-          handler_->DynamicReplicaCopyStart(caller, FromProto(*req));
+          handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -221,15 +238,15 @@ class MasterServer::Service final : public v1::Master::Service {
 
   grpc::Status DynamicReplicaCopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                                      v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->DynamicReplicaCopyEnd(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
     });
   }
 
   grpc::Status DynamicReplicaCopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
                                         v1::Empty*) override {
-    return ForCaller(ctx, [&](ClientId caller) {
-      return handler_->DynamicReplicaCopyRevoke(caller, FromProto(*req));
+    return ForCaller(ctx, [&](const Caller& caller) {
+      return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
     });
   }
 
@@ -239,6 +256,9 @@ class MasterServer::Service final : public v1::Master::Service {
     if (!status.ok()) failed_.fetch_add(1, std::memory_order_relaxed);
     if (status.code() == absl::StatusCode::kPermissionDenied) {
       permission_denied_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      unauthenticated_.fetch_add(1, std::memory_order_relaxed);
     }
     return ToGrpcStatus(status);
   }
@@ -257,59 +277,139 @@ class MasterServer::Service final : public v1::Master::Service {
   }
 
   // Calls that name objects: they need the caller's identity only when
-  // tenants are bound (see tenant_bindings.h); otherwise `fn` sees the
-  // identity when one was sent, else an invalid id.
+  // tenants are bound (see tenant_bindings.h) or identities are proven by
+  // certificates; otherwise `fn` sees no identity.
   template <typename Fn>
   grpc::Status ForNamer(grpc::ServerContext* ctx, Fn&& fn) {
     if (tenants_.enabled()) return ForCaller(ctx, std::forward<Fn>(fn));
-    return Guarded([&] { return fn(ClientId()); });
+    if (!identities_proven_) return Guarded([&] { return fn(Caller{}); });
+    absl::StatusOr<Caller> caller = Identify(*ctx);
+    if (!caller.ok()) return Finish(caller.status());
+    return Guarded([&] { return fn(*caller); });
   }
 
   // Every name of a batch is the caller's tenant's, or the batch is refused.
   absl::Status CheckNameTenants(
-      ClientId caller, const google::protobuf::RepeatedPtrField<v1::ObjectName>& names) const {
+      const Caller& caller, const google::protobuf::RepeatedPtrField<v1::ObjectName>& names) const {
     for (const v1::ObjectName& name : names) {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, name.tenant()));
+      HS_RETURN_IF_ERROR(CheckTenant(caller, name.tenant()));
     }
     return absl::OkStatus();
   }
-  absl::Status CheckFenceTenants(ClientId caller, const v1::BatchPutFenceRequest& req) const {
+  absl::Status CheckFenceTenants(const Caller& caller, const v1::BatchPutFenceRequest& req) const {
     for (const v1::PutFenceRequest& put : req.puts()) {
-      HS_RETURN_IF_ERROR(tenants_.Check(caller, put.name().tenant()));
+      HS_RETURN_IF_ERROR(CheckTenant(caller, put.name().tenant()));
     }
     return absl::OkStatus();
   }
 
-  static absl::Status CheckRequester(ClientId caller, uint64_t requester) {
-    if (requester != caller.value) {
-      return absl::PermissionDeniedError(absl::StrCat("client ", caller.value,
+  // The --tenant binding of the caller, and the tenant its certificate names
+  // when it names one: both must allow `tenant`.
+  absl::Status CheckTenant(const Caller& caller, absl::string_view tenant) const {
+    HS_RETURN_IF_ERROR(tenants_.Check(caller.id, tenant));
+    if (!caller.tenant.empty() && caller.tenant != NormalizeTenant(tenant)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "client ", caller.id.value, " holds a certificate of tenant '", caller.tenant,
+          "' and may not name tenant '", NormalizeTenant(tenant), "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A read's requester is the caller itself whenever the master knows who
+  // calls (tenants bound or identities proven): nobody feeds the heat window
+  // in another client's name.
+  absl::Status CheckRequester(const Caller& caller, uint64_t requester) const {
+    if (!tenants_.enabled() && !identities_proven_) return absl::OkStatus();
+    if (requester != caller.id.value) {
+      return absl::PermissionDeniedError(absl::StrCat("client ", caller.id.value,
                                                       " may not read as client ", requester));
     }
     return absl::OkStatus();
   }
 
+  // The id of the `heatsink-client-id` metadata: nullopt when absent,
+  // UNAUTHENTICATED when malformed or 0.
+  static absl::StatusOr<std::optional<ClientId>> AssertedId(const grpc::ServerContext& ctx) {
+    const auto& metadata = ctx.client_metadata();
+    const auto it = metadata.find(kClientIdMetadataKey);
+    if (it == metadata.end()) return std::nullopt;
+    uint64_t id = 0;
+    if (!absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &id) ||
+        id == 0) {
+      return absl::UnauthenticatedError(
+          absl::StrCat("invalid '", kClientIdMetadataKey, "' metadata"));
+    }
+    return ClientId(id);
+  }
+
+  // The identity the verified client certificate proves
+  // (certificate_identity.h); UNAUTHENTICATED when it is malformed.
+  absl::StatusOr<std::optional<CertificateIdentity>> ProvenIdentity(
+      const grpc::ServerContext& ctx) const {
+    const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+    if (auth == nullptr || !auth->IsPeerAuthenticated()) {
+      return absl::UnauthenticatedError("the caller presented no verified client certificate");
+    }
+    std::vector<std::string> uris;
+    for (const grpc::string_ref& uri : auth->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
+      uris.emplace_back(uri.data(), uri.size());
+    }
+    absl::StatusOr<std::optional<CertificateIdentity>> identity =
+        IdentityFromUriSans(uris, trust_domain_);
+    if (!identity.ok()) return absl::UnauthenticatedError(identity.status().message());
+    return identity;
+  }
+
+  // Who calls. With client certificates, the certificate's identity; a
+  // metadata id that differs from it (or that a certificate naming no client
+  // cannot back) is PERMISSION_DENIED and counted as a mismatch. Without
+  // client certificates, the metadata's id, as asserted.
+  absl::StatusOr<Caller> Identify(const grpc::ServerContext& ctx) {
+    HS_ASSIGN_OR_RETURN(std::optional<ClientId> asserted, AssertedId(ctx));
+    Caller caller;
+    if (!identities_proven_) {
+      if (asserted) caller.id = *asserted;
+      return caller;
+    }
+    HS_ASSIGN_OR_RETURN(std::optional<CertificateIdentity> proven, ProvenIdentity(ctx));
+    if (proven) {
+      caller.id = proven->client;
+      caller.tenant = proven->tenant.empty() ? "" : NormalizeTenant(proven->tenant);
+    }
+    if (asserted && *asserted != caller.id) {
+      identity_mismatch_.fetch_add(1, std::memory_order_relaxed);
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the caller claims client ", asserted->value, " but its certificate proves ",
+          proven ? absl::StrCat("client ", caller.id.value) : std::string("no client")));
+    }
+    return caller;
+  }
+
   template <typename Fn>
   grpc::Status ForCaller(grpc::ServerContext* ctx, Fn&& fn) {
-    const auto& metadata = ctx->client_metadata();
-    const auto it = metadata.find(kClientIdMetadataKey);
-    uint64_t id = 0;
-    if (it == metadata.end() ||
-        !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &id) ||
-        id == 0) {
-      unauthenticated_.fetch_add(1, std::memory_order_relaxed);
+    absl::StatusOr<Caller> caller = Identify(*ctx);
+    if (!caller.ok()) return Finish(caller.status());
+    if (!caller->id.valid()) {
       return Finish(absl::UnauthenticatedError(
-          absl::StrCat("missing or invalid '", kClientIdMetadataKey, "' metadata")));
+          identities_proven_
+              ? absl::StrCat("the client certificate names no heatsink client (a URI SAN "
+                             "spiffe://",
+                             trust_domain_, "/heatsink/client/<id>)")
+              : absl::StrCat("missing '", kClientIdMetadataKey, "' metadata")));
     }
-    return Guarded([&] { return fn(ClientId(id)); });
+    return Guarded([&] { return fn(*caller); });
   }
 
   MasterHandler* const handler_;
   const TenantBindings tenants_;
+  const bool identities_proven_;
+  const std::string trust_domain_;
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> failed_{0};
   std::atomic<int64_t> unauthenticated_{0};
   std::atomic<int64_t> get_replica_list_{0};
   std::atomic<int64_t> permission_denied_{0};
+  std::atomic<int64_t> identity_mismatch_{0};
 };
 
 absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
@@ -321,10 +421,15 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
     TenantBindings tenants) {
   HS_RETURN_IF_ERROR(options.Validate());
-  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                      MakeServerCredentials(options.tls));
   std::unique_ptr<MasterServer> server(new MasterServer());
-  server->service_ = std::make_unique<Service>(handler, std::move(tenants));
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.server_enabled()) {
+    HS_ASSIGN_OR_RETURN(server->tls_, ServerTlsReloader::Create(options.tls));
+    credentials = server->tls_->credentials();
+  }
+  server->identities_proven_ = !options.tls.client_ca_path.empty();
+  server->service_ = std::make_unique<Service>(handler, std::move(tenants),
+                                               server->identities_proven_, options.tls.trust_domain);
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -356,5 +461,10 @@ void MasterServer::Shutdown(absl::Duration grace) {
 }
 
 MasterServerStats MasterServer::stats() const { return service_->stats(); }
+
+absl::Status MasterServer::ReloadTls() {
+  if (tls_ == nullptr) return absl::FailedPreconditionError("the master serves without TLS");
+  return tls_->Reload();
+}
 
 }  // namespace heatsink::runtime

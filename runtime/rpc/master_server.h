@@ -1,12 +1,20 @@
 // File: runtime/rpc/master_server.h
 //
 // The master's gRPC server: the heatsink.v1.Master service over a
-// MasterHandler. It authenticates nothing itself (TLS, when configured, does
-// that); it establishes the caller's identity from the `heatsink-client-id`
-// metadata (UNAUTHENTICATED when absent or malformed on a call that acts for a
-// client), checks that callers name only their own tenant when tenants are
-// bound (tenant_bindings.h), converts messages, maps statuses 1:1, and bounds
-// message sizes.
+// MasterHandler. TLS, when configured, authenticates the peer; the server
+// establishes the caller's identity, checks that callers name only their own
+// tenant when tenants are bound (tenant_bindings.h), converts messages, maps
+// statuses 1:1, and bounds message sizes.
+//
+// Identity. With client certificates (RpcOptions::tls.client_ca_path) the
+// caller is the client its verified certificate proves
+// (certificate_identity.h: a URI SAN spiffe://<trust-domain>/heatsink/client/
+// <id>, optionally naming a tenant); the `heatsink-client-id` metadata is then
+// optional, and a call whose metadata names another client is
+// PERMISSION_DENIED and counted (calls_identity_mismatch_total). A
+// certificate that names a tenant may name objects of that tenant only.
+// Without client certificates the metadata id is taken as asserted. A call
+// that acts for a client without an identity is UNAUTHENTICATED.
 // Every decision stays in the handler.
 //
 // Example:
@@ -30,6 +38,7 @@
 #include "absl/time/time.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
+#include "runtime/rpc/server_tls_reloader.h"
 #include "runtime/rpc/tenant_bindings.h"
 
 namespace grpc {
@@ -45,6 +54,7 @@ struct MasterServerStats {
   int64_t calls_unauthenticated_total = 0;
   int64_t get_replica_list_calls_total = 0;
   int64_t calls_permission_denied_total = 0;  // tenant bindings and ownership checks
+  int64_t calls_identity_mismatch_total = 0;  // metadata id differs from the certificate's
 };
 
 class MasterServer {
@@ -71,14 +81,26 @@ class MasterServer {
 
   MasterServerStats stats() const;
 
+  // Reads the TLS PEM files again (server_tls_reloader.h): new handshakes use
+  // them within ServerTlsReloader::kRefreshIntervalSeconds; open connections
+  // keep theirs. FAILED_PRECONDITION without TLS; on a bad file (its status,
+  // naming the flag) nothing changes.
+  [[nodiscard]] absl::Status ReloadTls();
+
+  // True when callers' identities come from their client certificates; false
+  // when they are asserted in metadata.
+  bool identities_proven() const { return identities_proven_; }
+
   class Service;
 
  private:
   MasterServer() = default;
 
+  std::unique_ptr<ServerTlsReloader> tls_;  // null without TLS
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  bool identities_proven_ = false;
   std::string address_;
   std::mutex shutdown_mu_;
   bool shut_down_ = false;

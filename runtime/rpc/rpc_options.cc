@@ -9,8 +9,6 @@
 #include "grpcpp/security/server_credentials.h"
 
 namespace heatsink::runtime {
-namespace {
-
 absl::StatusOr<std::string> ReadPem(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
@@ -19,8 +17,6 @@ absl::StatusOr<std::string> ReadPem(const std::string& path) {
   if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty"));
   return text.str();
 }
-
-}  // namespace
 
 absl::Status RpcOptions::Validate() const {
   if (message_bytes_max < 1024) {
@@ -32,6 +28,12 @@ absl::Status RpcOptions::Validate() const {
   }
   if (tls.cert_path.empty() != tls.key_path.empty()) {
     return absl::InvalidArgumentError("tls_cert_path and tls_key_path go together");
+  }
+  if (!tls.client_ca_path.empty()) {
+    if (tls.cert_path.empty()) {
+      return absl::InvalidArgumentError("tls_client_ca_path needs tls_cert_path and tls_key_path");
+    }
+    HS_RETURN_IF_ERROR(ValidateTrustDomain(tls.trust_domain));
   }
   return absl::OkStatus();
 }

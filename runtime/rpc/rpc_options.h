@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
+#include "runtime/rpc/certificate_identity.h"
 
 namespace heatsink::runtime {
 
@@ -31,6 +32,9 @@ struct TlsFiles {
   std::string key_path;        // own private key (PEM)
   std::string ca_path;         // client: CA of the server's certificate
   std::string client_ca_path;  // server: CA of client certificates (enables mutual TLS)
+  // Server with client_ca_path: the trust domain of the SPIFFE URIs that name
+  // callers (certificate_identity.h).
+  std::string trust_domain = kDefaultTrustDomain;
 
   bool server_enabled() const { return !cert_path.empty(); }
   bool client_enabled() const { return !ca_path.empty(); }
@@ -52,6 +56,10 @@ struct RpcOptions {
 
   [[nodiscard]] absl::Status Validate() const;
 };
+
+// The text of the PEM file `path`: NOT_FOUND when it cannot be read,
+// INVALID_ARGUMENT when it is empty.
+[[nodiscard]] absl::StatusOr<std::string> ReadPem(const std::string& path);
 
 // Server credentials: TLS when configured, else insecure. INVALID_ARGUMENT
 // or NOT_FOUND when a PEM file cannot be read.

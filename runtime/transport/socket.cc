@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/check.h"
 #include "core/base/status_macros.h"
 
 namespace heatsink::runtime {
@@ -49,14 +50,19 @@ absl::Status SetTimeout(int fd, int option, int64_t timeout_ms) {
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     Close();
-    fd_ = other.Release();
+    fd_ = std::exchange(other.fd_, -1);
+    secure_ = std::move(other.secure_);
   }
   return *this;
 }
 
-int Socket::Release() { return std::exchange(fd_, -1); }
+int Socket::Release() {
+  HS_CHECK(secure_ == nullptr);
+  return std::exchange(fd_, -1);
+}
 
 void Socket::Close() {
+  secure_.reset();
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
@@ -156,6 +162,7 @@ absl::StatusOr<Socket> ConnectTcp(absl::string_view endpoint, int64_t timeout_ms
 }
 
 absl::Status SendAll(const Socket& socket, const void* data, size_t size) {
+  if (socket.secure() != nullptr) return socket.secure()->Send(data, size);
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     const ssize_t n = ::send(socket.fd(), p, size, MSG_NOSIGNAL);
@@ -174,7 +181,11 @@ absl::Status SendAll2(const Socket& socket, const void* a, size_t a_size, const 
   // MSG_MORE corks the header until its payload follows, so the pair leaves
   // as one segment train without Nagle's delay. Plain send(2) rather than
   // sendmsg(2) also lets ThreadSanitizer see the write->read ordering it
-  // models for socket I/O.
+  // models for socket I/O. Under TLS the two go as two records.
+  if (socket.secure() != nullptr) {
+    HS_RETURN_IF_ERROR(socket.secure()->Send(a, a_size));
+    return socket.secure()->Send(b, b_size);
+  }
   const char* p = static_cast<const char*>(a);
   while (a_size > 0) {
     const ssize_t n = ::send(socket.fd(), p, a_size, MSG_NOSIGNAL | (b_size > 0 ? MSG_MORE : 0));
@@ -189,6 +200,7 @@ absl::Status SendAll2(const Socket& socket, const void* a, size_t a_size, const 
 }
 
 absl::Status RecvAll(const Socket& socket, void* data, size_t size) {
+  if (socket.secure() != nullptr) return socket.secure()->Recv(data, size);
   char* p = static_cast<char*>(data);
   while (size > 0) {
     const ssize_t n = ::recv(socket.fd(), p, size, 0);

@@ -14,7 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,25 +24,42 @@
 
 namespace heatsink::runtime {
 
+// A secured byte stream over a connected socket (TLS: tls_stream.h). When a
+// Socket has one, SendAll, SendAll2 and RecvAll go through it.
+class SecureStream {
+ public:
+  virtual ~SecureStream() = default;
+  // Exactly `size` bytes; UNAVAILABLE on any failure.
+  [[nodiscard]] virtual absl::Status Send(const void* data, size_t size) = 0;
+  [[nodiscard]] virtual absl::Status Recv(void* data, size_t size) = 0;
+};
+
 class Socket {
  public:
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
   ~Socket() { Close(); }
-  Socket(Socket&& other) noexcept : fd_(other.Release()) {}
+  Socket(Socket&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)), secure_(std::move(other.secure_)) {}
   Socket& operator=(Socket&& other) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
+  // Gives up the descriptor (REQUIRES: not secured).
   int Release();
   void Close();
+  // From now on this socket's I/O goes through `secure` (set once, after its
+  // handshake).
+  void SetSecure(std::unique_ptr<SecureStream> secure) { secure_ = std::move(secure); }
+  SecureStream* secure() const { return secure_.get(); }
   // Wakes every thread blocked on this socket; further I/O fails.
   void ShutdownBoth() const;
 
  private:
   int fd_ = -1;
+  std::unique_ptr<SecureStream> secure_;  // ends before the descriptor closes
 };
 
 struct HostPort {

@@ -8,6 +8,7 @@
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "runtime/transport/wire.h"
+#include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -86,8 +87,7 @@ absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
   HS_ASSIGN_OR_RETURN(SegmentRegion source,
                       local_->Region(range.source_segment, range.source_offset, range.size_bytes));
   HS_ASSIGN_OR_RETURN(std::string endpoint, resolver_->Resolve(range.target_segment));
-  HS_ASSIGN_OR_RETURN(Socket socket,
-                      ConnectTcp(endpoint, knobs_.connect_timeout_ms, knobs_.io_timeout_ms));
+  HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs_));
   ActiveGuard guard(&active_, &socket);
   if (!guard.added()) return absl::UnavailableError("data mover shut down");
 
@@ -139,8 +139,7 @@ absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint6
                                                      " bytes above read_bytes_max=",
                                                      knobs.read_bytes_max));
   }
-  HS_ASSIGN_OR_RETURN(Socket socket,
-                      ConnectTcp(endpoint, knobs.connect_timeout_ms, knobs.io_timeout_ms));
+  HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs));
   const wire::RangeRequest request{segment, offset, out.size()};
   HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kRead, wire::EncodeRange(request)));
   uint64_t size = 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
+#include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
 
@@ -27,7 +28,8 @@ TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& k
       rma_(rma),
       listener_(std::move(listener)),
       port_(port),
-      endpoint_(absl::StrCat(knobs.listen_host, ":", port)) {
+      endpoint_(absl::StrCat(knobs.tls_server != nullptr ? kTlsEndpointScheme : "",
+                             knobs.listen_host, ":", port)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -97,15 +99,19 @@ void TcpDataServer::AcceptLoop() {
     const uint64_t id = next_id_++;
     auto connection = std::make_unique<Connection>();
     connection->socket = std::move(socket);
-    const Socket* s = &connection->socket;
+    Socket* s = &connection->socket;
     Connection* raw = connection.get();
     connections_.emplace(id, std::move(connection));
     raw->thread = std::thread([this, id, s] { Serve(id, s); });
   }
 }
 
-void TcpDataServer::Serve(uint64_t id, const Socket* socket) {
-  while (true) {
+void TcpDataServer::Serve(uint64_t id, Socket* socket) {
+  // The handshake runs here, not in the accept loop, so that a slow or
+  // silent client holds only its own connection (bounded by io_timeout_ms).
+  const bool secured =
+      knobs_.tls_server == nullptr || knobs_.tls_server->Secure(*socket, "").ok();
+  while (secured) {
     absl::StatusOr<std::pair<wire::FrameType, std::string>> frame = wire::RecvControl(*socket);
     if (!frame.ok()) break;
     absl::StatusOr<wire::ScoredRange> scored = wire::DecodeScoredRange(frame->second);

@@ -62,7 +62,8 @@ class TcpDataServer {
   TcpDataServer(const TcpDataServer&) = delete;
   TcpDataServer& operator=(const TcpDataServer&) = delete;
 
-  // "host:port" with the port actually bound.
+  // "host:port" with the port actually bound; "tls://host:port" when the
+  // server speaks TLS (knobs.tls_server).
   const std::string& endpoint() const { return endpoint_; }
   int port() const { return port_; }
 
@@ -88,7 +89,7 @@ class TcpDataServer {
                 Socket listener, int port);
 
   void AcceptLoop();
-  void Serve(uint64_t id, const Socket* socket);
+  void Serve(uint64_t id, Socket* socket);
   // Each returns false when the connection must close.
   bool HandleWrite(const Socket& socket, const wire::RangeRequest& request,
                    absl::Span<const ScorePiece> scores);

@@ -8,12 +8,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "core/base/knobs.h"
 
 namespace heatsink::runtime {
+
+class TlsContext;
 
 struct TcpTransportKnobs {
   // Address the data server binds; port 0 picks a free port.
@@ -35,6 +38,13 @@ struct TcpTransportKnobs {
   int64_t connect_timeout_ms = 5000;
   // Every blocking send/receive gives up after this long (0 = never).
   int64_t io_timeout_ms = 30000;
+
+  // TLS (tls_stream.h); not knobs: the processes set them from their PEM
+  // flags. A data server with `tls_server` accepts only TLS connections and
+  // advertises "tls://host:port"; clients secure "tls://" endpoints with
+  // `tls_client`.
+  std::shared_ptr<const TlsContext> tls_server;
+  std::shared_ptr<const TlsContext> tls_client;
 
   [[nodiscard]] absl::Status Validate() const;
   static TcpTransportKnobs TestMin();

@@ -9,6 +9,7 @@
 #include "core/base/status_macros.h"
 #include "runtime/env/notification.h"
 #include "runtime/transport/wire.h"
+#include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
 
@@ -89,8 +90,7 @@ absl::Status UcxDataMover::BootstrapStatus(Copy& copy) {
   HS_ASSIGN_OR_RETURN(copy.source, local_->Region(r.source_segment, r.source_offset, r.size_bytes));
   copy.scores = local_->CopyScores(r.source_segment, r.source_offset, r.size_bytes);
   HS_ASSIGN_OR_RETURN(copy.endpoint, resolver_->Resolve(r.target_segment));
-  HS_ASSIGN_OR_RETURN(copy.socket, ConnectTcp(copy.endpoint, options_.tcp.connect_timeout_ms,
-                                              options_.tcp.io_timeout_ms));
+  HS_ASSIGN_OR_RETURN(copy.socket, ConnectDataEndpoint(copy.endpoint, options_.tcp));
   copy.socket_tracked = active_.Add(&copy.socket);
   if (!copy.socket_tracked) return absl::UnavailableError("data mover shut down");
   const wire::RangeRequest request{r.target_segment, r.target_offset, r.size_bytes};

@@ -5,18 +5,28 @@
 // down, and a mover shut down under a blocked copy all give UNAVAILABLE;
 // copies_in_flight_max and connections_max reject with RESOURCE_EXHAUSTED;
 // ReadRemote returns the served bytes and enforces its limits, and the server
-// reports each served read to the segments' read observer.
+// reports each served read to the segments' read observer. Over TLS
+// (tls_stream.h): a copy lands the same bytes as a clear one, and the server
+// refuses clear clients, other CAs' and missing client certificates.
 #include "runtime/transport/tcp_data_mover.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/tcp_data_server.h"
+#include "runtime/transport/tls_stream.h"
 #include "runtime/transport/wire.h"
 #include "tests/runtime/transport_test_util.h"
 
@@ -282,6 +292,136 @@ TEST_F(TcpMoverTest, ServerClosesOnMalformedFrames) {
   uint64_t value = 0;
   EXPECT_EQ(wire::RecvStatus(*writer, &value).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(server_b_->writes_completed(), 0u);
+}
+
+// TLS on the framed protocol (tls_stream.h): store B's data server speaks
+// only TLS and requires client certificates of its CA; certificates come
+// from tools/make-certs.sh at test time (skipped, saying why, without
+// `openssl`).
+class TlsMoverTest : public TcpMoverTest {
+ protected:
+  void SetUp() override {
+    if (std::system("openssl version > /dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "the openssl command-line tool is not on PATH; it generates the test "
+                      "certificates (install Debian's `openssl` package to run this test)";
+    }
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("heatsink_tls_mover_", getpid(), "_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(MakeCerts(absl::StrCat("cluster ", dir_.string(), " 1 2")));
+    ASSERT_TRUE(MakeCerts(absl::StrCat("ca ", dir_.string(), " --name other-ca")));
+    ASSERT_TRUE(
+        MakeCerts(absl::StrCat("client ", dir_.string(), " 2 --ca other-ca --name stranger")));
+    TcpTransportKnobs knobs;
+    knobs.tls_server = Context(TlsContext::Side::kServer, "master", "ca");
+    knobs.tls_client = Context(TlsContext::Side::kClient, "client-1", "ca");
+    ASSERT_TRUE(knobs.tls_server && knobs.tls_client);
+    Start(knobs);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  static bool MakeCerts(const std::string& args) {
+    const std::string line =
+        absl::StrCat(HEATSINK_SOURCE_DIR, "/tools/make-certs.sh ", args, " > /dev/null 2>&1");
+    return std::system(line.c_str()) == 0;
+  }
+  std::string Path(const std::string& file) const { return (dir_ / file).string(); }
+  // A context presenting `cert` (none when empty) and trusting `ca`.
+  std::shared_ptr<const TlsContext> Context(TlsContext::Side side, const std::string& cert,
+                                            const std::string& ca) const {
+    TlsPemFiles files;
+    if (!cert.empty()) {
+      files.cert_path = Path(cert + ".pem");
+      files.key_path = Path(cert + ".key");
+    }
+    files.ca_path = Path(ca + ".pem");
+    absl::StatusOr<std::shared_ptr<const TlsContext>> context = TlsContext::Create(side, files);
+    EXPECT_TRUE(context.ok()) << context.status();
+    return context.ok() ? *context : nullptr;
+  }
+  // Knobs of a client presenting `cert` and trusting `ca`.
+  TcpTransportKnobs ClientKnobs(const std::string& cert, const std::string& ca = "ca") const {
+    TcpTransportKnobs knobs;
+    knobs.tls_client = Context(TlsContext::Side::kClient, cert, ca);
+    return knobs;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TlsMoverTest, TlsCopyMovesTheSameBytesAsAClearOne) {
+  EXPECT_TRUE(absl::StartsWith(server_b_->endpoint(), "tls://")) << server_b_->endpoint();
+  const uint64_t size = (3 << 20) + 5;  // several chunks
+  const CopyRange range{kSource, 1000, kTarget, 64, size};
+  ASSERT_TRUE(CopyAndWait(*mover_, range).ok());
+
+  // The same copy in clear, to a third store.
+  constexpr SegmentId kClearTarget(33);
+  SegmentMemory memory_c{&allocator_, SegmentMemoryKnobs{}};
+  ASSERT_TRUE(memory_c.Create(kClearTarget, kSegmentBytes).ok());
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> clear_server =
+      TcpDataServer::Start(&memory_c, TcpTransportKnobs{});
+  ASSERT_TRUE(clear_server.ok());
+  EXPECT_FALSE(absl::StartsWith((*clear_server)->endpoint(), "tls://"));
+  ASSERT_TRUE(resolver_.Set(kClearTarget, (*clear_server)->endpoint()).ok());
+  TcpDataMover clear_mover(&memory_a_, &resolver_, TcpTransportKnobs{});
+  ASSERT_TRUE(CopyAndWait(clear_mover, CopyRange{kSource, 1000, kClearTarget, 64, size}).ok());
+
+  const uint64_t source_sum = Checksum(memory_a_, kSource, 1000, size);
+  EXPECT_EQ(Checksum(memory_b_, kTarget, 64, size), source_sum);
+  EXPECT_EQ(Checksum(memory_c, kClearTarget, 64, size), source_sum);
+  // Reads over TLS return the same bytes.
+  absl::StatusOr<std::string> read =
+      ReadRemote(server_b_->endpoint(), kTarget, 64, size, knobs_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, *memory_a_.Read(kSource, 1000, size));
+  EXPECT_EQ(server_b_->writes_completed(), 1u);
+  clear_mover.Shutdown();
+  (*clear_server)->Shutdown();
+}
+
+TEST_F(TlsMoverTest, TlsServerRefusesClearAndUnknownClients) {
+  const std::string endpoint = server_b_->endpoint();
+  const std::string address = ParseDataEndpoint(endpoint).address;
+  // A clear client of a TLS server: the handshake it never sent fails.
+  EXPECT_EQ(ReadRemote(address, kTarget, 0, 16, TcpTransportKnobs{}).status().code(),
+            absl::StatusCode::kUnavailable);
+  // A "tls://" endpoint without a client context is a configuration error.
+  EXPECT_EQ(ReadRemote(endpoint, kTarget, 0, 16, TcpTransportKnobs{}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Another CA's certificate, no certificate, a client not trusting the server.
+  for (const auto& [cert, ca] : std::vector<std::pair<std::string, std::string>>{
+           {"stranger", "ca"}, {"", "ca"}, {"client-1", "other-ca"}}) {
+    EXPECT_EQ(ReadRemote(endpoint, kTarget, 0, 16, ClientKnobs(cert, ca)).status().code(),
+              absl::StatusCode::kUnavailable)
+        << cert << " / " << ca;
+  }
+  TcpDataMover stranger(&memory_a_, &resolver_, ClientKnobs("stranger"));
+  EXPECT_EQ(CopyAndWait(stranger, CopyRange{kSource, 0, kTarget, 0, 4096}).code(),
+            absl::StatusCode::kUnavailable);
+  stranger.Shutdown();
+  EXPECT_EQ(server_b_->writes_completed(), 0u);
+  EXPECT_EQ(server_b_->reads_completed(), 0u);
+  EXPECT_EQ(*memory_b_.Read(kTarget, 0, 8), std::string(8, '\0'));
+  // The store's own client certificate works.
+  EXPECT_TRUE(ReadRemote(endpoint, kTarget, 0, 16, ClientKnobs("client-2")).ok());
+}
+
+TEST_F(TlsMoverTest, ContextsRefuseUnusableFiles) {
+  const auto code = [](TlsContext::Side side, TlsPemFiles files) {
+    return TlsContext::Create(side, files).status().code();
+  };
+  const auto invalid = absl::StatusCode::kInvalidArgument;
+  EXPECT_EQ(code(TlsContext::Side::kServer, {Path("nope.pem"), Path("master.key"), ""}), invalid);
+  EXPECT_EQ(code(TlsContext::Side::kServer, {Path("master.pem"), Path("client-1.key"), ""}),
+            invalid);  // the key of another certificate
+  EXPECT_EQ(code(TlsContext::Side::kServer, {"", "", Path("ca.pem")}), invalid);
+  EXPECT_EQ(code(TlsContext::Side::kClient, {Path("client-1.pem"), Path("client-1.key"), ""}),
+            invalid);  // a client must verify servers
+  EXPECT_EQ(code(TlsContext::Side::kClient, {"", "", Path("master.key")}), invalid);
+  EXPECT_TRUE(TlsContext::Create(TlsContext::Side::kClient, {"", "", Path("ca.pem")}).ok());
 }
 
 TEST(Wire, FramesRoundTrip) {

@@ -1,8 +1,9 @@
 // Covers TLS on the gRPC control plane and the store's gRPC data service,
 // on loopback. Certificates are generated at test time with the `openssl`
 // command-line tool (a test CA, a server certificate for localhost and
-// 127.0.0.1, a client certificate, and a second CA with its own client
-// certificate); without `openssl` on PATH the tests are skipped and say so.
+// 127.0.0.1, a client certificate proving client 10, and a second CA with its
+// own client certificate; tools/make-certs.sh and identity_test.cc cover the
+// identities themselves); without `openssl` on PATH the tests are skipped and say so.
 //   - a master requiring client certificates answers a client that presents
 //     one signed by its client CA;
 //   - it refuses (UNAVAILABLE: the handshake fails) a client without a
@@ -92,7 +93,9 @@ class TlsTest : public ::testing::Test {
     ASSERT_TRUE(MakeLeaf(dir_, "server", "ca", "localhost",
                          "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
                          "extendedKeyUsage=serverAuth\n"));
-    ASSERT_TRUE(MakeLeaf(dir_, "client", "ca", "heatsink-client", "extendedKeyUsage=clientAuth\n"));
+    ASSERT_TRUE(MakeLeaf(dir_, "client", "ca", "heatsink-client",
+                         "subjectAltName=URI:spiffe://heatsink.local/heatsink/client/10\n"
+                         "extendedKeyUsage=clientAuth\n"));
     ASSERT_TRUE(
         MakeLeaf(dir_, "stranger", "other-ca", "heatsink-client", "extendedKeyUsage=clientAuth\n"));
   }
