@@ -235,12 +235,20 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
         continue;
       }
       // Whatever overlapped the new range is gone: the master reused it.
+      // Entries never overlap each other, so only the one starting last
+      // before `begin` can reach into the range from below.
       const uint64_t begin = c.entry.offset;
       const uint64_t end = begin + c.entry.size_bytes;
-      auto it = manifest_.lower_bound({segment, 0});
+      auto it = manifest_.lower_bound({segment, begin});
+      if (it != manifest_.begin()) {
+        auto before = std::prev(it);
+        if (before->first.first == segment &&
+            before->first.second + before->second.size_bytes > begin) {
+          manifest_.erase(before);
+        }
+      }
       while (it != manifest_.end() && it->first.first == segment && it->first.second < end) {
-        const uint64_t e_end = it->first.second + it->second.size_bytes;
-        it = e_end > begin ? manifest_.erase(it) : std::next(it);
+        it = manifest_.erase(it);
       }
       manifest_[{segment, begin}] = c.entry;
     }

@@ -410,7 +410,7 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
   const std::string listen = absl::StrCat("127.0.0.1:", FreePort());
   const std::vector<std::string> sets = {
       "dynamic_replication_mode=enforce", "restart_grace_ms=30000", "restart_expected_stores=2",
-      "put_start_discard_timeout_sec=1", "put_start_release_timeout_sec=2"};
+      "put_start_discard_timeout_sec=5", "put_start_release_timeout_sec=5"};
   std::unique_ptr<Process> master = StartMaster(sets, {}, listen);
   ASSERT_EQ(master_address_, listen);
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
@@ -568,7 +568,7 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
       if ((*now)[i].used_bytes != expected) return false;
     }
     return true;
-  }, absl::Seconds(10)));
+  }, absl::Seconds(15)));
   // The version counter restarted above every reported version.
   ASSERT_TRUE(writer.Put("after-restart", "x").ok());
   EXPECT_GT(writer.Lookup("after-restart")->version, (*started)->version);
