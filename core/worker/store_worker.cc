@@ -229,6 +229,9 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
     for (const ManifestChange& c : changes) {
       if (c.seq <= manifest_applied_seq_) continue;
       manifest_applied_seq_ = c.seq;
+      // A worker that never reports only acknowledges (the simulator's, whose
+      // master never restarts): a manifest nobody reads would cost memory.
+      if (!options_.report_manifest) continue;
       const SegmentId segment = c.entry.segment_id;
       if (!c.present) {
         manifest_.erase({segment, c.entry.offset});

@@ -67,7 +67,8 @@ struct StoreWorkerOptions {
   // worker mounts its segments as manifest_pending and reports what they
   // hold, at most manifest_report_entries_max entries per call (a first
   // registration reports an empty manifest). The manifest is kept from the
-  // changes FetchTasks returns either way.
+  // changes FetchTasks returns; without report_manifest they are only
+  // acknowledged and Manifest() stays empty.
   bool report_manifest = true;
   int64_t manifest_report_entries_max = 1'024;
 
