@@ -62,11 +62,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
 #include "core/env/env.h"
-#include "absl/container/btree_set.h"
 #include "core/master/internal/client_registry.h"
 #include "core/master/internal/manifest_journal.h"
 #include "core/master/internal/object_table.h"
@@ -123,6 +123,8 @@ class MasterService {
   //   OUT_OF_RANGE         the range exceeds the segment.
   //   ALREADY_EXISTS       the range overlaps another object's range, or the
   //                        object already has a replica on the segment.
+  //   RESOURCE_EXHAUSTED   objects_max or replicas_per_object_max reached:
+  //                        the entry's bytes are freed.
   //   FAILED_PRECONDITION  incomplete (a put or a copy in flight): discarded,
   //                        its bytes freed after put_start_release_timeout
   //                        (a writer may still be writing into them).
