@@ -156,10 +156,18 @@ void SimMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
   Call<absl::Status>([this, req] { return master_->Remove(req); }, std::move(done));
 }
 
-void SimMasterClient::FetchTasks(ClientId client, size_t batch_max,
+void SimMasterClient::ReportManifest(ClientId client, const ReportManifestRequest& req,
+                                     Callback<ReportManifestResponse> done) {
+  Call<absl::StatusOr<ReportManifestResponse>>(
+      [this, client, req] { return master_->ReportManifest(client, req); }, std::move(done));
+}
+
+void SimMasterClient::FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
                                  Callback<FetchTasksResponse> done) {
   Call<absl::StatusOr<FetchTasksResponse>>(
-      [this, client, batch_max] { return master_->FetchTasks(client, batch_max); },
+      [this, client, batch_max, manifest_ack_seq] {
+        return master_->FetchTasks(client, batch_max, manifest_ack_seq);
+      },
       std::move(done));
 }
 

@@ -88,7 +88,10 @@ class SimMasterClient final : public MasterClient {
   void BatchGetReplicaList(const BatchGetReplicaListRequest& req,
                            Callback<BatchGetReplicaListResponse> done) override;
   void Remove(const RemoveRequest& req, StatusCallback done) override;
-  void FetchTasks(ClientId client, size_t batch_max, Callback<FetchTasksResponse> done) override;
+  void ReportManifest(ClientId client, const ReportManifestRequest& req,
+                      Callback<ReportManifestResponse> done) override;
+  void FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
+                  Callback<FetchTasksResponse> done) override;
   void MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
                         StatusCallback done) override;
   void CopyStart(ClientId client, const CopyStartRequest& req,

@@ -85,6 +85,21 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                s.tasks_timed_out_total);
   AppendScalar(out, "master_clients_reaped_total", "Clients reaped for missed heartbeats.", kC,
                s.clients_reaped_total);
+  AppendScalar(out, "master_recovering",
+               "1 while a restarted master waits for the stores' manifests (restart_grace_ms).",
+               kG, s.recovering ? 1 : 0);
+  AppendScalar(out, "master_manifest_entries_accepted_total",
+               "Manifest entries taken back as replicas after a restart.", kC,
+               s.manifest_entries_accepted_total);
+  AppendScalar(out, "master_manifest_entries_discarded_total",
+               "Manifest entries discarded: in flight, or an older version.", kC,
+               s.manifest_entries_discarded_total);
+  AppendScalar(out, "master_manifest_entries_rejected_total",
+               "Manifest entries rejected: invalid, overlapping, beyond the segment.", kC,
+               s.manifest_entries_rejected_total);
+  AppendScalar(out, "master_manifest_changes_pending",
+               "Manifest changes the stores have not acknowledged yet.", kG,
+               s.manifest_changes_pending);
   AppendScalar(out, "dynamic_replication_mode",
                "The live dynamic_replication_mode: 0 off, 1 observe, 2 enforce.", kG,
                static_cast<int64_t>(master.dynamic_replication_mode()));
@@ -214,6 +229,8 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
     std::fprintf(stderr, "heatsink-master: %s\n", master.status().ToString().c_str());
     return 2;
   }
+  // With tenants bound, a manifest entry naming any other tenant is refused.
+  if (tenants.enabled()) (*master)->master().SetKnownTenants(tenants.Tenants());
   runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
   absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
       runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants));

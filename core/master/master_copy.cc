@@ -36,6 +36,11 @@ absl::StatusOr<CopyTaskResponse> MasterService::CreateCopyTaskInternal(const Obj
                                                                        SegmentId source_segment) {
   HS_ASSIGN_OR_RETURN(const ObjectNameRef name, CheckName(object));
   if (!target_segment.valid()) return absl::InvalidArgumentError("target segment 0 is invalid");
+  // While recovering, an object may still be replaced by a newer version a
+  // store has not reported yet: no copy of it starts before that is settled.
+  if (Recovering()) {
+    return absl::UnavailableError("master_recovering: no copy task until the stores reported");
+  }
   Shard& shard = shards_.For(name);
   MutexLock lock(&shard.mu);
   auto it = shard.objects.find(name);
@@ -125,6 +130,11 @@ absl::StatusOr<CopyTaskResponse> MasterService::CreateCopyTaskInternal(const Obj
 }
 
 absl::StatusOr<FetchTasksResponse> MasterService::FetchTasks(ClientId client, size_t batch_max) {
+  return FetchTasks(client, batch_max, 0);
+}
+
+absl::StatusOr<FetchTasksResponse> MasterService::FetchTasks(ClientId client, size_t batch_max,
+                                                             uint64_t manifest_ack_seq) {
   if (!client.valid()) return absl::InvalidArgumentError("client id 0 is invalid");
   if (batch_max == 0) return absl::InvalidArgumentError("batch_max is 0");
   if (static_cast<int64_t>(batch_max) > knobs_.fetch_tasks_batch_max) {
@@ -134,6 +144,8 @@ absl::StatusOr<FetchTasksResponse> MasterService::FetchTasks(ClientId client, si
   }
   FetchTasksResponse response;
   response.tasks = tasks_.Fetch(client, batch_max, Now());
+  response.manifest_changes = journal_.Fetch(
+      client, manifest_ack_seq, static_cast<size_t>(knobs_.manifest_changes_per_fetch_max));
   return response;
 }
 
@@ -312,6 +324,7 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
         HS_CHECK(tasks_.MarkStarted(fence.task_id, r.id, Now()));
         record.source->copies_in_flight_as_source.fetch_add(1, std::memory_order_relaxed);
         reserved->segment->copies_in_flight_as_target.fetch_add(1, std::memory_order_relaxed);
+        JournalReplica(name, r);
         meta.replicas.push_back(std::move(r));
         return response;
       }
@@ -347,6 +360,7 @@ absl::Status MasterService::CopyEndInternal(ClientId client, const CopyTaskFence
   HS_CHECK_MSG(target != nullptr && target->holds_reserved(),
                "a started copy lost its target replica");
   target->status = ReplicaStatus::kComplete;
+  JournalReplica(name, *target);
   segments_.CommitReserved(target->segment_id(), target->size);
   HS_CHECK(tasks_.SetPhase(fence.task_id, CopyPhase::kStarted, CopyPhase::kEnded, Now()));
   record.source->copies_in_flight_as_source.fetch_sub(1, std::memory_order_relaxed);

@@ -67,6 +67,8 @@ absl::Status MasterKnobs::Validate() const {
       {"processing_tasks_per_client_max", processing_tasks_per_client_max},
       {"fetch_tasks_batch_max", fetch_tasks_batch_max},
       {"discarded_puts_max", discarded_puts_max},
+      {"manifest_changes_per_fetch_max", manifest_changes_per_fetch_max},
+      {"manifest_entries_per_report_max", manifest_entries_per_report_max},
   };
   for (const Positive& p : positives) {
     if (absl::Status s = CheckPositive(p.name, p.value); !s.ok()) return s;
@@ -97,12 +99,18 @@ absl::Status MasterKnobs::Validate() const {
       {"processing_task_timeout_sec", processing_task_timeout_sec},
       {"default_kv_lease_ttl_ms / 1000", default_kv_lease_ttl_ms / 1000},
       {"sweep_interval_ms / 1000", sweep_interval_ms / 1000},
+      {"restart_grace_ms / 1000", restart_grace_ms / 1000},
   };
   for (const Positive& p : seconds) {
     if (p.value > kSecondsMax) {
       return absl::InvalidArgumentError(
           absl::StrCat("knob ", p.name, " must be <= ", kSecondsMax, " seconds, got ", p.value));
     }
+  }
+  if (restart_grace_ms < 0 || restart_expected_stores < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "knobs restart_grace_ms and restart_expected_stores must be >= 0, got ", restart_grace_ms,
+        " and ", restart_expected_stores));
   }
   if (fetch_tasks_batch_max > processing_tasks_per_client_max) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -183,7 +191,17 @@ const KnobRegistry<MasterKnobs>& MasterKnobs::Registry() {
         .Field("fetch_tasks_batch_max", "tasks returned by one FetchTasks",
                [](K& k) -> int64_t& { return k.fetch_tasks_batch_max; })
         .Field("discarded_puts_max", "discarded puts waiting for their release timeout",
-               [](K& k) -> int64_t& { return k.discarded_puts_max; });
+               [](K& k) -> int64_t& { return k.discarded_puts_max; })
+        .Field("restart_grace_ms",
+               "recovery after a restart: unknown keys are UNAVAILABLE this long at most (0: off)",
+               [](K& k) -> int64_t& { return k.restart_grace_ms; })
+        .Field("restart_expected_stores",
+               "stores whose manifests end the recovery early (0: wait for the grace period)",
+               [](K& k) -> int64_t& { return k.restart_expected_stores; })
+        .Field("manifest_changes_per_fetch_max", "manifest changes one FetchTasks returns",
+               [](K& k) -> int64_t& { return k.manifest_changes_per_fetch_max; })
+        .Field("manifest_entries_per_report_max", "entries one ReportManifest may carry",
+               [](K& k) -> int64_t& { return k.manifest_entries_per_report_max; });
     return r;
   }();
   return *registry;
@@ -216,6 +234,8 @@ MasterKnobs MasterKnobs::TestMin() {
   k.processing_tasks_per_client_max = 2;
   k.fetch_tasks_batch_max = 2;
   k.discarded_puts_max = 2;
+  k.manifest_changes_per_fetch_max = 4;
+  k.manifest_entries_per_report_max = 4;
   return k;
 }
 

@@ -79,6 +79,21 @@ struct MasterKnobs {
   // and runs eviction above the watermark.
   int64_t sweep_interval_ms = 1'000;
 
+  // --- Restart (stores rebuild a new master's metadata; docs/runtime.md) --
+  // A master started with restart_grace_ms > 0 recovers: until the
+  // expected stores have reported their manifests, or this long after its
+  // start, a read or Remove of a key it does not know, a PutStart and a copy
+  // task are UNAVAILABLE ("master_recovering"), so clients retry instead of
+  // recomputing. 0: no recovery window (a first start).
+  int64_t restart_grace_ms = 0;
+  // Stores whose last manifest report ends the recovery early; 0 waits for
+  // the whole grace period.
+  int64_t restart_expected_stores = 0;
+  // Manifest changes one FetchTasks returns to its store.
+  int64_t manifest_changes_per_fetch_max = 4'096;
+  // Entries one ReportManifest may carry.
+  int64_t manifest_entries_per_report_max = 4'096;
+
   // --- Concurrency --------------------------------------------------------
   // Object metadata is split into this many independently locked shards.
   int64_t metadata_shards = 64;
@@ -109,6 +124,7 @@ struct MasterKnobs {
   DurationNs pending_task_timeout_ns() const { return SecToNs(pending_task_timeout_sec); }
   DurationNs processing_task_timeout_ns() const { return SecToNs(processing_task_timeout_sec); }
   DurationNs sweep_interval_ns() const { return MsToNs(sweep_interval_ms); }
+  DurationNs restart_grace_ns() const { return MsToNs(restart_grace_ms); }
 
   // OK, or INVALID_ARGUMENT naming the first offending knob and its range.
   [[nodiscard]] absl::Status Validate() const;

@@ -25,6 +25,9 @@ MasterService::MasterService(Env* env, const MasterKnobs& knobs)
   HS_CHECK(env != nullptr && env->clock != nullptr && env->executor != nullptr &&
            env->rng != nullptr);
   HS_CHECK_OK(knobs.Validate());
+  if (knobs.restart_grace_ms > 0) {
+    BeginRecovery(knobs.restart_expected_stores, knobs.restart_grace_ns());
+  }
   ScheduleSweep();
 }
 
@@ -145,6 +148,7 @@ void MasterService::RemoveReplicaLocked(const ObjectNameRef& name, ObjectMeta& m
   HS_CHECK(index < meta.replicas.size());
   ReplicaRecord r = std::move(meta.replicas[index]);
   meta.replicas.erase(meta.replicas.begin() + static_cast<std::ptrdiff_t>(index));
+  JournalRemoval(r);
   if (r.holds_reserved()) {
     segments_.FreeReserved(r.segment_id(), r.offset, r.size);
   } else {
@@ -180,6 +184,7 @@ bool MasterService::DiscardPutLocked(Shard& shard, const ObjectNameRef& name, Re
   // the release timeout, counted from the put's start.
   const TimeNs release_at = meta.put_start_ns + knobs_.put_start_release_timeout_ns();
   if (!segments_.DiscardPut(ranges, release_at).ok()) return false;
+  for (const ReplicaRecord& r : meta.replicas) JournalRemoval(r);
   const TimeNs now = Now();
   for (size_t i = 0; i < meta.replicas.size(); ++i) {
     ReplicaRemoval removal;
@@ -206,6 +211,11 @@ absl::StatusOr<PutStartResponse> MasterService::PutStart(ClientId client,
   if (!client.valid()) return absl::InvalidArgumentError("client id 0 is invalid");
   if (req.size_bytes == 0) return absl::InvalidArgumentError("object size is 0");
   if (req.replica_num == 0) return absl::InvalidArgumentError("replica_num is 0");
+  if (Recovering()) {
+    return absl::UnavailableError(
+        "master_recovering: the master restarted and is rebuilding its metadata from the "
+        "stores' manifests; retry");
+  }
   if (static_cast<int64_t>(req.replica_num) > knobs_.replicas_per_object_max) {
     return absl::ResourceExhaustedError(absl::StrCat("replica_num ", req.replica_num,
                                                      " exceeds replicas_per_object_max (",
@@ -289,6 +299,7 @@ absl::Status MasterService::PutStartLocked(Shard& shard, const ObjectNameRef& na
     r.status = ReplicaStatus::kProcessing;
     r.origin = ReplicaOrigin::kPut;
     out.replicas.push_back(r.Describe());
+    JournalReplica(name, r);
     meta.replicas.push_back(std::move(r));
   }
   shard.objects.emplace(Own(name), std::move(meta));
@@ -315,7 +326,10 @@ absl::Status MasterService::PutEnd(ClientId client, const PutEndRequest& req) {
         absl::StrCat("client ", client.value, " did not start this put of '", name.key, "'"));
   }
   if (!meta.put_in_progress) return absl::OkStatus();  // repeated PutEnd
-  for (ReplicaRecord& r : meta.replicas) r.status = ReplicaStatus::kComplete;
+  for (ReplicaRecord& r : meta.replicas) {
+    r.status = ReplicaStatus::kComplete;
+    JournalReplica(name, r);
+  }
   meta.put_in_progress = false;
   // Not a lease (already expired), but it orders unread objects by age for
   // eviction.
@@ -423,6 +437,11 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
     MutexLock lock(&shard.mu);
     auto it = shard.objects.find(name, hash);
     if (it == shard.objects.end()) {
+      if (Recovering()) {
+        return absl::UnavailableError(absl::StrCat(
+            "master_recovering: object '", name.key,
+            "' is not known yet; the stores are still reporting their manifests; retry"));
+      }
       return absl::NotFoundError(absl::StrCat("object '", name.key, "' not found"));
     }
     ObjectMeta& meta = it->second;
@@ -481,6 +500,10 @@ absl::Status MasterService::Remove(const RemoveRequest& req) {
     MutexLock lock(&shard.mu);
     auto it = shard.objects.find(name);
     if (it == shard.objects.end()) {
+      if (Recovering()) {
+        return absl::UnavailableError(absl::StrCat(
+            "master_recovering: object '", name.key, "' is not known yet; retry"));
+      }
       return absl::NotFoundError(absl::StrCat("object '", name.key, "' not found"));
     }
     const ObjectMeta& meta = it->second;

@@ -21,7 +21,9 @@
 //                       lifecycle order; a lease-less copy call on a leased
 //                       task or the reverse; a non-allocatable target.
 //   UNAVAILABLE         the object is still being written (GetReplicaList,
-//                       Remove, CreateCopyTask); a segment is being unmounted.
+//                       Remove, CreateCopyTask); a segment is being unmounted;
+//                       "master_recovering": after a restart, a key not
+//                       reported yet, a PutStart or a copy task (Recovering()).
 //   ABORTED             Remove while a replication task for the key runs; a
 //                       stale version or lease id (fence) in PutEnd/PutRevoke
 //                       or a copy call; the copy source vanished.
@@ -56,14 +58,17 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
 #include "core/env/env.h"
 #include "core/master/internal/client_registry.h"
+#include "core/master/internal/manifest_journal.h"
 #include "core/master/internal/object_table.h"
 #include "core/master/internal/segment_table.h"
 #include "core/master/internal/task_manager.h"
@@ -99,6 +104,46 @@ class MasterService {
   // NOT_FOUND when the master no longer knows the client (reaped): the client
   // must register again and remount its segments.
   [[nodiscard]] absl::Status Heartbeat(ClientId client);
+
+  // --- Restart: manifests (docs/runtime.md, "Master restart") -------------
+  // A store that (re)registers with a master that does not know it reports
+  // what its segments hold, in calls of at most
+  // manifest_entries_per_report_max entries, after mounting them with
+  // manifest_pending; the last call (req.last) makes its segments
+  // allocatable and counts the store as reported. Each entry is applied on
+  // its own (results: one status per entry, the rest of the report is
+  // applied whatever one entry's fate):
+  //   OK                   the replica is the master's again (COMPLETE; a
+  //                        dynamic one stays dynamic, without a lease).
+  //   INVALID_ARGUMENT     bad name, version 0, size 0, an unknown tenant
+  //                        (SetKnownTenants), or a size other than the
+  //                        object's at the same version.
+  //   NOT_FOUND / PERMISSION_DENIED  the segment is not mounted / not the
+  //                        store's.
+  //   OUT_OF_RANGE         the range exceeds the segment.
+  //   ALREADY_EXISTS       the range overlaps another object's range, or the
+  //                        object already has a replica on the segment.
+  //   RESOURCE_EXHAUSTED   objects_max or replicas_per_object_max reached:
+  //                        the entry's bytes are freed.
+  //   FAILED_PRECONDITION  incomplete (a put or a copy in flight): discarded,
+  //                        its bytes freed after put_start_release_timeout
+  //                        (a writer may still be writing into them).
+  //   ABORTED              an older version than the master's (the highest
+  //                        complete version wins while recovering; after the
+  //                        recovery the master's object wins): freed at once.
+  // Every message names the store. The version counter moves above every
+  // reported version, complete or not. NOT_FOUND for an unregistered client,
+  // RESOURCE_EXHAUSTED for too many entries (nothing applied then).
+  [[nodiscard]] absl::StatusOr<ReportManifestResponse> ReportManifest(
+      ClientId client, const ReportManifestRequest& req);
+  // Enters recovery: until `expected_stores` stores have sent their last
+  // manifest report (0: never early) or `grace` has passed, unknown keys and
+  // puts are UNAVAILABLE. The constructor calls it when restart_grace_ms > 0.
+  void BeginRecovery(int64_t expected_stores, DurationNs grace);
+  // Whether the recovery window is still open (ends it when it has passed).
+  bool Recovering() const;
+  // Tenants a manifest entry may name; empty (the default) accepts any.
+  void SetKnownTenants(std::vector<std::string> tenants);
 
   // --- Segments -----------------------------------------------------------
   // Mounts a segment owned by `client` (which must be registered: NOT_FOUND
@@ -173,6 +218,10 @@ class MasterService {
   // PROCESSING. RESOURCE_EXHAUSTED when batch_max > fetch_tasks_batch_max,
   // INVALID_ARGUMENT when batch_max is 0.
   [[nodiscard]] absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max);
+  // The same, also acknowledging the caller's manifest changes up to
+  // `manifest_ack_seq` and returning the next ones (manifest_changes).
+  [[nodiscard]] absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max,
+                                                              uint64_t manifest_ack_seq);
   // Finishes a fetched task. Success requires a completed CopyEnd; failure
   // revokes a started copy. PERMISSION_DENIED for a client that does not own
   // the task.
@@ -270,6 +319,9 @@ class MasterService {
     std::atomic<int64_t> tasks_timed_out{0};
     std::atomic<int64_t> tasks_cancelled{0};
     std::atomic<int64_t> clients_reaped{0};
+    std::atomic<int64_t> manifest_accepted{0};
+    std::atomic<int64_t> manifest_discarded{0};
+    std::atomic<int64_t> manifest_rejected{0};
   };
 
   // Checks lengths; returns the name with the tenant normalised (views into
@@ -338,6 +390,17 @@ class MasterService {
   bool OptionalReplicaLeft(TimeNs now) const;
   void ScheduleSweep();
 
+  // The store owning `r`'s segment now holds / no longer holds it.
+  void JournalReplica(const ObjectNameRef& name, const ReplicaRecord& r);
+  void JournalRemoval(const ReplicaRecord& r);
+  // One manifest entry (ReportManifest). REQUIRES: `name` checked.
+  absl::Status ApplyManifestEntry(ClientId client, const ObjectNameRef& name,
+                                  const ManifestEntry& e, bool recovering, Removals& removals);
+  // Takes the entry's range and lets it go: at once (`release_at` <= now)
+  // or as a discarded range freed at `release_at`.
+  void ReleaseClaimed(const master_internal::Allocation& a, TimeNs release_at);
+  void RaiseVersionAbove(Version v);
+
   void Notify(const Removals& removals) const;
   TimeNs Now() const { return env_->NowNs(); }
   ReplicaId NextReplicaId() { return ReplicaId(next_replica_id_.fetch_add(1)); }
@@ -348,6 +411,7 @@ class MasterService {
   master_internal::SegmentTable segments_;
   master_internal::TaskManager tasks_;
   master_internal::ClientRegistry clients_;
+  master_internal::ManifestJournal journal_;
 
   std::atomic<Version> next_version_{1};
   std::atomic<uint64_t> next_replica_id_{1};
@@ -356,6 +420,14 @@ class MasterService {
   std::atomic<ReplicaRemovalObserver*> removal_observer_{nullptr};
   std::atomic<OptionalReplicaRanker*> optional_ranker_{nullptr};
   mutable Counters counters_;
+
+  // Recovery after a restart (BeginRecovery); recovering_ is the fast path.
+  mutable std::atomic<bool> recovering_{false};
+  mutable Mutex recovery_mu_;
+  TimeNs recovery_deadline_ns_ ABSL_GUARDED_BY(recovery_mu_) = 0;
+  int64_t recovery_expected_stores_ ABSL_GUARDED_BY(recovery_mu_) = 0;
+  absl::btree_set<ClientId> reported_stores_ ABSL_GUARDED_BY(recovery_mu_);
+  absl::btree_set<std::string> known_tenants_ ABSL_GUARDED_BY(recovery_mu_);
 
   Mutex timer_mu_;
   TimerId sweep_timer_ ABSL_GUARDED_BY(timer_mu_) = kNoTimer;

@@ -197,6 +197,7 @@ bool MasterService::DropReplicaLocked(const ObjectNameRef& name, ObjectMeta& met
   if (!segments_.DiscardPut(absl::MakeConstSpan(&range, 1), meta.lease_expiry_ns).ok()) {
     return false;  // the discarded table is full: the replica stays
   }
+  JournalRemoval(r);
   ReplicaRemoval removal;
   removal.t_ns = now;
   removal.name = Own(name);
@@ -332,6 +333,7 @@ void MasterService::UnmountInternal(const std::shared_ptr<SegmentHandle>& segmen
     Notify(removals);
   }
   segments_.FinishUnmount(segment);
+  journal_.DropSegment(segment->location.owner, segment->location.id);
 }
 
 // ---------------------------------------------------------------------------
@@ -350,6 +352,8 @@ void MasterService::ReapDeadClients(TimeNs now) {
     HS_CHECK_OK(handle.status());  // the master's own authority is never denied
     if (*handle != nullptr) UnmountInternal(*handle, RemovalCause::kClientDead);
   }
+  // A reaped store that comes back reports its manifest again.
+  for (const ClientId c : dead) journal_.DropClient(c);
 }
 
 void MasterService::ReapTimedOutTasks(TimeNs now) {

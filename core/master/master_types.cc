@@ -60,6 +60,8 @@ absl::string_view RemovalCauseName(RemovalCause c) {
       return "copy_timed_out";
     case RemovalCause::kCopyCancelled:
       return "copy_cancelled";
+    case RemovalCause::kSuperseded:
+      return "superseded";
     case RemovalCause::kReleased:
       return "released";
   }

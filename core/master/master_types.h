@@ -57,6 +57,7 @@ enum class RemovalCause {
   kCopyTimedOut,   // a started copy's task passed processing_task_timeout_sec
   kCopyCancelled,  // a started copy's task was cancelled (CancelCopyTask, source gone)
   kReleased,       // a cold dynamic replica released by ReleaseDynamicReplica
+  kSuperseded,     // a store reported a newer complete version while recovering
 };
 
 absl::string_view ReplicaStatusName(ReplicaStatus s);
@@ -121,6 +122,10 @@ struct MountSegmentRequest {
   // False: existing replicas stay readable but nothing new is placed here.
   bool allocatable = true;
   std::string data_service_endpoint;  // see SegmentLocation
+  // The store will report a manifest of what this segment holds
+  // (ReportManifest): nothing is placed on the segment until the store's
+  // last report, so no new put or copy lands on bytes not yet reported.
+  bool manifest_pending = false;
 };
 
 struct PutStartRequest {
@@ -278,8 +283,54 @@ struct CopyStartResponse {
   CopyRange range;
 };
 
+// One replica as its store knows it: the unit of a store's manifest, which
+// a store reports when it (re)registers with a master that does not know it
+// (ReportManifest), and which the master keeps current in the store through
+// ManifestChanges. Keyed by (segment_id, offset) at the store.
+struct ManifestEntry {
+  ObjectName name;  // empty tenant = default
+  Version version = 0;
+  uint64_t size_bytes = 0;
+  SegmentId segment_id;
+  uint64_t offset = 0;
+  // False: a put not yet ended or a copy not yet ended (bytes may be
+  // partial). Such entries are discarded by a rebuilding master.
+  bool complete = false;
+  ReplicaOrigin origin = ReplicaOrigin::kPut;
+  bool dynamic = false;
+  // The lease and version fence of a dynamic copy in flight (informational:
+  // leases never outlive the master that granted them).
+  LeaseId lease_id;
+};
+
+// A change of one (segment, offset) in a store's manifest, in the master's
+// order (seq ascending, master-wide). present = false removes the entry at
+// (entry.segment_id, entry.offset); only those two fields are set then.
+struct ManifestChange {
+  uint64_t seq = 0;
+  bool present = false;
+  ManifestEntry entry;
+};
+
+struct ReportManifestRequest {
+  std::vector<ManifestEntry> entries;
+  // The store's last report: its segments become allocatable and it counts
+  // as having reported (recovery ends when every expected store did).
+  bool last = false;
+};
+
+struct ReportManifestResponse {
+  // One per entry, same order. OK: the replica is the master's again; any
+  // other status: the store drops the entry (rejected or discarded; the
+  // message says why and names the store).
+  std::vector<absl::Status> results;
+};
+
 struct FetchTasksResponse {
   std::vector<Task> tasks;  // oldest first
+  // Changes of the caller's manifest after the acknowledged sequence number
+  // (FetchTasks' manifest_ack_seq), at most manifest_changes_per_fetch_max.
+  std::vector<ManifestChange> manifest_changes;
 };
 
 struct MarkTaskCompleteRequest {
@@ -359,6 +410,12 @@ struct MasterStats {
   int64_t tasks_timed_out_total = 0;
   int64_t tasks_cancelled_total = 0;
   int64_t clients_reaped_total = 0;
+  // Restart: manifests rebuilt from (ReportManifest).
+  bool recovering = false;
+  int64_t manifest_entries_accepted_total = 0;
+  int64_t manifest_entries_discarded_total = 0;  // incomplete or an older version
+  int64_t manifest_entries_rejected_total = 0;   // invalid, overlapping, out of range
+  int64_t manifest_changes_pending = 0;          // not yet acknowledged by stores
 };
 
 }  // namespace heatsink

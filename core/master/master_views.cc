@@ -85,6 +85,11 @@ MasterStats MasterService::Stats() const {
   s.tasks_timed_out_total = load(counters_.tasks_timed_out);
   s.tasks_cancelled_total = load(counters_.tasks_cancelled);
   s.clients_reaped_total = load(counters_.clients_reaped);
+  s.recovering = Recovering();
+  s.manifest_entries_accepted_total = load(counters_.manifest_accepted);
+  s.manifest_entries_discarded_total = load(counters_.manifest_discarded);
+  s.manifest_entries_rejected_total = load(counters_.manifest_rejected);
+  s.manifest_changes_pending = journal_.pending();
   return s;
 }
 

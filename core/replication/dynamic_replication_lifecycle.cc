@@ -33,6 +33,7 @@ bool StartsRecreateCooldown(RemovalCause cause) {
     case RemovalCause::kRemove:
     case RemovalCause::kPutRevoked:
     case RemovalCause::kPutDiscarded:
+    case RemovalCause::kSuperseded:
       return false;
   }
   return false;

@@ -48,9 +48,16 @@ void LocalMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
   Run([m = master_, req] { return m->Remove(req); }, std::move(done));
 }
 
-void LocalMasterClient::FetchTasks(ClientId client, size_t batch_max,
+void LocalMasterClient::ReportManifest(ClientId client, const ReportManifestRequest& req,
+                                       Callback<ReportManifestResponse> done) {
+  Run([m = master_, client, req] { return m->ReportManifest(client, req); }, std::move(done));
+}
+
+void LocalMasterClient::FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
                                    Callback<FetchTasksResponse> done) {
-  Run([m = master_, client, batch_max] { return m->FetchTasks(client, batch_max); },
+  Run([m = master_, client, batch_max, manifest_ack_seq] {
+        return m->FetchTasks(client, batch_max, manifest_ack_seq);
+      },
       std::move(done));
 }
 

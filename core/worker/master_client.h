@@ -36,6 +36,9 @@ class MasterClient {
   virtual void MountSegment(ClientId client, const MountSegmentRequest& req,
                             StatusCallback done) = 0;
   virtual void UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) = 0;
+  // Restart: what the caller's segments hold (MasterService::ReportManifest).
+  virtual void ReportManifest(ClientId client, const ReportManifestRequest& req,
+                              Callback<ReportManifestResponse> done) = 0;
 
   // Objects.
   virtual void PutStart(ClientId client, const PutStartRequest& req,
@@ -49,7 +52,8 @@ class MasterClient {
   virtual void Remove(const RemoveRequest& req, StatusCallback done) = 0;
 
   // Tasks and the ordinary copy lifecycle.
-  virtual void FetchTasks(ClientId client, size_t batch_max,
+  // Also acknowledges the caller's manifest changes up to manifest_ack_seq.
+  virtual void FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
                           Callback<FetchTasksResponse> done) = 0;
   virtual void MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
                                 StatusCallback done) = 0;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/mutex.h"
@@ -20,6 +21,7 @@ absl::Status StoreWorkerOptions::Validate() const {
       {"fetch_batch_max", fetch_batch_max},
       {"copies_in_flight_max", copies_in_flight_max},
       {"retry_interval_ms", retry_interval_ms},
+      {"manifest_report_entries_max", manifest_report_entries_max},
   };
   for (const auto& [name, value] : positives) {
     if (value < 1) {
@@ -72,6 +74,13 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
     MutexLock lock(&mu_);
     return in_flight_;
   }
+  std::vector<ManifestEntry> Manifest() const {
+    MutexLock lock(&mu_);
+    std::vector<ManifestEntry> out;
+    out.reserve(manifest_.size());
+    for (const auto& [key, e] : manifest_) out.push_back(e);
+    return out;
+  }
 
  private:
   // A callback that runs `f(core, args...)` only while the worker exists.
@@ -103,6 +112,8 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
       if (!started_) return;
       state_ = StoreWorkerState::kRegistering;
       epoch = ++epoch_;
+      // Sequence numbers belong to one master; the next one starts afresh.
+      manifest_applied_seq_ = 0;
     }
     RegisterClientRequest req{options_.client_id, options_.host, options_.domain};
     master_->RegisterClient(req, Weak([epoch](Core& c, absl::Status s) {
@@ -120,19 +131,130 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
       }
       ++stats_.registrations;
       state_ = StoreWorkerState::kMounting;
+      // Every registration reports, even an empty manifest, so a master
+      // waiting for its stores (restart_expected_stores) counts this one.
+      reporting_ = options_.report_manifest;
+      report_.clear();
+      if (reporting_) {
+        report_.reserve(manifest_.size());
+        for (const auto& [key, e] : manifest_) report_.push_back(e);
+      }
     }
     MountNext(epoch, 0);
   }
 
   void MountNext(uint64_t epoch, size_t index) {
     if (index == options_.segments.size()) {
+      ReportNext(epoch, 0);
+      return;
+    }
+    MountSegmentRequest req = options_.segments[index];
+    {
+      MutexLock lock(&mu_);
+      req.manifest_pending = reporting_;
+    }
+    master_->MountSegment(options_.client_id, req, Weak([epoch, index](Core& c, absl::Status s) {
+                            c.OnMounted(epoch, index, std::move(s));
+                          }));
+  }
+
+  // --- Manifest -------------------------------------------------------------
+
+  void ReportNext(uint64_t epoch, size_t from) {
+    ReportManifestRequest req;
+    bool reporting = false;
+    {
+      MutexLock lock(&mu_);
+      if (!started_ || epoch != epoch_) return;
+      reporting = reporting_;
+    }
+    if (!reporting) {
       EnterRunning(epoch);
       return;
     }
-    master_->MountSegment(options_.client_id, options_.segments[index],
-                          Weak([epoch, index](Core& c, absl::Status s) {
-                            c.OnMounted(epoch, index, std::move(s));
-                          }));
+    {
+      MutexLock lock(&mu_);
+      const size_t end = std::min(
+          report_.size(), from + static_cast<size_t>(options_.manifest_report_entries_max));
+      req.entries.assign(report_.begin() + static_cast<std::ptrdiff_t>(from),
+                         report_.begin() + static_cast<std::ptrdiff_t>(end));
+      req.last = end == report_.size();
+    }
+    const size_t next = from + req.entries.size();
+    const bool last = req.last;
+    master_->ReportManifest(
+        options_.client_id, req,
+        Weak([epoch, from, next, last](Core& c, absl::StatusOr<ReportManifestResponse> r) {
+          c.OnReported(epoch, from, next, last, std::move(r));
+        }));
+  }
+
+  void OnReported(uint64_t epoch, size_t from, size_t next, bool last,
+                  absl::StatusOr<ReportManifestResponse> response) {
+    {
+      MutexLock lock(&mu_);
+      if (!started_ || epoch != epoch_) return;
+      if (!response.ok() || response->results.size() != next - from) {
+        ScheduleRetryLocked();  // registers and reports again (entries are idempotent)
+        return;
+      }
+      for (size_t i = from; i < next; ++i) {
+        ++stats_.manifest_entries_reported;
+        if (response->results[i - from].ok()) continue;
+        // Rejected or discarded by the master: its bytes are no object's.
+        const ManifestEntry& e = report_[i];
+        auto it = manifest_.find({e.segment_id, e.offset});
+        if (it != manifest_.end() && it->second.version == e.version &&
+            it->second.name == e.name) {
+          manifest_.erase(it);
+          ++stats_.manifest_entries_dropped;
+        }
+      }
+      if (last) {
+        ++stats_.manifest_reports;
+        reporting_ = false;
+        report_.clear();
+      }
+    }
+    if (last) {
+      EnterRunning(epoch);
+    } else {
+      ReportNext(epoch, next);
+    }
+  }
+
+  // Applies the master's changes in sequence order (REQUIRES: mu_ held).
+  void ApplyManifestChangesLocked(const std::vector<ManifestChange>& changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const ManifestChange& c : changes) {
+      if (c.seq <= manifest_applied_seq_) continue;
+      manifest_applied_seq_ = c.seq;
+      // A worker that never reports only acknowledges (the simulator's, whose
+      // master never restarts): a manifest nobody reads would cost memory.
+      if (!options_.report_manifest) continue;
+      const SegmentId segment = c.entry.segment_id;
+      if (!c.present) {
+        manifest_.erase({segment, c.entry.offset});
+        continue;
+      }
+      // Whatever overlapped the new range is gone: the master reused it.
+      // Entries never overlap each other, so only the one starting last
+      // before `begin` can reach into the range from below.
+      const uint64_t begin = c.entry.offset;
+      const uint64_t end = begin + c.entry.size_bytes;
+      auto it = manifest_.lower_bound({segment, begin});
+      if (it != manifest_.begin()) {
+        auto before = std::prev(it);
+        if (before->first.first == segment &&
+            before->first.second + before->second.size_bytes > begin) {
+          manifest_.erase(before);
+        }
+      }
+      while (it != manifest_.end() && it->first.first == segment && it->first.second < end) {
+        it = manifest_.erase(it);
+      }
+      manifest_[{segment, begin}] = c.entry;
+    }
   }
 
   void OnMounted(uint64_t epoch, size_t index, absl::Status s) {
@@ -219,17 +341,27 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
           std::min(options_.fetch_batch_max, options_.copies_in_flight_max - in_flight_));
       fetch_outstanding_ = true;
     }
-    master_->FetchTasks(options_.client_id, batch,
-                        Weak([](Core& c, absl::StatusOr<FetchTasksResponse> r) {
-                          c.OnFetched(std::move(r));
+    uint64_t ack = 0;
+    uint64_t epoch = 0;
+    {
+      MutexLock lock(&mu_);
+      ack = manifest_applied_seq_;
+      epoch = epoch_;
+    }
+    master_->FetchTasks(options_.client_id, batch, ack,
+                        Weak([epoch](Core& c, absl::StatusOr<FetchTasksResponse> r) {
+                          c.OnFetched(epoch, std::move(r));
                         }));
   }
 
-  void OnFetched(absl::StatusOr<FetchTasksResponse> response) {
+  void OnFetched(uint64_t epoch, absl::StatusOr<FetchTasksResponse> response) {
     {
       MutexLock lock(&mu_);
       fetch_outstanding_ = false;
       if (!response.ok()) return;  // the next fetch tick retries
+      // Changes from the master of an earlier registration are not this
+      // master's sequence.
+      if (epoch == epoch_) ApplyManifestChangesLocked(response->manifest_changes);
       stats_.tasks_fetched += static_cast<int64_t>(response->tasks.size());
       in_flight_ += static_cast<int64_t>(response->tasks.size());
     }
@@ -357,6 +489,12 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
   bool fetch_outstanding_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   StoreWorkerStats stats_ ABSL_GUARDED_BY(mu_);
+  // The manifest, by (segment, offset), and the last change applied.
+  absl::btree_map<std::pair<SegmentId, uint64_t>, ManifestEntry> manifest_ ABSL_GUARDED_BY(mu_);
+  uint64_t manifest_applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // This registration reports a manifest: the snapshot being reported.
+  bool reporting_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<ManifestEntry> report_ ABSL_GUARDED_BY(mu_);
 };
 
 StoreWorker::StoreWorker(Env* env, MasterClient* master, DataMover* mover,
@@ -373,5 +511,6 @@ void StoreWorker::Stop() { core_->Stop(); }
 StoreWorkerState StoreWorker::state() const { return core_->state(); }
 StoreWorkerStats StoreWorker::stats() const { return core_->stats(); }
 int64_t StoreWorker::copies_in_flight() const { return core_->copies_in_flight(); }
+std::vector<ManifestEntry> StoreWorker::Manifest() const { return core_->Manifest(); }
 
 }  // namespace heatsink

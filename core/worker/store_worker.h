@@ -2,9 +2,17 @@
 //
 // Store-worker logic as a state machine on the Env (no I/O of its own):
 //
-//   kRegistering --RegisterClient ok--> kMounting --all MountSegment ok--> kRunning
-//        ^                                                                   |
-//        +------------- Heartbeat NOT_FOUND (the master reaped us) ----------+
+//   kRegistering --RegisterClient ok--> kMounting --all MountSegment ok-->
+//        ^           [ReportManifest, in batches, when registering again] --> kRunning
+//        |                                                                   |
+//        +------ Heartbeat NOT_FOUND (the master restarted or reaped us) ----+
+//
+// The manifest: every FetchTasks acknowledges the manifest changes applied
+// so far and brings the next ones (ManifestChange), so the worker holds the
+// master's view of its segments (key, tenant, version, size, offset,
+// complete, dynamic). Registering again, it reports that manifest to the
+// master, which rebuilds its metadata from it (MasterService::ReportManifest)
+// and answers per entry; entries not taken back are dropped.
 //
 // While running it heartbeats every `heartbeat_interval_ms` and fetches tasks
 // every `fetch_interval_ms` (at most `fetch_batch_max` per call, and never more
@@ -54,6 +62,15 @@ struct StoreWorkerOptions {
   int64_t fetch_batch_max = 16;  // must not exceed the master's fetch_tasks_batch_max
   int64_t copies_in_flight_max = 16;
   int64_t retry_interval_ms = 1'000;
+  // Restart (docs/runtime.md, "Master restart"): at every registration
+  // (the first, or again after the master restarted or reaped it) the
+  // worker mounts its segments as manifest_pending and reports what they
+  // hold, at most manifest_report_entries_max entries per call (a first
+  // registration reports an empty manifest). The manifest is kept from the
+  // changes FetchTasks returns; without report_manifest they are only
+  // acknowledged and Manifest() stays empty.
+  bool report_manifest = true;
+  int64_t manifest_report_entries_max = 1'024;
 
   [[nodiscard]] absl::Status Validate() const;
 };
@@ -69,6 +86,9 @@ struct StoreWorkerStats {
   int64_t copies_failed = 0;     // start, transfer or end failed
   int64_t dynamic_tasks = 0;     // tasks that took the Dynamic* calls
   int64_t tasks_reported = 0;    // MarkTaskComplete answered (any status)
+  int64_t manifest_reports = 0;  // registrations that reported a manifest
+  int64_t manifest_entries_reported = 0;
+  int64_t manifest_entries_dropped = 0;  // not taken back by the master
 };
 
 class StoreWorker {
@@ -88,6 +108,9 @@ class StoreWorker {
   StoreWorkerState state() const;
   StoreWorkerStats stats() const;
   int64_t copies_in_flight() const;
+  // What this store's segments hold, as the master last told it, in
+  // (segment, offset) order.
+  std::vector<ManifestEntry> Manifest() const;
 
  private:
   class Core;

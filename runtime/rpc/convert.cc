@@ -81,6 +81,48 @@ void ToProto(const MountSegmentRequest& in, v1::MountSegmentRequest* out) {
   out->set_transport_endpoint(in.transport_endpoint);
   out->set_allocatable(in.allocatable);
   out->set_data_service_endpoint(in.data_service_endpoint);
+  out->set_manifest_pending(in.manifest_pending);
+}
+
+void ToProto(const ManifestEntry& in, v1::ManifestEntry* out) {
+  ToProto(in.name, out->mutable_name());
+  out->set_version(in.version);
+  out->set_size_bytes(in.size_bytes);
+  out->set_segment_id(in.segment_id.value);
+  out->set_offset(in.offset);
+  out->set_complete(in.complete);
+  out->set_origin(in.origin == ReplicaOrigin::kCopy ? v1::REPLICA_ORIGIN_COPY
+                                                    : v1::REPLICA_ORIGIN_PUT);
+  out->set_dynamic(in.dynamic);
+  out->set_lease_id(in.lease_id.value);
+}
+
+ManifestEntry FromProto(const v1::ManifestEntry& in) {
+  ManifestEntry out;
+  out.name = FromProto(in.name());
+  out.version = in.version();
+  out.size_bytes = in.size_bytes();
+  out.segment_id = SegmentId(in.segment_id());
+  out.offset = in.offset();
+  out.complete = in.complete();
+  out.origin = in.origin() == v1::REPLICA_ORIGIN_COPY ? ReplicaOrigin::kCopy : ReplicaOrigin::kPut;
+  out.dynamic = in.dynamic();
+  out.lease_id = LeaseId(in.lease_id());
+  return out;
+}
+
+void ToProto(const ManifestChange& in, v1::ManifestChange* out) {
+  out->set_seq(in.seq);
+  out->set_present(in.present);
+  ToProto(in.entry, out->mutable_entry());
+}
+
+ManifestChange FromProto(const v1::ManifestChange& in) {
+  ManifestChange out;
+  out.seq = in.seq();
+  out.present = in.present();
+  out.entry = FromProto(in.entry());
+  return out;
 }
 
 MountSegmentRequest FromProto(const v1::MountSegmentRequest& in) {
@@ -93,6 +135,7 @@ MountSegmentRequest FromProto(const v1::MountSegmentRequest& in) {
   out.transport_endpoint = in.transport_endpoint();
   out.allocatable = in.allocatable();
   out.data_service_endpoint = in.data_service_endpoint();
+  out.manifest_pending = in.manifest_pending();
   return out;
 }
 

@@ -54,6 +54,10 @@ BatchPutResponse FromProto(const v1::BatchPutResponse& in);
 
 void ToProto(const Task& in, v1::Task* out);
 Task FromProto(const v1::Task& in);
+void ToProto(const ManifestEntry& in, v1::ManifestEntry* out);
+ManifestEntry FromProto(const v1::ManifestEntry& in);
+void ToProto(const ManifestChange& in, v1::ManifestChange* out);
+ManifestChange FromProto(const v1::ManifestChange& in);
 
 void ToProto(const CopyTaskFence& in, v1::CopyTaskFence* out);
 CopyTaskFence FromProto(const v1::CopyTaskFence& in);

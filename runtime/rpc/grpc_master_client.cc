@@ -70,6 +70,12 @@ absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.message_bytes_max);
   args.SetMaxSendMessageSize(options.message_bytes_max);
+  // A restarted master is back within a second or two: reconnect soon after
+  // it (gRPC's default backoff grows to two minutes), so stores re-report
+  // and clients read again without waiting out a long backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(master_address, credentials, args);
   if (channel == nullptr) {
@@ -247,10 +253,31 @@ void GrpcMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
   Start(std::move(call), ClientId(options_.caller_client_id), HS_GRPC_ISSUE(Remove));
 }
 
-void GrpcMasterClient::FetchTasks(ClientId client, size_t batch_max,
+void GrpcMasterClient::ReportManifest(ClientId client, const ReportManifestRequest& req,
+                                      Callback<ReportManifestResponse> done) {
+  auto call =
+      std::make_unique<Pending<v1::ReportManifestRequest, v1::ReportManifestResponse>>();
+  call->req.set_last(req.last);
+  for (const ManifestEntry& e : req.entries) ToProto(e, call->req.add_entries());
+  call->finish = [done = std::move(done)](const grpc::Status& status,
+                                          v1::ReportManifestResponse& resp) mutable {
+    if (!status.ok()) {
+      std::move(done)(FromGrpcStatus(status));
+      return;
+    }
+    ReportManifestResponse out;
+    out.results.reserve(resp.results_size());
+    for (const v1::RpcStatus& s : resp.results()) out.results.push_back(FromProto(s));
+    std::move(done)(std::move(out));
+  };
+  Start(std::move(call), client, HS_GRPC_ISSUE(ReportManifest));
+}
+
+void GrpcMasterClient::FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
                                   Callback<FetchTasksResponse> done) {
   auto call = std::make_unique<Pending<v1::FetchTasksRequest, v1::FetchTasksResponse>>();
   call->req.set_batch_max(batch_max);
+  call->req.set_manifest_ack_seq(manifest_ack_seq);
   call->finish = [done = std::move(done)](const grpc::Status& status,
                                           v1::FetchTasksResponse& resp) mutable {
     if (!status.ok()) {
@@ -260,6 +287,10 @@ void GrpcMasterClient::FetchTasks(ClientId client, size_t batch_max,
     FetchTasksResponse out;
     out.tasks.reserve(resp.tasks_size());
     for (const v1::Task& task : resp.tasks()) out.tasks.push_back(FromProto(task));
+    out.manifest_changes.reserve(resp.manifest_changes_size());
+    for (const v1::ManifestChange& c : resp.manifest_changes()) {
+      out.manifest_changes.push_back(FromProto(c));
+    }
     std::move(done)(std::move(out));
   };
   Start(std::move(call), client, HS_GRPC_ISSUE(FetchTasks));

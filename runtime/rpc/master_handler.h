@@ -30,6 +30,8 @@ class MasterHandler {
   [[nodiscard]] virtual absl::Status MountSegment(ClientId client,
                                                   const MountSegmentRequest& req) = 0;
   [[nodiscard]] virtual absl::Status UnmountSegment(ClientId client, SegmentId segment) = 0;
+  [[nodiscard]] virtual absl::StatusOr<ReportManifestResponse> ReportManifest(
+      ClientId client, const ReportManifestRequest& req) = 0;
   virtual std::vector<SegmentView> ListSegments() const = 0;
 
   [[nodiscard]] virtual absl::StatusOr<PutStartResponse> PutStart(ClientId client,
@@ -48,8 +50,8 @@ class MasterHandler {
       const BatchGetReplicaListRequest& req) = 0;
   [[nodiscard]] virtual absl::Status Remove(const RemoveRequest& req) = 0;
 
-  [[nodiscard]] virtual absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client,
-                                                                      size_t batch_max) = 0;
+  [[nodiscard]] virtual absl::StatusOr<FetchTasksResponse> FetchTasks(
+      ClientId client, size_t batch_max, uint64_t manifest_ack_seq) = 0;
   [[nodiscard]] virtual absl::Status MarkTaskComplete(ClientId client,
                                                       const MarkTaskCompleteRequest& req) = 0;
   [[nodiscard]] virtual absl::StatusOr<CopyStartResponse> CopyStart(
@@ -83,6 +85,10 @@ class MasterServiceHandler final : public MasterHandler {
   absl::Status UnmountSegment(ClientId client, SegmentId segment) override {
     return master_->UnmountSegment(client, segment);
   }
+  absl::StatusOr<ReportManifestResponse> ReportManifest(
+      ClientId client, const ReportManifestRequest& req) override {
+    return master_->ReportManifest(client, req);
+  }
   std::vector<SegmentView> ListSegments() const override { return master_->ListSegments(); }
   absl::StatusOr<PutStartResponse> PutStart(ClientId client, const PutStartRequest& req) override {
     return master_->PutStart(client, req);
@@ -113,8 +119,9 @@ class MasterServiceHandler final : public MasterHandler {
     return master_->BatchGetReplicaList(req);
   }
   absl::Status Remove(const RemoveRequest& req) override { return master_->Remove(req); }
-  absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max) override {
-    return master_->FetchTasks(client, batch_max);
+  absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max,
+                                                uint64_t manifest_ack_seq) override {
+    return master_->FetchTasks(client, batch_max, manifest_ack_seq);
   }
   absl::Status MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req) override {
     return master_->MarkTaskComplete(client, req);

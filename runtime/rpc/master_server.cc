@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -80,6 +81,25 @@ class MasterServer::Service final : public v1::Master::Service {
                               v1::Empty*) override {
     return ForCaller(ctx, [&](const Caller& caller) {
       return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
+    });
+  }
+
+  grpc::Status ReportManifest(grpc::ServerContext* ctx, const v1::ReportManifestRequest* req,
+                              v1::ReportManifestResponse* resp) override {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      ReportManifestRequest in;
+      in.last = req->last();
+      in.entries.reserve(req->entries_size());
+      for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
+      absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
+      if (!r.ok()) return r.status();
+      for (const absl::Status& s : r->results) {
+        // Rejected or discarded entries are logged; each message names the
+        // store, the key, the version and the range.
+        if (!s.ok()) std::cerr << "heatsink-master: manifest: " << s << "\n";
+        ToProto(s, resp->add_results());
+      }
+      return absl::OkStatus();
     });
   }
 
@@ -188,9 +208,13 @@ class MasterServer::Service final : public v1::Master::Service {
                           v1::FetchTasksResponse* resp) override {
     return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
       absl::StatusOr<FetchTasksResponse> r =
-          handler_->FetchTasks(caller.id, static_cast<size_t>(req->batch_max()));
+          handler_->FetchTasks(caller.id, static_cast<size_t>(req->batch_max()),
+                               req->manifest_ack_seq());
       if (!r.ok()) return r.status();
       for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
+      for (const ManifestChange& c : r->manifest_changes) {
+        ToProto(c, resp->add_manifest_changes());
+      }
       return absl::OkStatus();
     });
   }

@@ -1,5 +1,7 @@
 #include "runtime/rpc/tenant_bindings.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -46,6 +48,14 @@ absl::Status TenantBindings::Check(ClientId caller, absl::string_view tenant) co
                                                     NormalizeTenant(tenant), "'"));
   }
   return absl::OkStatus();
+}
+
+std::vector<std::string> TenantBindings::Tenants() const {
+  std::vector<std::string> out;
+  for (const auto& [client, tenant] : tenants_) out.push_back(tenant);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace heatsink::runtime

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,6 +51,8 @@ class TenantBindings {
 
   bool enabled() const { return !tenants_.empty(); }
   size_t size() const { return tenants_.size(); }
+  // The bound tenants (normalised), sorted, without repeats.
+  std::vector<std::string> Tenants() const;
 
   // OK when `caller` may name objects of `tenant`; PERMISSION_DENIED when
   // bindings are enabled and `caller` is not bound to `tenant`.

@@ -193,6 +193,11 @@ void Simulation::StartWorker(HostRt& host) {
   options.fetch_batch_max =
       std::min<int64_t>(options.fetch_batch_max, knobs_.master.fetch_tasks_batch_max);
   options.copies_in_flight_max = knobs_.driver.worker_copies_in_flight_max;
+  // The simulated master never restarts (no master_crash fault yet), so the
+  // workers keep their manifests from FetchTasks but do not report them:
+  // a report is extra control messages, which would move every existing
+  // scenario's timing.
+  options.report_manifest = false;
   // The host is up when it joins: register and mount directly, so the
   // scenario's first operations at the join time find its segments. The
   // worker then registers and mounts again through the control plane (both

@@ -32,6 +32,23 @@ std::optional<uint64_t> RangeAllocator::Allocate(uint64_t size) {
   return std::nullopt;
 }
 
+bool RangeAllocator::AllocateAt(uint64_t offset, uint64_t size) {
+  HS_CHECK(size > 0);
+  if (offset > capacity_bytes_ || size > capacity_bytes_ - offset) return false;
+  // The free range that starts at or before `offset` must cover it whole.
+  auto it = free_.upper_bound(offset);
+  if (it == free_.begin()) return false;
+  --it;
+  const uint64_t start = it->first;
+  const uint64_t end = it->first + it->second;
+  if (offset + size > end) return false;
+  free_.erase(it);
+  if (start < offset) free_.emplace(start, offset - start);
+  if (offset + size < end) free_.emplace(offset + size, end - offset - size);
+  allocated_bytes_ += size;
+  return true;
+}
+
 void RangeAllocator::Free(uint64_t offset, uint64_t size) {
   HS_CHECK(size > 0);
   HS_CHECK_MSG(offset <= capacity_bytes_ && size <= capacity_bytes_ - offset,

@@ -26,6 +26,10 @@ class RangeAllocator {
   // single free range is large enough.
   std::optional<uint64_t> Allocate(uint64_t size);
 
+  // Takes exactly [offset, offset + size) (size > 0). False, and nothing
+  // changes, when any byte of it is outside the segment or not free.
+  bool AllocateAt(uint64_t offset, uint64_t size);
+
   // Returns [offset, offset + size) to the free list. REQUIRES (checked): the
   // range was allocated and is not free.
   void Free(uint64_t offset, uint64_t size);

@@ -64,6 +64,7 @@ absl::StatusOr<bool> SegmentTable::Mount(ClientId owner, const MountSegmentReque
   SegmentRecord r{std::make_shared<SegmentHandle>(std::move(loc)),
                   RangeAllocator(req.capacity_bytes)};
   r.allocatable = req.allocatable;
+  r.manifest_pending = req.manifest_pending;
   totals_.capacity_bytes += req.capacity_bytes;
   segments_.emplace(req.segment_id, std::move(r));
   RebuildOrder();
@@ -131,7 +132,43 @@ void SegmentTable::RebuildOrder() {
 }
 
 bool SegmentTable::Usable(const SegmentRecord& r, uint64_t size) const {
-  return !r.unmounting && r.allocatable && r.allocator.free_bytes() >= size;
+  return !r.unmounting && r.allocatable && !r.manifest_pending && r.allocator.free_bytes() >= size;
+}
+
+absl::StatusOr<Allocation> SegmentTable::ClaimRange(ClientId owner, SegmentId segment,
+                                                    uint64_t offset, uint64_t size) {
+  MutexLock lock(&mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end() || it->second.unmounting) {
+    return absl::NotFoundError(absl::StrCat("segment ", segment.value, " is not mounted"));
+  }
+  SegmentRecord& r = it->second;
+  if (r.handle->location.owner != owner) {
+    return absl::PermissionDeniedError(absl::StrCat("segment ", segment.value, " belongs to client ",
+                                                    r.handle->location.owner.value));
+  }
+  const uint64_t capacity = r.allocator.capacity_bytes();
+  if (size == 0 || offset > capacity || size > capacity - offset) {
+    return absl::OutOfRangeError(absl::StrCat("range [", offset, ", +", size,
+                                              ") exceeds segment ", segment.value, " of ",
+                                              capacity, " bytes"));
+  }
+  if (!r.allocator.AllocateAt(offset, size)) {
+    return absl::AlreadyExistsError(absl::StrCat("range [", offset, ", +", size, ") of segment ",
+                                                 segment.value,
+                                                 " overlaps another object's range"));
+  }
+  r.used_bytes += size;
+  r.replica_count += 1;
+  totals_.used_bytes += size;
+  return Allocation{r.handle, offset, size};
+}
+
+void SegmentTable::EndManifest(ClientId owner) {
+  MutexLock lock(&mu_);
+  for (auto& [id, r] : segments_) {
+    if (r.handle->location.owner == owner) r.manifest_pending = false;
+  }
 }
 
 absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
@@ -233,7 +270,12 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
   }
   int64_t allocatable = 0;
   for (const auto& [id, r] : segments_) {
-    allocatable += (!r.unmounting && r.allocatable && r.allocator.capacity_bytes() >= size) ? 1 : 0;
+    // A segment waiting for its store's manifest takes nothing yet: evicting
+    // elsewhere would not make room there.
+    allocatable += (!r.unmounting && r.allocatable && !r.manifest_pending &&
+                    r.allocator.capacity_bytes() >= size)
+                       ? 1
+                       : 0;
   }
   if (eviction_may_help != nullptr) *eviction_may_help = allocatable >= replica_num;
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -248,7 +290,7 @@ absl::StatusOr<std::shared_ptr<SegmentHandle>> SegmentTable::CheckCopyTarget(Seg
   if (it == segments_.end() || it->second.unmounting) {
     return absl::NotFoundError(absl::StrCat("target segment ", target.value, " is not mounted"));
   }
-  if (!it->second.allocatable) {
+  if (!it->second.allocatable || it->second.manifest_pending) {
     return absl::FailedPreconditionError(
         absl::StrCat("target segment ", target.value, " is not allocatable"));
   }
@@ -267,7 +309,7 @@ absl::StatusOr<Allocation> SegmentTable::ReserveCopyTarget(SegmentId target, uin
     return absl::NotFoundError(absl::StrCat("target segment ", target.value, " is not mounted"));
   }
   SegmentRecord& r = it->second;
-  if (!r.allocatable) {
+  if (!r.allocatable || r.manifest_pending) {
     return absl::FailedPreconditionError(
         absl::StrCat("target segment ", target.value, " is not allocatable"));
   }

@@ -127,6 +127,17 @@ class SegmentTable {
       uint64_t size, uint32_t replica_num, absl::Span<const SegmentId> preferred,
       bool* eviction_may_help);
 
+  // Takes [offset, offset + size) on `segment` for a replica a store reported
+  // in its manifest, counted as used (like a put replica). NOT_FOUND: not
+  // mounted (or unmounting); PERMISSION_DENIED: `owner` does not own it;
+  // OUT_OF_RANGE: beyond the segment's capacity; ALREADY_EXISTS: overlaps a
+  // range already taken (another replica, or a discarded one).
+  [[nodiscard]] absl::StatusOr<Allocation> ClaimRange(ClientId owner, SegmentId segment,
+                                                      uint64_t offset, uint64_t size);
+  // Ends the manifest-pending state of `owner`'s segments (its last
+  // manifest report arrived): they take puts and copies again.
+  void EndManifest(ClientId owner);
+
   // Checks that `target` could take a copy of `size` bytes now: mounted, not
   // unmounting (NOT_FOUND), allocatable (FAILED_PRECONDITION), enough free
   // bytes (RESOURCE_EXHAUSTED). Returns its handle.
@@ -175,6 +186,8 @@ class SegmentTable {
     int64_t replica_count = 0;
     bool allocatable = true;
     bool unmounting = false;
+    // Mounted by a store that has not finished reporting its manifest.
+    bool manifest_pending = false;
   };
   struct DiscardedPut {
     std::vector<std::pair<SegmentId, std::pair<uint64_t, uint64_t>>> ranges;  // id, (offset, size)

@@ -78,9 +78,13 @@ class CountingMasterClient final : public MasterClient {
     inner_->BatchGetReplicaList(r, std::move(d));
   }
   void Remove(const RemoveRequest& r, StatusCallback d) override { inner_->Remove(r, std::move(d)); }
-  void FetchTasks(ClientId c, size_t n, Callback<FetchTasksResponse> d) override {
+  void ReportManifest(ClientId c, const ReportManifestRequest& r,
+                      Callback<ReportManifestResponse> d) override {
+    inner_->ReportManifest(c, r, std::move(d));
+  }
+  void FetchTasks(ClientId c, size_t n, uint64_t ack, Callback<FetchTasksResponse> d) override {
     fetch_batches.emplace_back(c, n);
-    inner_->FetchTasks(c, n, std::move(d));
+    inner_->FetchTasks(c, n, ack, std::move(d));
   }
   void MarkTaskComplete(ClientId c, const MarkTaskCompleteRequest& r, StatusCallback d) override {
     reports.push_back(r);

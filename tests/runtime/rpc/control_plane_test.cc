@@ -500,7 +500,7 @@ class FenceTest : public ControlPlaneTest {
   absl::StatusOr<Task> FetchOne() {
     absl::StatusOr<FetchTasksResponse> fetched =
         Wait<absl::StatusOr<FetchTasksResponse>>([&](auto done) {
-          owner_->FetchTasks(kOwner, 4, std::move(done));
+          owner_->FetchTasks(kOwner, 4, 0, std::move(done));
         });
     if (!fetched.ok()) return fetched.status();
     if (fetched->tasks.size() != 1) return absl::NotFoundError("expected one task");
