@@ -428,13 +428,13 @@ TEST_F(IdentityProcessTest, ImpersonationIsRefusedOnEveryCallAndChangesNothing) 
   }
   // The impostor cannot fetch client 3's tasks.
   EXPECT_EQ(Wait<absl::StatusOr<FetchTasksResponse>>([&](auto done) {
-              impostor->FetchTasks(kOwner, 4, std::move(done));
+              impostor->FetchTasks(kOwner, 4, 0, std::move(done));
             }).status().code(),
             denied);
   std::optional<Task> task;
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<FetchTasksResponse> fetched = Wait<absl::StatusOr<FetchTasksResponse>>(
-        [&](auto done) { owner->FetchTasks(kOwner, 4, std::move(done)); });
+        [&](auto done) { owner->FetchTasks(kOwner, 4, 0, std::move(done)); });
     if (fetched.ok() && !fetched->tasks.empty()) task = fetched->tasks[0];
     return task.has_value();
   }));
