@@ -37,6 +37,7 @@
 #include "runtime/rpc/status.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -61,17 +62,7 @@ bool WaitFor(Fn condition, absl::Duration timeout = absl::Seconds(20)) {
   return condition();
 }
 
-template <typename T>
-T Wait(const std::function<void(absl::AnyInvocable<void(T) &&>)>& issue) {
-  auto result = std::make_shared<std::optional<T>>();
-  auto done = std::make_shared<Notification>();
-  issue([result, done](T value) {
-    result->emplace(std::move(value));
-    done->Notify();
-  });
-  done->WaitForNotification();
-  return std::move(**result);
-}
+using test::Wait;
 
 struct Store {
   std::unique_ptr<GrpcMasterClient> rpc;

@@ -45,6 +45,7 @@
 #include "heatsink/master.grpc.pb.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "tests/runtime/rpc/process_test_util.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -156,7 +157,7 @@ TEST(CertificateIdentity, TrustDomainsAreValidated) {
   EXPECT_EQ(ca_only.Validate().code(), absl::StatusCode::kInvalidArgument);
 }
 
-bool HaveOpenssl() { return std::system("openssl version > /dev/null 2>&1") == 0; }
+using test::HaveOpenssl;
 
 // Runs tools/make-certs.sh with `args`; true on success.
 bool MakeCerts(const std::string& args) {
@@ -165,17 +166,7 @@ bool MakeCerts(const std::string& args) {
   return std::system(line.c_str()) == 0;
 }
 
-template <typename T>
-T Wait(const std::function<void(absl::AnyInvocable<void(T) &&>)>& issue) {
-  auto result = std::make_shared<std::optional<T>>();
-  auto done = std::make_shared<Notification>();
-  issue([result, done](T value) {
-    result->emplace(std::move(value));
-    done->Notify();
-  });
-  done->WaitForNotification();
-  return std::move(**result);
-}
+using test::Wait;
 
 absl::Status Call(const std::function<void(MasterClient::StatusCallback)>& issue) {
   return Wait<absl::Status>(

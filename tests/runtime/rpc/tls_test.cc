@@ -41,13 +41,14 @@
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/store_server.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool HaveOpenssl() { return std::system("openssl version > /dev/null 2>&1") == 0; }
+using test::HaveOpenssl;
 
 // Runs `command` in `dir`; true on exit status 0.
 bool Run(const fs::path& dir, const std::string& command) {
