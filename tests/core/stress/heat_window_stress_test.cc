@@ -71,11 +71,15 @@ TEST(HeatWindowStress, HotReadsRaceWithReplacementAndCountReadersAndLoseNoRead) 
   };
   std::atomic<bool> done{false};
   int64_t churn_records = 0;
+  // A cold key that happens to be read twice before it is replaced outranks
+  // the one-read keys and stays; while the readers run, the churn may go
+  // round the cold keys often enough for such a key to cross too.
+  int64_t churn_crossings = 0;
   std::thread churn([&] {
     // Cold keys in a later sub-bucket of the same window: the hot keys stay
     // counted, and the cold ones replace one another and get cleaned up.
     for (size_t i = 0; !done.load() || i < cold.size(); ++i) {
-      (void)w.Record(kSec + 500 * kMs, Key(cold[i % cold.size()]));
+      if (w.Record(kSec + 500 * kMs, Key(cold[i % cold.size()])).crossed) ++churn_crossings;
       ++churn_records;
     }
   });
@@ -102,7 +106,7 @@ TEST(HeatWindowStress, HotReadsRaceWithReplacementAndCountReadersAndLoseNoRead) 
   EXPECT_EQ(crossings.load(), 0);  // every hot key crossed during warm-up
   const HeatWindowStats s = w.stats();
   EXPECT_EQ(s.records, 16 * 50 + 2 * kPerThread + churn_records);
-  EXPECT_EQ(s.crossings, 16);
+  EXPECT_EQ(s.crossings, 16 + churn_crossings);
   EXPECT_GT(s.replacements + s.idle_reclaims, 1'000);
   EXPECT_TRUE(w.CheckInvariants().ok());
 }
