@@ -47,7 +47,13 @@ void MasterService::RaiseVersionAbove(Version v) {
   }
 }
 
+void MasterService::DisableManifestJournal() {
+  HS_CHECK_MSG(segments_.segment_count() == 0, "DisableManifestJournal after a segment was mounted");
+  journal_enabled_ = false;
+}
+
 void MasterService::JournalReplica(const ObjectNameRef& name, const ReplicaRecord& r) {
+  if (!journal_enabled_) return;
   ManifestEntry e;
   e.name = Own(name);
   e.version = r.version;
@@ -62,6 +68,7 @@ void MasterService::JournalReplica(const ObjectNameRef& name, const ReplicaRecor
 }
 
 void MasterService::JournalRemoval(const ReplicaRecord& r) {
+  if (!journal_enabled_) return;
   journal_.Remove(r.segment->location.owner, r.segment_id(), r.offset);
 }
 

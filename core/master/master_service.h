@@ -144,6 +144,12 @@ class MasterService {
   bool Recovering() const;
   // Tenants a manifest entry may name; empty (the default) accepts any.
   void SetKnownTenants(std::vector<std::string> tenants);
+  // Stops keeping the stores' manifests: FetchTasks then carries no
+  // manifest changes, so a restarted master could not rebuild from them.
+  // For drivers whose master never restarts (the simulator, which models no
+  // master crash): the journal is about a tenth of a trace replay's work.
+  // REQUIRES: called before any segment is mounted.
+  void DisableManifestJournal();
 
   // --- Segments -----------------------------------------------------------
   // Mounts a segment owned by `client` (which must be registered: NOT_FOUND
@@ -412,6 +418,8 @@ class MasterService {
   master_internal::TaskManager tasks_;
   master_internal::ClientRegistry clients_;
   master_internal::ManifestJournal journal_;
+  // False after DisableManifestJournal (set before any concurrent call).
+  bool journal_enabled_ = true;
 
   std::atomic<Version> next_version_{1};
   std::atomic<uint64_t> next_replica_id_{1};

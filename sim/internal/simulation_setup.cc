@@ -106,6 +106,8 @@ absl::Status Simulation::BuildMaster() {
       std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
   master().SetReadObserver(tee_.get());
   master().SetReplicaRemovalObserver(tee_.get());
+  // The simulated master never restarts: it keeps no store manifests.
+  master().DisableManifestJournal();
   if (options_.observer != nullptr) {
     observed_copy_calls_ =
         std::make_unique<ObservedCopyCalls>(&env_.engine(), replicated_.get(), options_.observer);

@@ -413,5 +413,30 @@ TEST_F(ManifestReportTest, DynamicReplicasComeBackDynamicWithoutALease) {
   EXPECT_EQ(master_->GetObjectView(Name("hot"))->replicas.size(), 1u);
 }
 
+// A master without the manifest journal (the simulator's) carries no
+// manifest changes to its stores; with it (the default), every replica
+// change is pending for the store that owns the segment until fetched.
+TEST(ManifestJournal, ADisabledJournalCarriesNoChanges) {
+  ManualEnv env;
+  for (const bool enabled : {true, false}) {
+    MasterService m(env.env(), TestKnobs());
+    if (!enabled) m.DisableManifestJournal();
+    for (uint64_t c : {1, 9}) {
+      HS_ASSERT_OK(m.RegisterClient(RegisterClientRequest{ClientId(c), "h", ""}));
+    }
+    HS_ASSERT_OK(m.MountSegment(ClientId(1), Segment(11)));
+    HS_ASSERT_OK(PutComplete(m, "a", 1000, {SegmentId(11)}));
+    EXPECT_EQ(m.Stats().manifest_changes_pending > 0, enabled);
+    absl::StatusOr<FetchTasksResponse> fetched = m.FetchTasks(ClientId(1), 1, 0);
+    HS_ASSERT_OK(fetched);
+    EXPECT_EQ(fetched->manifest_changes.empty(), !enabled) << enabled;
+  }
+  // Only before the first segment: stores' manifests would be half kept.
+  MasterService late(env.env(), TestKnobs());
+  HS_ASSERT_OK(late.RegisterClient(RegisterClientRequest{ClientId(1), "h", ""}));
+  HS_ASSERT_OK(late.MountSegment(ClientId(1), Segment(11)));
+  EXPECT_DEATH(late.DisableManifestJournal(), "DisableManifestJournal after a segment");
+}
+
 }  // namespace
 }  // namespace heatsink
