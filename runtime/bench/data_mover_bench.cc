@@ -149,9 +149,10 @@ double RunCopies(benchmark::State& state, DataMover& mover) {
   return seconds;
 }
 
-void BM_TcpMover(benchmark::State& state) {
+// Copies between two in-process stores through a TCP data server and mover
+// with `knobs` (clear or TLS), reported under `label`.
+void RunTcpCopies(benchmark::State& state, const TcpTransportKnobs& knobs, const char* label) {
   Stores stores;
-  TcpTransportKnobs knobs;
   auto server = TcpDataServer::Start(&stores.b, knobs);
   HS_CHECK_OK(server.status());
   HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
@@ -159,8 +160,10 @@ void BM_TcpMover(benchmark::State& state) {
   const double seconds = RunCopies(state, mover);
   mover.Shutdown();
   (*server)->Shutdown();
-  Record(state, "tcp", seconds);
+  Record(state, label, seconds);
 }
+
+void BM_TcpMover(benchmark::State& state) { RunTcpCopies(state, TcpTransportKnobs(), "tcp"); }
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate, made
 // once per run in a temporary directory; empty when `openssl` is missing.
@@ -182,7 +185,6 @@ void BM_TlsMover(benchmark::State& state) {
     state.SkipWithError("openssl is not installed: no certificates for TLS");
     return;
   }
-  Stores stores;
   TcpTransportKnobs knobs;
   auto server_tls = TlsContext::Create(
       TlsContext::Side::kServer, {dir + "/master.pem", dir + "/master.key", dir + "/ca.pem"});
@@ -192,14 +194,7 @@ void BM_TlsMover(benchmark::State& state) {
   HS_CHECK_OK(client_tls.status());
   knobs.tls_server = *server_tls;
   knobs.tls_client = *client_tls;
-  auto server = TcpDataServer::Start(&stores.b, knobs);
-  HS_CHECK_OK(server.status());
-  HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
-  TcpDataMover mover(&stores.a, &stores.resolver, knobs);
-  const double seconds = RunCopies(state, mover);
-  mover.Shutdown();
-  (*server)->Shutdown();
-  Record(state, "tls", seconds);
+  RunTcpCopies(state, knobs, "tls");
 }
 
 void BM_UcxMover(benchmark::State& state) {
