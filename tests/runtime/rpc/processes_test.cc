@@ -12,17 +12,15 @@
 // would-propose and creates no replica; two head-pool stores carry the hot
 // object's scores with its copy; heatsink-load's Zipf load reads the hot keys
 // it wrote last. Every process gets SIGTERM at the end
-// and must exit 0.
+// and must exit 0. The master's kill -9 and restart is in
+// master_restart_process_test.cc; the fixture in processes_fixture.h.
 #include <fcntl.h>
 #include <signal.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +37,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/env/rng.h"
 #include "gtest/gtest.h"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
@@ -47,139 +44,21 @@
 #include "runtime/store/store_node.h"
 #include "runtime/transport/socket.h"
 #include "tests/runtime/rpc/process_test_util.h"
+#include "tests/runtime/rpc/processes_fixture.h"
 
 namespace heatsink::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Pattern;
+using test::ProcessesTest;
+using test::SpreadReaderOnHostB;
+using test::WriterInDomainA;
 using test::HttpGet;
 using test::MetricValue;
 using test::Process;
 using test::ReadLines;
 using test::WaitFor;
-
-// A loopback port free right now (a restarted master must listen where the
-// stores and clients already point).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-std::string Pattern(uint64_t seed, size_t size) {
-  Rng rng(seed);
-  std::string out(size, '\0');
-  for (char& c : out) c = static_cast<char>(rng.Next64());
-  return out;
-}
-
-class ProcessesTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / absl::StrCat("heatsink_processes_", getpid());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Process> StartStore(uint64_t id, const std::string& host,
-                                      const std::string& domain_flag,
-                                      const std::vector<std::string>& env, const std::string& tag,
-                                      const std::vector<std::string>& extra_args = {}) {
-    const fs::path endpoint_file = dir_ / (tag + ".endpoint");
-    fs::remove(endpoint_file);
-    std::vector<std::string> argv = {
-        std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--master", master_address_,
-        "--client-id", absl::StrCat(id), "--host", host, "--segment-mib", store_segment_mib_,
-        "--heartbeat-interval-ms", "200", "--fetch-interval-ms", "20",
-        "--endpoint-file", endpoint_file.string()};
-    if (!domain_flag.empty()) {
-      argv.push_back("--domain");
-      argv.push_back(domain_flag);
-    }
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    auto process = std::make_unique<Process>(argv, env, dir_ / (tag + ".log"));
-    EXPECT_TRUE(WaitFor([&] { return fs::exists(endpoint_file); })) << tag << " did not start";
-    return process;
-  }
-
-  // Starts heatsink-master on loopback with what every test here shares
-  // (stage 2 on, 4 reads in a 1 s window cross the hit count, 100 ms sweeps),
-  // then `sets` (name=value, applied after, so they may override) and
-  // `extra_args`; waits for its gRPC and metrics addresses.
-  std::unique_ptr<Process> StartMaster(const std::vector<std::string>& sets,
-                                       const std::vector<std::string>& extra_args = {},
-                                       const std::string& listen = "127.0.0.1:0") {
-    const fs::path address_file = dir_ / "master.address";
-    fs::remove(address_file);
-    std::vector<std::string> argv = {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-master",
-                                     "--listen",
-                                     listen,
-                                     "--metrics-listen",
-                                     "127.0.0.1:0",
-                                     "--address-file",
-                                     address_file.string()};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    std::vector<std::string> all_sets = {
-        "dynamic_replication_domain_aware=true", "dynamic_replication_heat_window_seconds=1",
-        "dynamic_replication_admission_qps_threshold=4", "sweep_interval_ms=100"};
-    all_sets.insert(all_sets.end(), sets.begin(), sets.end());
-    for (const std::string& set : all_sets) {
-      argv.push_back("--set");
-      argv.push_back(set);
-    }
-    auto master = std::make_unique<Process>(argv, std::vector<std::string>{},
-                                            dir_ / (++masters_ == 1
-                                                        ? std::string("master.log")
-                                                        : absl::StrCat("master", masters_, ".log")));
-    EXPECT_TRUE(WaitFor([&] { return ReadLines(address_file).size() == 2; }))
-        << "the master did not start";
-    const std::vector<std::string> lines = ReadLines(address_file);
-    if (lines.size() == 2) {
-      master_address_ = lines[0];
-      metrics_address_ = lines[1];
-    }
-    return master;
-  }
-
-  void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
-                                   const std::vector<std::string>& store_a_flags = {});
-  bool LogSays(const std::string& file, const std::string& text);
-
-  fs::path dir_;
-  int masters_ = 0;
-  std::string store_segment_mib_ = "16";
-  std::string master_address_;
-  std::string metrics_address_;
-};
-
-// The writer of the replication tests: domain a, putting into `segment`.
-HeatsinkClientOptions WriterInDomainA(SegmentId segment) {
-  HeatsinkClientOptions options;
-  options.client_id = ClientId(100);
-  options.domain = "a";
-  options.preferred_segments = {segment};
-  return options;
-}
-
-// Their hot reader: host-b in domain b, spreading over equal-cost replicas.
-HeatsinkClientOptions SpreadReaderOnHostB() {
-  HeatsinkClientOptions options;
-  options.client_id = ClientId(200);
-  options.host = "host-b";
-  options.domain = "b";
-  options.replica_selection_policy = ReplicaSelectionPolicy::kSpread;
-  return options;
-}
 
 TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   std::unique_ptr<Process> master =
@@ -291,199 +170,7 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
   EXPECT_EQ(master->Wait(), 0);
 }
 
-// kill -9 of the master and a restart on the same address lose nothing:
-// objects of mixed sizes (one and two replicas) and a dynamic replica made
-// by hot reads from domain b are all readable again, bytes and versions
-// unchanged, once the two stores noticed the new master (heartbeat) and
-// reported their manifests; until then reads are UNAVAILABLE, never
-// NOT_FOUND. A put in flight at the kill leaves no readable replica and its
-// bytes are freed after the release timeout, so every segment's used bytes
-// end as before minus that put. (The in-flight copy case is
-// MasterRestartTest.StoresRebuildEveryCompleteObjectAndNothingInFlight, with
-// a copy held mid-transfer.)
-//
-// HEATSINK_RESTART_OBJECTS=N adds N small objects (64 to 448 bytes, written
-// by four threads) before the kill, for the restart figures of
-// docs/performance.md; every one of them must be listed again afterwards.
-TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
-  const char* extra_env = std::getenv("HEATSINK_RESTART_OBJECTS");
-  int extra = 0;
-  if (extra_env != nullptr) {
-    ASSERT_TRUE(absl::SimpleAtoi(extra_env, &extra)) << extra_env;
-  }
-  store_segment_mib_ = extra > 0 ? "128" : "16";
-  const std::string listen = absl::StrCat("127.0.0.1:", FreePort());
-  const std::vector<std::string> sets = {
-      "dynamic_replication_mode=enforce", "restart_grace_ms=30000", "restart_expected_stores=2",
-      "put_start_discard_timeout_sec=5", "put_start_release_timeout_sec=5"};
-  std::unique_ptr<Process> master = StartMaster(sets, {}, listen);
-  ASSERT_EQ(master_address_, listen);
-  std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
-  std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
-  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
-  ASSERT_TRUE(rpc.ok());
-  SegmentId segment_a, segment_b;
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-    if (!segments.ok() || segments->size() != 2) return false;
-    for (const SegmentView& v : *segments) {
-      (v.location.owner == ClientId(1) ? segment_a : segment_b) = v.location.id;
-    }
-    return true;
-  }));
-  // The two stores reported (empty manifests): the first start's recovery
-  // is over and puts are taken.
-  ASSERT_TRUE(WaitFor([&] {
-    return MetricValue(HttpGet(metrics_address_, "/metrics"), "heatsink_master_recovering") == 0;
-  }));
-
-  HeatsinkClient writer(rpc->get(), WriterInDomainA(segment_a));
-  HeatsinkClientOptions twice = WriterInDomainA(segment_a);
-  twice.client_id = ClientId(101);
-  twice.replica_num = 2;
-  HeatsinkClient writer2(rpc->get(), twice);
-  struct Written {
-    std::string key;
-    uint64_t hash;
-    Version version;
-  };
-  std::vector<Written> written;
-  for (int i = 0; i < 24; ++i) {
-    const std::string key = absl::StrCat("obj-", i);
-    const size_t size = (i % 4 == 0) ? (1 << 20) + 7 * i : 1000 + 997 * i;
-    const std::string bytes = Pattern(100 + i, size);
-    ASSERT_TRUE((i % 3 == 0 ? writer2 : writer).Put(key, bytes).ok()) << key;
-    absl::StatusOr<GetReplicaListResponse> list = writer.Lookup(key);
-    ASSERT_TRUE(list.ok()) << list.status();
-    written.push_back({key, StableHash(bytes), list->version});
-  }
-  // A dynamic replica of obj-1 in domain b, made by hot reads from b.
-  HeatsinkClient reader(rpc->get(), SpreadReaderOnHostB());
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<GetResult> got = reader.Get("obj-1");
-    return got.ok() && got->segment == segment_b;
-  }));
-  // The figures' small objects, written by four threads.
-  {
-    std::vector<std::thread> threads;
-    std::atomic<int> failed{0};
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&, t] {
-        HeatsinkClientOptions options;
-        options.client_id = ClientId(300 + t);
-        HeatsinkClient small(rpc->get(), options);
-        for (int i = t; i < extra; i += 4) {
-          if (!small.Put(absl::StrCat("small-", i), std::string(64 + (i % 7) * 64, 's')).ok()) {
-            ++failed;
-          }
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    ASSERT_EQ(failed.load(), 0);
-  }
-  // A put in flight at the kill: started, never ended.
-  PutStartRequest in_flight;
-  in_flight.name = ObjectName{"", "in-flight"};
-  in_flight.size_bytes = 4096;
-  in_flight.preferred_segments = {segment_a};
-  std::optional<absl::StatusOr<PutStartResponse>> started;
-  (*rpc)->PutStart(ClientId(100), in_flight,
-                   [&](absl::StatusOr<PutStartResponse> r) { started = std::move(r); });
-  ASSERT_TRUE(WaitFor([&] { return started.has_value(); }));
-  ASSERT_TRUE(started->ok()) << started->status();
-  // Every change reached the stores' manifests (fetch interval 20 ms).
-  ASSERT_TRUE(WaitFor([&] {
-    return MetricValue(HttpGet(metrics_address_, "/metrics"),
-                       "heatsink_master_manifest_changes_pending") == 0;
-  }));
-  const std::string before = HttpGet(metrics_address_, "/metrics");
-  const int64_t objects_before = MetricValue(before, "heatsink_master_objects");
-  EXPECT_EQ(objects_before, 25 + extra);  // 24, the put in flight, the small ones
-  absl::StatusOr<std::vector<SegmentView>> used_before = (*rpc)->ListSegments();
-  ASSERT_TRUE(used_before.ok());
-
-  master->Signal(SIGKILL);
-  EXPECT_EQ(master->Wait(), 128 + SIGKILL);
-  const absl::Time killed = absl::Now();
-  master = StartMaster(sets, {}, listen);
-  ASSERT_EQ(master_address_, listen);
-  int unavailable = 0;
-  absl::Time first_read;
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<GetResult> got = reader.Get("obj-0");
-    if (got.ok()) {
-      first_read = absl::Now();
-      return true;
-    }
-    EXPECT_FALSE(absl::IsNotFound(got.status())) << got.status();
-    unavailable += absl::IsUnavailable(got.status()) ? 1 : 0;
-    return false;
-  }));
-  std::printf("first successful read %.0f ms after the kill (%d UNAVAILABLE answers before)\n",
-              absl::ToDoubleMilliseconds(first_read - killed), unavailable);
-  // Keys of a store that has not reported yet are UNAVAILABLE a little
-  // longer: a client retries them.
-  for (const Written& w : written) {
-    absl::StatusOr<GetResult> got;
-    ASSERT_TRUE(WaitFor([&] {
-      got = reader.Get(w.key);
-      EXPECT_FALSE(absl::IsNotFound(got.status())) << w.key << ": " << got.status();
-      return !absl::IsUnavailable(got.status());
-    }));
-    ASSERT_TRUE(got.ok()) << w.key << ": " << got.status();
-    EXPECT_EQ(StableHash(got->bytes), w.hash) << w.key;
-    EXPECT_EQ(got->version, w.version) << w.key;
-  }
-  ASSERT_TRUE(WaitFor([&] {
-    return MetricValue(HttpGet(metrics_address_, "/metrics"), "heatsink_master_recovering") == 0;
-  }));
-  std::printf("both stores reported %.0f ms after the kill\n",
-              absl::ToDoubleMilliseconds(absl::Now() - killed));
-  absl::StatusOr<GetReplicaListResponse> hot = writer.Lookup("obj-1");
-  ASSERT_TRUE(hot.ok());
-  bool dynamic_in_b = false;
-  for (const ReplicaDescriptor& r : hot->replicas) {
-    dynamic_in_b |= r.dynamic && r.segment_id == segment_b;
-  }
-  EXPECT_TRUE(dynamic_in_b) << "the dynamic replica did not come back";
-  EXPECT_TRUE(absl::IsNotFound(writer.Lookup("in-flight").status()));
-  int small_listed = 0;
-  for (int i = 0; i < extra; ++i) {
-    small_listed += writer.Lookup(absl::StrCat("small-", i)).ok() ? 1 : 0;
-  }
-  EXPECT_EQ(small_listed, extra);
-  std::printf("objects recovered %lld of %lld (%d small ones listed again)\n",
-              static_cast<long long>(
-                  MetricValue(HttpGet(metrics_address_, "/metrics"), "heatsink_master_objects")),
-              static_cast<long long>(objects_before - 1), small_listed);
-  const std::string after = HttpGet(metrics_address_, "/metrics");
-  EXPECT_EQ(MetricValue(after, "heatsink_master_objects"), objects_before - 1);
-  EXPECT_EQ(MetricValue(after, "heatsink_master_manifest_entries_discarded_total"), 1);
-  EXPECT_EQ(MetricValue(after, "heatsink_master_manifest_entries_rejected_total"), 0);
-  // Nothing leaked: once the in-flight put's bytes are released, every
-  // segment uses what it used before, minus that put.
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<SegmentView>> now = (*rpc)->ListSegments();
-    if (!now.ok() || now->size() != used_before->size()) return false;
-    for (size_t i = 0; i < now->size(); ++i) {
-      const uint64_t expected =
-          (*used_before)[i].used_bytes - ((*now)[i].location.id == segment_a ? 4096 : 0);
-      if ((*now)[i].used_bytes != expected) return false;
-    }
-    return true;
-  }, absl::Seconds(15)));
-  // The version counter restarted above every reported version.
-  ASSERT_TRUE(writer.Put("after-restart", "x").ok());
-  EXPECT_GT(writer.Lookup("after-restart")->version, (*started)->version);
-
-  rpc->reset();
-  for (Process* p : {store_a.get(), store_b.get(), master.get()}) {
-    p->Signal(SIGTERM);
-    EXPECT_EQ(p->Wait(), 0);
-  }
-}
+}  // namespace
 
 // Two stores started with --data-mover ucx (UCX_TLS=tcp,self and
 // UCX_NET_DEVICES=lo come from the test presets): hot reads from domain b
@@ -492,7 +179,7 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
 // Stores a and b copy over UCX; `store_b_flags` and `store_a_flags` are
 // added to their command lines. A hot object written in domain a is
 // replicated into b's segment and read there; both stores then stop cleanly.
-void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
+void test::ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
                                                 const std::vector<std::string>& store_a_flags) {
   std::unique_ptr<Process> master = StartMaster({"dynamic_replication_mode=enforce"});
   ASSERT_FALSE(master_address_.empty());
@@ -545,13 +232,7 @@ void ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::string>& 
   EXPECT_TRUE(says_ucx);
 }
 
-// Any log line of `file` contains `text`.
-bool ProcessesTest::LogSays(const std::string& file, const std::string& text) {
-  for (const std::string& line : ReadLines(dir_ / file)) {
-    if (line.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
+namespace {
 
 TEST_F(ProcessesTest, StoresCopyOverUcxWithTheDataMoverFlag) {
   // Store b's segments are mbind'ed to node 0 (every machine has one): RMA
