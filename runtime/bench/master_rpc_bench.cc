@@ -64,6 +64,9 @@ class Cluster {
  public:
   explicit Cluster(DynamicReplicationMode mode) {
     MasterKnobs master_knobs;
+    // The store here never heartbeats: it must stay live for the whole run
+    // (after client_live_ttl_sec its segment, and every object, would go).
+    master_knobs.client_live_ttl_sec = 24 * 3600;
     ReplicationKnobs replication;
     replication.dynamic_replication_mode = mode;
     auto master = ReplicatedMaster::Create(env_.env(), master_knobs, replication, nullptr);

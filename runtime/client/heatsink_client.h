@@ -62,7 +62,7 @@ struct HeatsinkClientOptions {
   // master calls out at once. A lone caller's lookup still goes out at once
   // as one GetReplicaList; a lookup waits at most for the call ahead of it.
   // 0 turns coalescing off: every lookup is its own GetReplicaList.
-  size_t lookup_batches_in_flight_max = 2;
+  size_t lookup_batches_in_flight_max = 1;
   // Names in one coalesced batch (1 .. the master's batch_keys_max).
   size_t lookup_batch_keys_max = 128;
 
