@@ -188,6 +188,39 @@ TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
   EXPECT_TRUE(master_->CheckInvariants().ok());
 }
 
+// Eight threads share one client: their lookups are coalesced into batches,
+// and every Get still returns its own key's bytes (and a missing key its own
+// NOT_FOUND).
+TEST_F(ControlPlaneTest, ThreadsSharingOneClientGetTheirOwnKeysThroughCoalescedLookups) {
+  StartCluster(DynamicReplicationMode::kOff);
+  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
+  constexpr int kKeys = 16;
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_TRUE(writer->Put(absl::StrCat("c", k), Pattern(k, 100 + k)).ok());
+  }
+  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
+  ASSERT_EQ(reader->options().lookup_batches_in_flight_max, 1u);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const int k = (t * 7 + i) % (kKeys + 1);  // kKeys: a key never put
+        absl::StatusOr<GetResult> got = reader->Get(absl::StrCat("c", k));
+        const bool right = k == kKeys ? got.status().code() == absl::StatusCode::kNotFound
+                                      : got.ok() && got->bytes == Pattern(k, 100 + k);
+        if (!right) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const LookupCoalescerStats stats = reader->lookup_stats();
+  EXPECT_EQ(stats.lookups, 320u);
+  // Every lookup went out alone or in a batch.
+  EXPECT_EQ(stats.single_calls + stats.batched_lookups, 320u);
+}
+
 TEST_F(ControlPlaneTest, BatchPutsGiveAResultPerKeyOverTheWire) {
   StartCluster(DynamicReplicationMode::kOff);
   std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
