@@ -109,59 +109,49 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* RegisterClient(grpc::CallbackServerContext* ctx,
                                            const v1::RegisterClientRequest* req,
                                            v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->RegisterClient(
-            RegisterClientRequest{caller.id, req->host(), req->domain()});
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->RegisterClient(RegisterClientRequest{caller.id, req->host(), req->domain()});
     });
   }
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::Empty*,
                                       v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
-    });
+    return AsCaller(ctx, Lane::kControl,
+                    [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
   }
 
   grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* ctx,
                                          const v1::MountSegmentRequest* req, v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->MountSegment(caller.id, FromProto(*req));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->MountSegment(caller.id, FromProto(*req));
     });
   }
 
   grpc::ServerUnaryReactor* UnmountSegment(grpc::CallbackServerContext* ctx,
                                            const v1::UnmountSegmentRequest* req,
                                            v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
     });
   }
 
   grpc::ServerUnaryReactor* ReportManifest(grpc::CallbackServerContext* ctx,
                                            const v1::ReportManifestRequest* req,
                                            v1::ReportManifestResponse* resp) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        ReportManifestRequest in;
-        in.last = req->last();
-        in.entries.reserve(req->entries_size());
-        for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
-        absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
-        if (!r.ok()) return r.status();
-        for (const absl::Status& s : r->results) {
-          // Rejected or discarded entries are logged; each message names the
-          // store, the key, the version and the range.
-          if (!s.ok()) std::cerr << "heatsink-master: manifest: " << s << "\n";
-          ToProto(s, resp->add_results());
-        }
-        return absl::OkStatus();
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
+      ReportManifestRequest in;
+      in.last = req->last();
+      in.entries.reserve(req->entries_size());
+      for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
+      absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
+      if (!r.ok()) return r.status();
+      for (const absl::Status& s : r->results) {
+        // Rejected or discarded entries are logged; each message names the
+        // store, the key, the version and the range.
+        if (!s.ok()) std::cerr << "heatsink-master: manifest: " << s << "\n";
+        ToProto(s, resp->add_results());
+      }
+      return absl::OkStatus();
     });
   }
 
@@ -179,34 +169,28 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* PutStart(grpc::CallbackServerContext* ctx,
                                      const v1::PutStartRequest* req,
                                      v1::PutStartResponse* resp) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-        absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* PutEnd(grpc::CallbackServerContext* ctx, const v1::PutFenceRequest* req,
                                    v1::Empty*) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-        return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
     });
   }
 
   grpc::ServerUnaryReactor* PutRevoke(grpc::CallbackServerContext* ctx,
                                       const v1::PutFenceRequest* req, v1::Empty*) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-        return handler_->PutRevoke(caller.id,
-                                   PutRevokeRequest{FromProto(req->name()), req->version()});
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      return handler_->PutRevoke(caller.id,
+                                 PutRevokeRequest{FromProto(req->name()), req->version()});
     });
   }
 
@@ -215,42 +199,35 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* BatchPutStart(grpc::CallbackServerContext* ctx,
                                           const v1::BatchPutStartRequest* req,
                                           v1::BatchPutStartResponse* resp) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-        absl::StatusOr<BatchPutStartResponse> r =
-            handler_->BatchPutStart(caller.id, FromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
+      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller.id, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* BatchPutEnd(grpc::CallbackServerContext* ctx,
                                         const v1::BatchPutFenceRequest* req,
                                         v1::BatchPutResponse* resp) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
-        absl::StatusOr<BatchPutResponse> r =
-            handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+      absl::StatusOr<BatchPutResponse> r =
+          handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* BatchPutRevoke(grpc::CallbackServerContext* ctx,
                                            const v1::BatchPutFenceRequest* req,
                                            v1::BatchPutResponse* resp) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
-        absl::StatusOr<BatchPutResponse> r =
-            handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+      absl::StatusOr<BatchPutResponse> r =
+          handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
@@ -272,81 +249,68 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* BatchGetReplicaList(grpc::CallbackServerContext* ctx,
                                                 const v1::BatchGetReplicaListRequest* req,
                                                 v1::BatchGetReplicaListResponse* resp) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-        absl::StatusOr<BatchGetReplicaListResponse> r =
-            handler_->BatchGetReplicaList(FromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsNamer(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
+      absl::StatusOr<BatchGetReplicaListResponse> r =
+          handler_->BatchGetReplicaList(FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* ctx, const v1::RemoveRequest* req,
                                    v1::Empty*) override {
-    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
-      return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
-        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-        return handler_->Remove(RemoveRequest{FromProto(req->name())});
-      });
+    return AsNamer(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
+      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+      return handler_->Remove(RemoveRequest{FromProto(req->name())});
     });
   }
 
   grpc::ServerUnaryReactor* FetchTasks(grpc::CallbackServerContext* ctx,
                                        const v1::FetchTasksRequest* req,
                                        v1::FetchTasksResponse* resp) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        absl::StatusOr<FetchTasksResponse> r = handler_->FetchTasks(
-            caller.id, static_cast<size_t>(req->batch_max()), req->manifest_ack_seq());
-        if (!r.ok()) return r.status();
-        for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
-        for (const ManifestChange& c : r->manifest_changes) {
-          ToProto(c, resp->add_manifest_changes());
-        }
-        return absl::OkStatus();
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
+      absl::StatusOr<FetchTasksResponse> r = handler_->FetchTasks(
+          caller.id, static_cast<size_t>(req->batch_max()), req->manifest_ack_seq());
+      if (!r.ok()) return r.status();
+      for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
+      for (const ManifestChange& c : r->manifest_changes) {
+        ToProto(c, resp->add_manifest_changes());
+      }
+      return absl::OkStatus();
     });
   }
 
   grpc::ServerUnaryReactor* MarkTaskComplete(grpc::CallbackServerContext* ctx,
                                              const v1::MarkTaskCompleteRequest* req,
                                              v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->MarkTaskComplete(caller.id, FromProto(*req));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->MarkTaskComplete(caller.id, FromProto(*req));
     });
   }
 
   grpc::ServerUnaryReactor* CopyStart(grpc::CallbackServerContext* ctx,
                                       const v1::CopyTaskFence* req,
                                       v1::CopyStartResponse* resp) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
+      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* CopyEnd(grpc::CallbackServerContext* ctx, const v1::CopyTaskFence* req,
                                     v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(
-          ctx, [&](const Caller& caller) { return handler_->CopyEnd(caller.id, FromProto(*req)); });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->CopyEnd(caller.id, FromProto(*req));
     });
   }
 
   grpc::ServerUnaryReactor* CopyRevoke(grpc::CallbackServerContext* ctx,
                                        const v1::CopyTaskFence* req, v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->CopyRevoke(caller.id, FromProto(*req));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->CopyRevoke(caller.id, FromProto(*req));
     });
   }
 
@@ -355,33 +319,27 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* DynamicReplicaCopyStart(grpc::CallbackServerContext* ctx,
                                                     const v1::CopyTaskFence* req,
                                                     v1::CopyStartResponse* resp) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        absl::StatusOr<CopyStartResponse> r =
-            handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
-        if (r.ok()) ToProto(*r, resp);
-        return r.status();
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
+      absl::StatusOr<CopyStartResponse> r =
+          handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
+      if (r.ok()) ToProto(*r, resp);
+      return r.status();
     });
   }
 
   grpc::ServerUnaryReactor* DynamicReplicaCopyEnd(grpc::CallbackServerContext* ctx,
                                                   const v1::CopyTaskFence* req,
                                                   v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
     });
   }
 
   grpc::ServerUnaryReactor* DynamicReplicaCopyRevoke(grpc::CallbackServerContext* ctx,
                                                      const v1::CopyTaskFence* req,
                                                      v1::Empty*) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) {
-        return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
+      return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
     });
   }
 
@@ -438,6 +396,16 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     auto* reactor = new CountedReactor(&in_flight_);
     reactor->Finish(fn());
     return reactor;
+  }
+
+  // Answer() of ForCaller() / ForNamer().
+  template <typename Fn>
+  grpc::ServerUnaryReactor* AsCaller(grpc::CallbackServerContext* ctx, Lane lane, Fn&& fn) {
+    return Answer(ctx, lane, [&] { return ForCaller(ctx, std::forward<Fn>(fn)); });
+  }
+  template <typename Fn>
+  grpc::ServerUnaryReactor* AsNamer(grpc::CallbackServerContext* ctx, Lane lane, Fn&& fn) {
+    return Answer(ctx, lane, [&] { return ForNamer(ctx, std::forward<Fn>(fn)); });
   }
 
   grpc::Status Finish(const absl::Status& status) {
