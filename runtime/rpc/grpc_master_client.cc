@@ -372,4 +372,19 @@ absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
   return out;
 }
 
+absl::StatusOr<CopyLeaseGrant> GrpcMasterClient::CheckCopyLease(ClientId asker,
+                                                                const CopyLeaseQuery& query) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, asker);
+  v1::CheckCopyLeaseRequest req;
+  req.set_lease_id(query.lease_id.value);
+  req.set_reader(query.reader.value);
+  req.set_segment_id(query.segment.value);
+  req.set_offset(query.offset);
+  req.set_size_bytes(query.size);
+  v1::CheckCopyLeaseResponse resp;
+  HS_RETURN_IF_ERROR(FromGrpcStatus(stub_->CheckCopyLease(&ctx, req, &resp)));
+  return CopyLeaseGrant{resp.remaining_ms() * 1'000'000};
+}
+
 }  // namespace heatsink::runtime

@@ -91,6 +91,11 @@ class GrpcMasterClient final : public MasterClient {
   // benchmarks). Each is bounded by the call deadline.
   [[nodiscard]] absl::Status Ping();
   [[nodiscard]] absl::StatusOr<std::vector<SegmentView>> ListSegments();
+  // Master::CheckCopyLease, synchronous (a store's data service asks before
+  // it serves a read under a copy lease), bounded by the call deadline.
+  // `asker` (the store's own id) goes in the metadata as for every call.
+  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
+                                                              const CopyLeaseQuery& query);
 
   size_t calls_in_flight() const;
 

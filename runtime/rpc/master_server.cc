@@ -274,6 +274,19 @@ class MasterServer::Service final : public v1::Master::Service {
     });
   }
 
+  // The asker is the store serving the source segment, proven like every
+  // caller; the reader is the client that store's data service identified.
+  grpc::Status CheckCopyLease(grpc::ServerContext* ctx, const v1::CheckCopyLeaseRequest* req,
+                              v1::CheckCopyLeaseResponse* resp) override {
+    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+      const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
+                                 SegmentId(req->segment_id()), req->offset(), req->size_bytes()};
+      absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
+      if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
+      return grant.status();
+    });
+  }
+
  private:
   grpc::Status Finish(const absl::Status& status) {
     calls_.fetch_add(1, std::memory_order_relaxed);
