@@ -166,7 +166,8 @@ absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOption
 
 // SIGHUP: every PEM file again. Each part that does not load keeps its
 // previous files and says so.
-void ReloadTls(runtime::StoreServer* data_service, const DataTls& contexts) {
+void ReloadTls(runtime::StoreServer* data_service, const DataTls& contexts,
+               runtime::GrpcMasterClient* master, bool master_tls) {
   const auto report = [](const char* what, const absl::Status& status) {
     if (status.ok()) {
       std::printf("heatsink-store: reload (SIGHUP): %s read again; new connections use them\n",
@@ -189,6 +190,9 @@ void ReloadTls(runtime::StoreServer* data_service, const DataTls& contexts) {
   if (contexts.client != nullptr) {
     report("client side (copies to other stores) --tls-ca/--tls-cert/--tls-key",
            contexts.client->Reload());
+  }
+  if (master_tls) {
+    report("channel to the master --tls-ca/--tls-cert/--tls-key", master->ReloadTls());
   }
   std::fflush(stdout);
 }
@@ -607,7 +611,7 @@ int main(int argc, char** argv) {
                                                         /*reload=*/true)) == 0 ||
            signal == SIGHUP) {
       if (signal == SIGHUP) {
-        ReloadTls(grpc_server, data_tls);
+        ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
         continue;
       }
       std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
@@ -620,7 +624,7 @@ int main(int argc, char** argv) {
   } else {
     for (signal = tools::WaitForTerminationOrReloadSignal(); signal == SIGHUP;
          signal = tools::WaitForTerminationOrReloadSignal()) {
-      ReloadTls(grpc_server, data_tls);
+      ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
     }
   }
   const StoreWorkerStats stats = (*node)->worker().stats();

@@ -17,7 +17,8 @@
 //   - SIGHUP on a store: after its PEM files are replaced, new connections to
 //     both data services see the new certificate (SHA-256), a connection
 //     opened before keeps working, and a client with its old certificate is
-//     still served.
+//     still served; the store's channel to the master uses its renewed
+//     client certificate (a master that trusts only the new CA gets it back).
 // The tests skip, saying why, when `openssl` is not installed.
 #include <signal.h>
 
@@ -552,6 +553,64 @@ TEST_F(StoreReadRulesTest, SighupRotatesTheStoresCertificates) {
 
   kept.reset();
   plain.reset();
+  store->Signal(SIGTERM);
+  EXPECT_EQ(store->Wait(), 0);
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
+}
+
+// The store's channel to the master uses the renewed client certificate
+// after SIGHUP: a master restarted on the same address that trusts only the
+// new certificate's CA gets the store back.
+TEST_F(StoreReadRulesTest, SighupRenewsTheStoresChannelToTheMaster) {
+  MakeCluster("1");
+  ASSERT_TRUE(MakeCerts(absl::StrCat("ca ", dir_.string(), " --name ca2")));
+  ASSERT_TRUE(MakeCerts(absl::StrCat("client ", dir_.string(), " 1 --ca ca2 --name renewed")));
+  ASSERT_TRUE(MakeCerts(absl::StrCat("client ", dir_.string(), " 12 --ca ca2 --name reader")));
+  {
+    std::ofstream both(dir_ / "both.pem", std::ios::binary);
+    both << ReadFile(dir_ / "ca.pem") << ReadFile(dir_ / "ca2.pem");
+  }
+  const std::string listen = absl::StrCat("127.0.0.1:", FreePort());
+  const std::vector<std::string> master_tls = {"--tls-cert", Path("master.pem"), "--tls-key",
+                                               Path("master.key")};
+  std::vector<std::string> first_args = master_tls;
+  first_args.insert(first_args.end(), {"--tls-client-ca", Path("both.pem")});
+  std::unique_ptr<Process> master =
+      StartMaster({"dynamic_replication_mode=off"}, first_args, listen);
+  master_address_ =
+      absl::StrCat("localhost:", master_address_.substr(master_address_.rfind(':') + 1));
+  std::unique_ptr<Process> store = StartStore(
+      1, "host-a", "a", {}, "store_a",
+      {"--tls-ca", Path("ca.pem"), "--tls-cert", Path("client-1.pem"), "--tls-key",
+       Path("client-1.key")});
+  std::unique_ptr<GrpcMasterClient> reader = Connect("reader");
+  ASSERT_TRUE(reader);
+  const auto mounted = [&] {
+    absl::StatusOr<std::vector<SegmentView>> segments = reader->ListSegments();
+    return segments.ok() && segments->size() == 1;
+  };
+  ASSERT_TRUE(WaitFor(mounted));
+
+  fs::copy_file(dir_ / "renewed.pem", dir_ / "client-1.pem", fs::copy_options::overwrite_existing);
+  fs::copy_file(dir_ / "renewed.key", dir_ / "client-1.key", fs::copy_options::overwrite_existing);
+  store->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    return LogSays("store_a.log", "channel to the master --tls-ca/--tls-cert/--tls-key read again");
+  }));
+  // A new master at the same address trusts only the new CA.
+  master->Signal(SIGTERM);
+  EXPECT_EQ(master->Wait(), 0);
+  std::vector<std::string> second_args = master_tls;
+  second_args.insert(second_args.end(), {"--tls-client-ca", Path("ca2.pem")});
+  master = StartMaster({"dynamic_replication_mode=off"}, second_args, listen);
+  master_address_ =
+      absl::StrCat("localhost:", master_address_.substr(master_address_.rfind(':') + 1));
+  reader = Connect("reader");
+  ASSERT_TRUE(reader);
+  EXPECT_TRUE(WaitFor(mounted, absl::Seconds(10))) << "the store did not come back";
+
+  reader.reset();
   store->Signal(SIGTERM);
   EXPECT_EQ(store->Wait(), 0);
   master->Signal(SIGTERM);
