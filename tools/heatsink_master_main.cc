@@ -118,6 +118,12 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
   AppendScalar(out, "rpc_calls_identity_mismatch_total",
                "Calls refused because the metadata client id differs from the certificate's.",
                kC, rpc.calls_identity_mismatch_total);
+  AppendScalar(out, "rpc_calls_overloaded_total",
+               "Puts, reads and removes refused with RESOURCE_EXHAUSTED above "
+               "--calls-in-flight-max.",
+               kC, rpc.calls_overloaded_total);
+  AppendScalar(out, "rpc_data_calls_in_flight", "Puts, reads and removes in flight now.", kG,
+               rpc.data_calls_in_flight);
   if (sink != nullptr) {
     AppendScalar(out, "decision_log_lines_total", "Decision records written.", kC,
                  sink->lines_written());

@@ -93,7 +93,19 @@ inline void AddRpcFlags(CLI::App& app, runtime::RpcOptions& rpc, bool server) {
   app.add_option("--tls-key", rpc.tls.key_path, "PEM private key matching --tls-cert");
   if (server) {
     app.add_option("--server-threads-max", rpc.server_threads_max,
-                   "threads serving gRPC calls at most")
+                   "threads serving gRPC calls at most (the store's data service)")
+        ->capture_default_str();
+    app.add_option("--calls-in-flight-max", rpc.calls_in_flight_max,
+                   "master: puts, reads and removes in flight at once; more are refused at once "
+                   "with RESOURCE_EXHAUSTED (the stores' heartbeats, tasks and copies are always "
+                   "admitted)")
+        ->capture_default_str();
+    app.add_option("--streams-per-connection-max", rpc.streams_per_connection_max,
+                   "master: calls one client connection may have open at once; more wait on "
+                   "the client's side")
+        ->capture_default_str();
+    app.add_option("--server-memory-bytes-max", rpc.server_memory_bytes_max,
+                   "master: memory gRPC may hold for calls and buffers, in bytes")
         ->capture_default_str();
     app.add_option("--tls-client-ca", rpc.tls.client_ca_path,
                    "PEM CA for client certificates (requires and verifies them)");

@@ -370,8 +370,9 @@ absl::Status MasterService::PutRevoke(ClientId client, const PutRevokeRequest& r
 
 absl::Status MasterService::CheckBatchSize(size_t keys) const {
   if (static_cast<int64_t>(keys) > knobs_.batch_keys_max) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(keys, " keys exceed batch_keys_max (", knobs_.batch_keys_max, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("a batch of ", keys,
+                                                   " keys is above the master's batch_keys_max=",
+                                                   knobs_.batch_keys_max));
   }
   return absl::OkStatus();
 }

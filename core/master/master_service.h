@@ -180,8 +180,9 @@ class MasterService {
   [[nodiscard]] absl::Status PutRevoke(ClientId client, const PutRevokeRequest& req);
 
   // Batches of the three calls above, one result per key in order (the
-  // writer's view of Mooncake's BatchPut). RESOURCE_EXHAUSTED for more than
-  // batch_keys_max keys and INVALID_ARGUMENT when BatchPutStart's names and
+  // writer's view of Mooncake's BatchPut). INVALID_ARGUMENT, naming the
+  // limit, for more than batch_keys_max keys (a request the master never
+  // serves, not a transient shortage) and when BatchPutStart's names and
   // sizes differ in length; nothing is changed then.
   [[nodiscard]] absl::StatusOr<BatchPutStartResponse> BatchPutStart(
       ClientId client, const BatchPutStartRequest& req);
@@ -195,8 +196,8 @@ class MasterService {
   // now + default_kv_lease_ttl. Calls the ReadObserver once for the key.
   [[nodiscard]] absl::StatusOr<GetReplicaListResponse> GetReplicaList(
       const GetReplicaListRequest& req);
-  // Per-key results, in order. RESOURCE_EXHAUSTED for more than
-  // batch_keys_max names (nothing is read then).
+  // Per-key results, in order. INVALID_ARGUMENT, naming the limit, for more
+  // than batch_keys_max names (nothing is read then).
   [[nodiscard]] absl::StatusOr<BatchGetReplicaListResponse> BatchGetReplicaList(
       const BatchGetReplicaListRequest& req);
 

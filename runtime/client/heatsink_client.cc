@@ -12,8 +12,8 @@
 #include "runtime/env/notification.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_data_mover.h"
-#include "runtime/transport/wire.h"
 #include "runtime/transport/tls_stream.h"
+#include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -48,6 +48,9 @@ absl::Status HeatsinkClientOptions::Validate() const {
   if (!client_id.valid()) return absl::InvalidArgumentError("client id must be non-zero");
   if (replica_num == 0) return absl::InvalidArgumentError("replica_num must be positive");
   if (object_bytes_max == 0) return absl::InvalidArgumentError("object_bytes_max must be positive");
+  if (lookup_batch_keys_max == 0) {
+    return absl::InvalidArgumentError("lookup_batch_keys_max must be at least 1");
+  }
   return tcp.Validate();
 }
 
@@ -85,6 +88,18 @@ HeatsinkClient::HeatsinkClient(MasterClient* master, ObjectDataPath* data_path,
       tcp_path_(options_.tcp),
       data_path_(data_path != nullptr ? data_path : &tcp_path_) {
   HS_CHECK_OK(options_.Validate());
+  if (options_.lookup_batches_in_flight_max > 0) {
+    lookups_ = std::make_unique<LookupCoalescer>(
+        master_,
+        LookupCoalescerOptions{.requester = options_.client_id,
+                               .domain = options_.domain,
+                               .batches_in_flight_max = options_.lookup_batches_in_flight_max,
+                               .keys_max = options_.lookup_batch_keys_max});
+  }
+}
+
+LookupCoalescerStats HeatsinkClient::lookup_stats() const {
+  return lookups_ != nullptr ? lookups_->stats() : LookupCoalescerStats{};
 }
 
 ObjectName HeatsinkClient::Name(absl::string_view key) const {
@@ -93,9 +108,8 @@ ObjectName HeatsinkClient::Name(absl::string_view key) const {
 
 absl::Status HeatsinkClient::Put(absl::string_view key, absl::string_view bytes) {
   if (bytes.size() > options_.object_bytes_max) {
-    return absl::ResourceExhaustedError(absl::StrCat("object of ", bytes.size(),
-                                                     " bytes above object_bytes_max=",
-                                                     options_.object_bytes_max));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "object of ", bytes.size(), " bytes above object_bytes_max=", options_.object_bytes_max));
   }
   PutStartRequest start;
   start.name = Name(key);
@@ -134,16 +148,20 @@ absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view 
   req.requester = options_.client_id;
   req.requester_domain = options_.domain;
   Await<absl::StatusOr<GetReplicaListResponse>> listed;
-  master_->GetReplicaList(req, listed.Callback());
+  if (lookups_ != nullptr) {
+    lookups_->Lookup(std::move(req.name), listed.Callback());
+  } else {
+    master_->GetReplicaList(req, listed.Callback());
+  }
   return listed.Wait();
 }
 
 absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
                                                   const GetReplicaListResponse& list) {
   if (list.size_bytes > options_.object_bytes_max) {
-    return absl::ResourceExhaustedError(absl::StrCat("object of ", list.size_bytes,
-                                                     " bytes above object_bytes_max=",
-                                                     options_.object_bytes_max));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("object of ", list.size_bytes,
+                     " bytes above object_bytes_max=", options_.object_bytes_max));
   }
   std::vector<ReadableReplica> readable;
   readable.reserve(list.replicas.size());
@@ -151,18 +169,18 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
     if (r.location == nullptr) return absl::InternalError("replica without a location");
     readable.push_back(ReadableReplica{r.segment_id, r.location->host, r.location->domain, true});
   }
-  const std::optional<size_t> pick = SelectReplicaForRead(
-      options_.replica_selection_policy,
-      ReaderIdentity{options_.client_id, options_.host, options_.domain}, name, readable,
-      options_.replica_selection_seed);
+  const std::optional<size_t> pick =
+      SelectReplicaForRead(options_.replica_selection_policy,
+                           ReaderIdentity{options_.client_id, options_.host, options_.domain}, name,
+                           readable, options_.replica_selection_seed);
   if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
   const ReplicaDescriptor& chosen = list.replicas[*pick];
   GetResult result;
   HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
                                                      chosen.offset, chosen.size_bytes));
   if (result.bytes.size() != chosen.size_bytes) {
-    return absl::DataLossError(absl::StrCat("store returned ", result.bytes.size(), " of ",
-                                            chosen.size_bytes, " bytes"));
+    return absl::DataLossError(
+        absl::StrCat("store returned ", result.bytes.size(), " of ", chosen.size_bytes, " bytes"));
   }
   result.version = list.version;
   result.segment = chosen.segment_id;

@@ -9,11 +9,11 @@
 //
 //   Put:    PutStart -> write the bytes to every PROCESSING replica -> PutEnd
 //           (PutRevoke when a write fails, so no partial object is readable).
-//   Get:    GetReplicaList -> pick one replica with the core's replica
-//           selection policy (`first` or `spread`, the same code the
-//           simulator runs) -> read it from its store. Each read reports the
-//           reader's client id and domain, which the master's heat window
-//           keys on.
+//   Get:    GetReplicaList (concurrent Gets of one client coalesced into
+//           BatchGetReplicaList calls, lookup_coalescer.h) -> pick one replica with the core's
+//           replica selection policy (`first` or `spread`, the same code the simulator runs) ->
+//           read it from its store. Each read reports the reader's client id and domain, which the
+//           master's heat window keys on.
 //   Remove: Remove.
 //
 // Tenancy: every name this client sends carries its tenant. A master that
@@ -26,6 +26,7 @@
 #define HEATSINK_RUNTIME_CLIENT_HEATSINK_CLIENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "absl/types/span.h"
 #include "core/replication/replication_knobs.h"
 #include "core/worker/master_client.h"
+#include "runtime/client/lookup_coalescer.h"
 #include "runtime/client/object_data_path.h"
 #include "runtime/transport/tcp_knobs.h"
 
@@ -55,6 +57,14 @@ struct HeatsinkClientOptions {
   TcpTransportKnobs tcp;
   // Largest object Put accepts and Get reads.
   uint64_t object_bytes_max = uint64_t{1} << 30;
+  // Lookup coalescing (lookup_coalescer.h): concurrent Get/Lookup calls of
+  // this client share BatchGetReplicaList calls, with at most this many
+  // master calls out at once. A lone caller's lookup still goes out at once
+  // as one GetReplicaList; a lookup waits at most for the call ahead of it.
+  // 0 turns coalescing off: every lookup is its own GetReplicaList.
+  size_t lookup_batches_in_flight_max = 2;
+  // Names in one coalesced batch (1 .. the master's batch_keys_max).
+  size_t lookup_batch_keys_max = 128;
 
   [[nodiscard]] absl::Status Validate() const;
 };
@@ -63,7 +73,7 @@ struct HeatsinkClientOptions {
 struct GetResult {
   std::string bytes;
   Version version = 0;
-  SegmentId segment;     // the replica that was read
+  SegmentId segment;         // the replica that was read
   size_t replica_count = 0;  // readable replicas the master listed
 };
 
@@ -82,7 +92,7 @@ class HeatsinkClient {
   // write revokes the put and returns the write's error.
   [[nodiscard]] absl::Status Put(absl::string_view key, absl::string_view bytes);
   [[nodiscard]] absl::StatusOr<GetResult> Get(absl::string_view key);
-  // One result per key, same order; RESOURCE_EXHAUSTED for the whole batch
+  // One result per key, same order; INVALID_ARGUMENT for the whole batch
   // above the master's batch limit.
   [[nodiscard]] absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> BatchGet(
       absl::Span<const std::string> keys);
@@ -93,6 +103,8 @@ class HeatsinkClient {
   [[nodiscard]] absl::StatusOr<GetReplicaListResponse> Lookup(absl::string_view key);
 
   const HeatsinkClientOptions& options() const { return options_; }
+  // Zero when coalescing is off.
+  LookupCoalescerStats lookup_stats() const;
 
  private:
   ObjectName Name(absl::string_view key) const;
@@ -102,6 +114,7 @@ class HeatsinkClient {
   const HeatsinkClientOptions options_;
   TcpObjectDataPath tcp_path_;
   ObjectDataPath* const data_path_;
+  std::unique_ptr<LookupCoalescer> lookups_;  // null: coalescing off
 };
 
 // Writes `bytes` at [offset, +size) of `segment` on the store serving

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/rpc/status.h"
 
 namespace heatsink::runtime {
@@ -41,7 +43,10 @@ void ToProto(const ObjectName& in, v1::ObjectName* out) {
 
 ObjectName FromProto(const v1::ObjectName& in) { return ObjectName{in.tenant(), in.key()}; }
 
-void ToProto(const ReplicaDescriptor& in, v1::ReplicaDescriptor* out) {
+namespace {
+
+// Every field of a replica descriptor but its location.
+void FieldsToProto(const ReplicaDescriptor& in, v1::ReplicaDescriptor* out) {
   out->set_replica_id(in.replica_id.value);
   out->set_status(in.status == ReplicaStatus::kComplete ? v1::REPLICA_STATUS_COMPLETE
                                                         : v1::REPLICA_STATUS_PROCESSING);
@@ -53,10 +58,9 @@ void ToProto(const ReplicaDescriptor& in, v1::ReplicaDescriptor* out) {
   out->set_version(in.version);
   out->set_dynamic(in.dynamic);
   out->set_lease_id(in.lease_id.value);
-  if (in.location != nullptr) ToProto(*in.location, out->mutable_location());
 }
 
-ReplicaDescriptor FromProto(const v1::ReplicaDescriptor& in) {
+ReplicaDescriptor FieldsFromProto(const v1::ReplicaDescriptor& in) {
   ReplicaDescriptor out;
   out.replica_id = ReplicaId(in.replica_id());
   out.status = in.status() == v1::REPLICA_STATUS_COMPLETE ? ReplicaStatus::kComplete
@@ -68,6 +72,18 @@ ReplicaDescriptor FromProto(const v1::ReplicaDescriptor& in) {
   out.version = in.version();
   out.dynamic = in.dynamic();
   out.lease_id = LeaseId(in.lease_id());
+  return out;
+}
+
+}  // namespace
+
+void ToProto(const ReplicaDescriptor& in, v1::ReplicaDescriptor* out) {
+  FieldsToProto(in, out);
+  if (in.location != nullptr) ToProto(*in.location, out->mutable_location());
+}
+
+ReplicaDescriptor FromProto(const v1::ReplicaDescriptor& in) {
+  ReplicaDescriptor out = FieldsFromProto(in);
   out.location = std::make_shared<const SegmentLocation>(FromProto(in.location()));
   return out;
 }
@@ -245,12 +261,68 @@ std::vector<absl::StatusOr<Result>> ResultsFromProto(const ProtoResponse& in) {
 
 }  // namespace
 
+// A batch answer carries each segment's location once, in `locations`; its
+// replicas name it by location_index (1-based). The master hands out one
+// SegmentLocation object per segment, so replicas sharing a segment share the
+// pointer the table is keyed on.
 void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out) {
-  ResultsToProto(in.results, out);
+  absl::flat_hash_map<const SegmentLocation*, uint32_t> index;
+  for (const absl::StatusOr<GetReplicaListResponse>& r : in.results) {
+    v1::BatchGetReplicaListResult* result = out->add_results();
+    runtime::ToProto(r.status(), result->mutable_status());
+    if (!r.ok()) continue;
+    v1::GetReplicaListResponse* response = result->mutable_response();
+    response->set_version(r->version);
+    response->set_size_bytes(r->size_bytes);
+    response->set_lease_expiry_ns(r->lease_expiry_ns);
+    for (const ReplicaDescriptor& replica : r->replicas) {
+      v1::ReplicaDescriptor* proto = response->add_replicas();
+      FieldsToProto(replica, proto);
+      if (replica.location == nullptr) continue;
+      auto [it, added] = index.try_emplace(replica.location.get(),
+                                           static_cast<uint32_t>(out->locations_size()) + 1);
+      if (added) ToProto(*replica.location, out->add_locations());
+      proto->set_location_index(it->second);
+    }
+  }
 }
 
-BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in) {
-  return BatchGetReplicaListResponse{ResultsFromProto<GetReplicaListResponse>(in)};
+absl::StatusOr<BatchGetReplicaListResponse> FromProto(const v1::BatchGetReplicaListResponse& in) {
+  std::vector<std::shared_ptr<const SegmentLocation>> locations;
+  locations.reserve(in.locations_size());
+  for (const v1::SegmentLocation& l : in.locations()) {
+    locations.push_back(std::make_shared<const SegmentLocation>(FromProto(l)));
+  }
+  BatchGetReplicaListResponse out;
+  out.results.reserve(in.results_size());
+  for (const v1::BatchGetReplicaListResult& r : in.results()) {
+    absl::Status status = runtime::FromProto(r.status());
+    if (!status.ok()) {
+      out.results.push_back(std::move(status));
+      continue;
+    }
+    GetReplicaListResponse one;
+    one.version = r.response().version();
+    one.size_bytes = r.response().size_bytes();
+    one.lease_expiry_ns = r.response().lease_expiry_ns();
+    one.replicas.reserve(r.response().replicas_size());
+    for (const v1::ReplicaDescriptor& proto : r.response().replicas()) {
+      const uint32_t i = proto.location_index();
+      if (i == 0) {
+        one.replicas.push_back(FromProto(proto));
+        continue;
+      }
+      if (i > locations.size()) {
+        return absl::InternalError(absl::StrCat("a replica names location ", i, " of ",
+                                                locations.size(), " in a batch answer"));
+      }
+      ReplicaDescriptor replica = FieldsFromProto(proto);
+      replica.location = locations[i - 1];
+      one.replicas.push_back(std::move(replica));
+    }
+    out.results.push_back(std::move(one));
+  }
+  return out;
 }
 
 void ToProto(const absl::Status& in, v1::RpcStatus* out) {

@@ -7,6 +7,7 @@
 #ifndef HEATSINK_RUNTIME_RPC_CONVERT_H_
 #define HEATSINK_RUNTIME_RPC_CONVERT_H_
 
+#include "absl/status/statusor.h"
 #include "core/master/master_types.h"
 #include "heatsink/master.pb.h"
 
@@ -33,8 +34,11 @@ GetReplicaListResponse FromProto(const v1::GetReplicaListResponse& in);
 
 void ToProto(const BatchGetReplicaListRequest& in, v1::BatchGetReplicaListRequest* out);
 BatchGetReplicaListRequest FromProto(const v1::BatchGetReplicaListRequest& in);
+// Each segment's location travels once per answer (`locations`, named by
+// the replicas' location_index). INTERNAL for an index outside the table.
 void ToProto(const BatchGetReplicaListResponse& in, v1::BatchGetReplicaListResponse* out);
-BatchGetReplicaListResponse FromProto(const v1::BatchGetReplicaListResponse& in);
+[[nodiscard]] absl::StatusOr<BatchGetReplicaListResponse> FromProto(
+    const v1::BatchGetReplicaListResponse& in);
 
 // A per-key status of a batch call (code and message).
 void ToProto(const absl::Status& in, v1::RpcStatus* out);

@@ -7,6 +7,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "google/protobuf/arena.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "runtime/rpc/convert.h"
@@ -15,11 +16,28 @@
 
 namespace heatsink::runtime {
 
+namespace {
+
+google::protobuf::ArenaOptions InlineArena(char* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  options.start_block_size = 16 << 10;
+  options.max_block_size = 256 << 10;
+  return options;
+}
+
+}  // namespace
+
+// The answer lives on an arena whose first 2 KiB are inline, so a replica
+// list, or a batch of them, is parsed with few or no allocations.
 template <typename Req, typename Resp>
 struct GrpcMasterClient::PendingCall {
   grpc::ClientContext ctx;
   Req req;
-  Resp resp;
+  alignas(16) char arena_block[2048];
+  google::protobuf::Arena arena{InlineArena(arena_block, sizeof(arena_block))};
+  Resp& resp = *google::protobuf::Arena::CreateMessage<Resp>(&arena);
   // Turns the finished RPC into the caller's result and runs its `done`.
   absl::AnyInvocable<void(const grpc::Status&, Resp&) &&> finish;
 };
@@ -85,6 +103,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(master_address, credentials, args);
   if (channel == nullptr) {
@@ -177,10 +196,10 @@ void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, Clien
   --t_issuing;
 }
 
-#define HS_GRPC_ISSUE(Method)                                                              \
-  [](v1::Master::Stub::async_interface* async, grpc::ClientContext* ctx, const auto* req,  \
-     auto* resp, std::function<void(grpc::Status)> on_done) {                              \
-    async->Method(ctx, req, resp, std::move(on_done));                                     \
+#define HS_GRPC_ISSUE(Method)                                                             \
+  [](v1::Master::Stub::async_interface* async, grpc::ClientContext* ctx, const auto* req, \
+     auto* resp, std::function<void(grpc::Status)> on_done) {                             \
+    async->Method(ctx, req, resp, std::move(on_done));                                    \
   }
 
 void GrpcMasterClient::RegisterClient(const RegisterClientRequest& req, StatusCallback done) {
@@ -263,8 +282,7 @@ void GrpcMasterClient::BatchPutRevoke(ClientId client, const BatchPutRevokeReque
 
 void GrpcMasterClient::GetReplicaList(const GetReplicaListRequest& req,
                                       Callback<GetReplicaListResponse> done) {
-  auto call =
-      std::make_unique<Pending<v1::GetReplicaListRequest, v1::GetReplicaListResponse>>();
+  auto call = std::make_unique<Pending<v1::GetReplicaListRequest, v1::GetReplicaListResponse>>();
   ToProto(req, &call->req);
   call->finish = WithResult<v1::GetReplicaListResponse, GetReplicaListResponse>(std::move(done));
   Start(std::move(call), req.requester, HS_GRPC_ISSUE(GetReplicaList));
@@ -272,8 +290,8 @@ void GrpcMasterClient::GetReplicaList(const GetReplicaListRequest& req,
 
 void GrpcMasterClient::BatchGetReplicaList(const BatchGetReplicaListRequest& req,
                                            Callback<BatchGetReplicaListResponse> done) {
-  auto call = std::make_unique<
-      Pending<v1::BatchGetReplicaListRequest, v1::BatchGetReplicaListResponse>>();
+  auto call =
+      std::make_unique<Pending<v1::BatchGetReplicaListRequest, v1::BatchGetReplicaListResponse>>();
   ToProto(req, &call->req);
   call->finish =
       WithResult<v1::BatchGetReplicaListResponse, BatchGetReplicaListResponse>(std::move(done));
@@ -289,8 +307,7 @@ void GrpcMasterClient::Remove(const RemoveRequest& req, StatusCallback done) {
 
 void GrpcMasterClient::ReportManifest(ClientId client, const ReportManifestRequest& req,
                                       Callback<ReportManifestResponse> done) {
-  auto call =
-      std::make_unique<Pending<v1::ReportManifestRequest, v1::ReportManifestResponse>>();
+  auto call = std::make_unique<Pending<v1::ReportManifestRequest, v1::ReportManifestResponse>>();
   call->req.set_last(req.last);
   for (const ManifestEntry& e : req.entries) ToProto(e, call->req.add_entries());
   call->finish = [done = std::move(done)](const grpc::Status& status,

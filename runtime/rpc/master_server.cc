@@ -11,6 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/base/status_macros.h"
+#include "google/protobuf/arena.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/auth_context.h"
@@ -18,8 +20,9 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/message_allocator.h"
+#include "grpcpp/support/server_callback.h"
 #include "heatsink/master.grpc.pb.h"
-#include "core/base/status_macros.h"
 #include "runtime/rpc/certificate_identity.h"
 #include "runtime/rpc/convert.h"
 #include "runtime/rpc/status.h"
@@ -33,16 +36,57 @@ struct Caller {
   std::string tenant;
 };
 
-class MasterServer::Service final : public v1::Master::Service {
+// Which calls the admission limit applies to. Control calls (heartbeats,
+// segments, tasks, copies, manifests) come from the stores, a bounded
+// population that keeps the cluster alive: they are always admitted, so a
+// flood of readers and writers never makes a store miss its heartbeat.
+// Data calls (puts, reads, removes) come from any number of clients and are
+// refused with RESOURCE_EXHAUSTED above calls_in_flight_max.
+enum class Lane { kControl, kData };
+
+// The hot calls' request and answer live on one protobuf arena per call
+// (its first 4 KiB inline), so a batch of 128 replica lists costs a few
+// block allocations instead of several per key; everything goes at once when
+// gRPC releases the call.
+template <typename Req, typename Resp>
+class ArenaMessages final : public grpc::MessageAllocator<Req, Resp> {
+ public:
+  grpc::MessageHolder<Req, Resp>* AllocateMessages() override { return new Holder(); }
+
+ private:
+  class Holder final : public grpc::MessageHolder<Req, Resp> {
+   public:
+    Holder() : arena_(Options(initial_)) {
+      this->set_request(google::protobuf::Arena::CreateMessage<Req>(&arena_));
+      this->set_response(google::protobuf::Arena::CreateMessage<Resp>(&arena_));
+    }
+    void Release() override { delete this; }
+
+   private:
+    static google::protobuf::ArenaOptions Options(char* initial) {
+      google::protobuf::ArenaOptions options;
+      options.initial_block = initial;
+      options.initial_block_size = sizeof(initial_);
+      options.start_block_size = 16 << 10;
+      options.max_block_size = 256 << 10;
+      return options;
+    }
+    alignas(16) char initial_[4096];
+    google::protobuf::Arena arena_;
+  };
+};
+
+class MasterServer::Service final : public v1::Master::CallbackService {
  public:
   // `identities_proven`: the server verifies client certificates, and the
   // caller's identity comes from its certificate under `trust_domain`.
   Service(MasterHandler* handler, TenantBindings tenants, bool identities_proven,
-          std::string trust_domain)
+          std::string trust_domain, int64_t calls_in_flight_max)
       : handler_(handler),
         tenants_(std::move(tenants)),
         identities_proven_(identities_proven),
-        trust_domain_(std::move(trust_domain)) {}
+        trust_domain_(std::move(trust_domain)),
+        calls_in_flight_max_(calls_in_flight_max) {}
 
   MasterServerStats stats() const {
     MasterServerStats s;
@@ -52,242 +96,368 @@ class MasterServer::Service final : public v1::Master::Service {
     s.get_replica_list_calls_total = get_replica_list_.load(std::memory_order_relaxed);
     s.calls_permission_denied_total = permission_denied_.load(std::memory_order_relaxed);
     s.calls_identity_mismatch_total = identity_mismatch_.load(std::memory_order_relaxed);
+    s.calls_overloaded_total = overloaded_.load(std::memory_order_relaxed);
+    s.data_calls_in_flight = in_flight_.load(std::memory_order_relaxed);
     return s;
   }
 
-  grpc::Status Ping(grpc::ServerContext*, const v1::Empty*, v1::Empty*) override {
-    return Finish(absl::OkStatus());
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::Empty*,
+                                 v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status { return Finish(absl::OkStatus()); });
   }
 
-  grpc::Status RegisterClient(grpc::ServerContext* ctx, const v1::RegisterClientRequest* req,
-                              v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->RegisterClient(RegisterClientRequest{caller.id, req->host(), req->domain()});
+  grpc::ServerUnaryReactor* RegisterClient(grpc::CallbackServerContext* ctx,
+                                           const v1::RegisterClientRequest* req,
+                                           v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->RegisterClient(
+            RegisterClientRequest{caller.id, req->host(), req->domain()});
+      });
     });
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::Empty*, v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
-  }
-
-  grpc::Status MountSegment(grpc::ServerContext* ctx, const v1::MountSegmentRequest* req,
-                            v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->MountSegment(caller.id, FromProto(*req));
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::Empty*,
+                                      v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
     });
   }
 
-  grpc::Status UnmountSegment(grpc::ServerContext* ctx, const v1::UnmountSegmentRequest* req,
-                              v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
+  grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* ctx,
+                                         const v1::MountSegmentRequest* req, v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->MountSegment(caller.id, FromProto(*req));
+      });
     });
   }
 
-  grpc::Status ReportManifest(grpc::ServerContext* ctx, const v1::ReportManifestRequest* req,
-                              v1::ReportManifestResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      ReportManifestRequest in;
-      in.last = req->last();
-      in.entries.reserve(req->entries_size());
-      for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
-      absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
-      if (!r.ok()) return r.status();
-      for (const absl::Status& s : r->results) {
-        // Rejected or discarded entries are logged; each message names the
-        // store, the key, the version and the range.
-        if (!s.ok()) std::cerr << "heatsink-master: manifest: " << s << "\n";
-        ToProto(s, resp->add_results());
-      }
-      return absl::OkStatus();
+  grpc::ServerUnaryReactor* UnmountSegment(grpc::CallbackServerContext* ctx,
+                                           const v1::UnmountSegmentRequest* req,
+                                           v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
+      });
     });
   }
 
-  grpc::Status ListSegments(grpc::ServerContext*, const v1::Empty*,
-                            v1::ListSegmentsResponse* resp) override {
-    return Guarded([&] {
-      for (const SegmentView& view : handler_->ListSegments()) ToProto(view, resp->add_segments());
-      return absl::OkStatus();
+  grpc::ServerUnaryReactor* ReportManifest(grpc::CallbackServerContext* ctx,
+                                           const v1::ReportManifestRequest* req,
+                                           v1::ReportManifestResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        ReportManifestRequest in;
+        in.last = req->last();
+        in.entries.reserve(req->entries_size());
+        for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
+        absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
+        if (!r.ok()) return r.status();
+        for (const absl::Status& s : r->results) {
+          // Rejected or discarded entries are logged; each message names the
+          // store, the key, the version and the range.
+          if (!s.ok()) std::cerr << "heatsink-master: manifest: " << s << "\n";
+          ToProto(s, resp->add_results());
+        }
+        return absl::OkStatus();
+      });
     });
   }
 
-  grpc::Status PutStart(grpc::ServerContext* ctx, const v1::PutStartRequest* req,
-                        v1::PutStartResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* ListSegments(grpc::CallbackServerContext* ctx, const v1::Empty*,
+                                         v1::ListSegmentsResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return Guarded([&] {
+        for (const SegmentView& view : handler_->ListSegments())
+          ToProto(view, resp->add_segments());
+        return absl::OkStatus();
+      });
     });
   }
 
-  grpc::Status PutEnd(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
-                      v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
+  grpc::ServerUnaryReactor* PutStart(grpc::CallbackServerContext* ctx,
+                                     const v1::PutStartRequest* req,
+                                     v1::PutStartResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+        absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status PutRevoke(grpc::ServerContext* ctx, const v1::PutFenceRequest* req,
-                         v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->PutRevoke(caller.id, PutRevokeRequest{FromProto(req->name()), req->version()});
+  grpc::ServerUnaryReactor* PutEnd(grpc::CallbackServerContext* ctx, const v1::PutFenceRequest* req,
+                                   v1::Empty*) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+        return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
+      });
+    });
+  }
+
+  grpc::ServerUnaryReactor* PutRevoke(grpc::CallbackServerContext* ctx,
+                                      const v1::PutFenceRequest* req, v1::Empty*) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+        return handler_->PutRevoke(caller.id,
+                                   PutRevokeRequest{FromProto(req->name()), req->version()});
+      });
     });
   }
 
   // Batch puts: every name must be the caller's tenant's, or the whole batch
   // is refused (PERMISSION_DENIED), as a single put would be.
-  grpc::Status BatchPutStart(grpc::ServerContext* ctx, const v1::BatchPutStartRequest* req,
-                             v1::BatchPutStartResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller.id, FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* BatchPutStart(grpc::CallbackServerContext* ctx,
+                                          const v1::BatchPutStartRequest* req,
+                                          v1::BatchPutStartResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
+        absl::StatusOr<BatchPutStartResponse> r =
+            handler_->BatchPutStart(caller.id, FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status BatchPutEnd(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
-                           v1::BatchPutResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
-      absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* BatchPutEnd(grpc::CallbackServerContext* ctx,
+                                        const v1::BatchPutFenceRequest* req,
+                                        v1::BatchPutResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+        absl::StatusOr<BatchPutResponse> r =
+            handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status BatchPutRevoke(grpc::ServerContext* ctx, const v1::BatchPutFenceRequest* req,
-                              v1::BatchPutResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
-      absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* BatchPutRevoke(grpc::CallbackServerContext* ctx,
+                                           const v1::BatchPutFenceRequest* req,
+                                           v1::BatchPutResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
+        absl::StatusOr<BatchPutResponse> r =
+            handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status GetReplicaList(grpc::ServerContext* ctx, const v1::GetReplicaListRequest* req,
-                              v1::GetReplicaListResponse* resp) override {
-    get_replica_list_.fetch_add(1, std::memory_order_relaxed);
-    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* GetReplicaList(grpc::CallbackServerContext* ctx,
+                                           const v1::GetReplicaListRequest* req,
+                                           v1::GetReplicaListResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      get_replica_list_.fetch_add(1, std::memory_order_relaxed);
+      return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+        absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status BatchGetReplicaList(grpc::ServerContext* ctx,
-                                   const v1::BatchGetReplicaListRequest* req,
-                                   v1::BatchGetReplicaListResponse* resp) override {
-    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
-      HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      absl::StatusOr<BatchGetReplicaListResponse> r =
-          handler_->BatchGetReplicaList(FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* BatchGetReplicaList(grpc::CallbackServerContext* ctx,
+                                                const v1::BatchGetReplicaListRequest* req,
+                                                v1::BatchGetReplicaListResponse* resp) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
+        HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
+        absl::StatusOr<BatchGetReplicaListResponse> r =
+            handler_->BatchGetReplicaList(FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status Remove(grpc::ServerContext* ctx, const v1::RemoveRequest* req,
-                      v1::Empty*) override {
-    return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
-      HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->Remove(RemoveRequest{FromProto(req->name())});
+  grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* ctx, const v1::RemoveRequest* req,
+                                   v1::Empty*) override {
+    return Answer(ctx, Lane::kData, [&]() -> grpc::Status {
+      return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
+        HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
+        return handler_->Remove(RemoveRequest{FromProto(req->name())});
+      });
     });
   }
 
-  grpc::Status FetchTasks(grpc::ServerContext* ctx, const v1::FetchTasksRequest* req,
-                          v1::FetchTasksResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      absl::StatusOr<FetchTasksResponse> r =
-          handler_->FetchTasks(caller.id, static_cast<size_t>(req->batch_max()),
-                               req->manifest_ack_seq());
-      if (!r.ok()) return r.status();
-      for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
-      for (const ManifestChange& c : r->manifest_changes) {
-        ToProto(c, resp->add_manifest_changes());
-      }
-      return absl::OkStatus();
+  grpc::ServerUnaryReactor* FetchTasks(grpc::CallbackServerContext* ctx,
+                                       const v1::FetchTasksRequest* req,
+                                       v1::FetchTasksResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        absl::StatusOr<FetchTasksResponse> r = handler_->FetchTasks(
+            caller.id, static_cast<size_t>(req->batch_max()), req->manifest_ack_seq());
+        if (!r.ok()) return r.status();
+        for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
+        for (const ManifestChange& c : r->manifest_changes) {
+          ToProto(c, resp->add_manifest_changes());
+        }
+        return absl::OkStatus();
+      });
     });
   }
 
-  grpc::Status MarkTaskComplete(grpc::ServerContext* ctx, const v1::MarkTaskCompleteRequest* req,
-                                v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->MarkTaskComplete(caller.id, FromProto(*req));
+  grpc::ServerUnaryReactor* MarkTaskComplete(grpc::CallbackServerContext* ctx,
+                                             const v1::MarkTaskCompleteRequest* req,
+                                             v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->MarkTaskComplete(caller.id, FromProto(*req));
+      });
     });
   }
 
-  grpc::Status CopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                         v1::CopyStartResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* CopyStart(grpc::CallbackServerContext* ctx,
+                                      const v1::CopyTaskFence* req,
+                                      v1::CopyStartResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status CopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                       v1::Empty*) override {
-    return ForCaller(ctx,
-                     [&](const Caller& caller) { return handler_->CopyEnd(caller.id, FromProto(*req)); });
+  grpc::ServerUnaryReactor* CopyEnd(grpc::CallbackServerContext* ctx, const v1::CopyTaskFence* req,
+                                    v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(
+          ctx, [&](const Caller& caller) { return handler_->CopyEnd(caller.id, FromProto(*req)); });
+    });
   }
 
-  grpc::Status CopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                          v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->CopyRevoke(caller.id, FromProto(*req));
+  grpc::ServerUnaryReactor* CopyRevoke(grpc::CallbackServerContext* ctx,
+                                       const v1::CopyTaskFence* req, v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->CopyRevoke(caller.id, FromProto(*req));
+      });
     });
   }
 
   // The source-client rule of dynamic copies is enforced by the handler
   // against `caller`, the identity of the channel, not a field of the message.
-  grpc::Status DynamicReplicaCopyStart(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                                       v1::CopyStartResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      absl::StatusOr<CopyStartResponse> r =
-          handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
-      if (r.ok()) ToProto(*r, resp);
-      return r.status();
+  grpc::ServerUnaryReactor* DynamicReplicaCopyStart(grpc::CallbackServerContext* ctx,
+                                                    const v1::CopyTaskFence* req,
+                                                    v1::CopyStartResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        absl::StatusOr<CopyStartResponse> r =
+            handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
+        if (r.ok()) ToProto(*r, resp);
+        return r.status();
+      });
     });
   }
 
-  grpc::Status DynamicReplicaCopyEnd(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                                     v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
+  grpc::ServerUnaryReactor* DynamicReplicaCopyEnd(grpc::CallbackServerContext* ctx,
+                                                  const v1::CopyTaskFence* req,
+                                                  v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
+      });
     });
   }
 
-  grpc::Status DynamicReplicaCopyRevoke(grpc::ServerContext* ctx, const v1::CopyTaskFence* req,
-                                        v1::Empty*) override {
-    return ForCaller(ctx, [&](const Caller& caller) {
-      return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
+  grpc::ServerUnaryReactor* DynamicReplicaCopyRevoke(grpc::CallbackServerContext* ctx,
+                                                     const v1::CopyTaskFence* req,
+                                                     v1::Empty*) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) {
+        return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
+      });
     });
   }
 
   // The asker is the store serving the source segment, proven like every
   // caller; the reader is the client that store's data service identified.
-  grpc::Status CheckCopyLease(grpc::ServerContext* ctx, const v1::CheckCopyLeaseRequest* req,
-                              v1::CheckCopyLeaseResponse* resp) override {
-    return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-      const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
-                                 SegmentId(req->segment_id()), req->offset(), req->size_bytes()};
-      absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
-      if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
-      return grant.status();
+  // A control call: a store asks it before it serves a read.
+  grpc::ServerUnaryReactor* CheckCopyLease(grpc::CallbackServerContext* ctx,
+                                           const v1::CheckCopyLeaseRequest* req,
+                                           v1::CheckCopyLeaseResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
+                                   SegmentId(req->segment_id()), req->offset(),
+                                   req->size_bytes()};
+        absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
+        if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
+        return grant.status();
+      });
     });
   }
 
+  // Hot calls on per-call arenas (ArenaMessages).
+  void UseArenas() {
+    SetMessageAllocatorFor_GetReplicaList(&get_arena_);
+    SetMessageAllocatorFor_BatchGetReplicaList(&batch_get_arena_);
+    SetMessageAllocatorFor_BatchPutStart(&batch_put_start_arena_);
+    SetMessageAllocatorFor_BatchPutEnd(&batch_put_end_arena_);
+  }
+
  private:
+  ArenaMessages<v1::GetReplicaListRequest, v1::GetReplicaListResponse> get_arena_;
+  ArenaMessages<v1::BatchGetReplicaListRequest, v1::BatchGetReplicaListResponse> batch_get_arena_;
+  ArenaMessages<v1::BatchPutStartRequest, v1::BatchPutStartResponse> batch_put_start_arena_;
+  ArenaMessages<v1::BatchPutFenceRequest, v1::BatchPutResponse> batch_put_end_arena_;
+
+  // A data call's reactor: the call counts as in flight from its admission
+  // until gRPC is done with it (the answer sent, or the call cancelled), so
+  // answers queued towards slow readers count as well.
+  class CountedReactor final : public grpc::ServerUnaryReactor {
+   public:
+    explicit CountedReactor(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {}
+    void OnDone() override {
+      in_flight_->fetch_sub(1, std::memory_order_relaxed);
+      delete this;
+    }
+
+   private:
+    std::atomic<int64_t>* const in_flight_;
+  };
+
+  // Runs `fn` inline on gRPC's callback thread (every handler call is
+  // in-memory work under the master's locks: nothing blocks on I/O) and
+  // finishes the call with its status. Data calls beyond calls_in_flight_max
+  // are refused at once, before any work.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, Lane lane, Fn&& fn) {
+    if (lane == Lane::kControl) {
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      reactor->Finish(fn());
+      return reactor;
+    }
+    const int64_t before = in_flight_.fetch_add(1, std::memory_order_relaxed);
+    if (before >= calls_in_flight_max_) {
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      overloaded_.fetch_add(1, std::memory_order_relaxed);
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      reactor->Finish(Finish(absl::ResourceExhaustedError(absl::StrCat(
+          "the master is overloaded: ", before, " data calls in flight (calls_in_flight_max=",
+          calls_in_flight_max_, "); retry with backoff"))));
+      return reactor;
+    }
+    auto* reactor = new CountedReactor(&in_flight_);
+    reactor->Finish(fn());
+    return reactor;
+  }
+
   grpc::Status Finish(const absl::Status& status) {
     calls_.fetch_add(1, std::memory_order_relaxed);
     if (!status.ok()) failed_.fetch_add(1, std::memory_order_relaxed);
@@ -317,7 +487,7 @@ class MasterServer::Service final : public v1::Master::Service {
   // tenants are bound (see tenant_bindings.h) or identities are proven by
   // certificates; otherwise `fn` sees no identity.
   template <typename Fn>
-  grpc::Status ForNamer(grpc::ServerContext* ctx, Fn&& fn) {
+  grpc::Status ForNamer(grpc::ServerContextBase* ctx, Fn&& fn) {
     if (tenants_.enabled()) return ForCaller(ctx, std::forward<Fn>(fn));
     if (!identities_proven_) return Guarded([&] { return fn(Caller{}); });
     absl::StatusOr<Caller> caller = Identify(*ctx);
@@ -345,9 +515,9 @@ class MasterServer::Service final : public v1::Master::Service {
   absl::Status CheckTenant(const Caller& caller, absl::string_view tenant) const {
     HS_RETURN_IF_ERROR(tenants_.Check(caller.id, tenant));
     if (!caller.tenant.empty() && caller.tenant != NormalizeTenant(tenant)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "client ", caller.id.value, " holds a certificate of tenant '", caller.tenant,
-          "' and may not name tenant '", NormalizeTenant(tenant), "'"));
+      return absl::PermissionDeniedError(
+          absl::StrCat("client ", caller.id.value, " holds a certificate of tenant '",
+                       caller.tenant, "' and may not name tenant '", NormalizeTenant(tenant), "'"));
     }
     return absl::OkStatus();
   }
@@ -358,15 +528,15 @@ class MasterServer::Service final : public v1::Master::Service {
   absl::Status CheckRequester(const Caller& caller, uint64_t requester) const {
     if (!tenants_.enabled() && !identities_proven_) return absl::OkStatus();
     if (requester != caller.id.value) {
-      return absl::PermissionDeniedError(absl::StrCat("client ", caller.id.value,
-                                                      " may not read as client ", requester));
+      return absl::PermissionDeniedError(
+          absl::StrCat("client ", caller.id.value, " may not read as client ", requester));
     }
     return absl::OkStatus();
   }
 
   // The id of the `heatsink-client-id` metadata: nullopt when absent,
   // UNAUTHENTICATED when malformed or 0.
-  static absl::StatusOr<std::optional<ClientId>> AssertedId(const grpc::ServerContext& ctx) {
+  static absl::StatusOr<std::optional<ClientId>> AssertedId(const grpc::ServerContextBase& ctx) {
     const auto& metadata = ctx.client_metadata();
     const auto it = metadata.find(kClientIdMetadataKey);
     if (it == metadata.end()) return std::nullopt;
@@ -382,7 +552,7 @@ class MasterServer::Service final : public v1::Master::Service {
   // The identity the verified client certificate proves
   // (certificate_identity.h); UNAUTHENTICATED when it is malformed.
   absl::StatusOr<std::optional<CertificateIdentity>> ProvenIdentity(
-      const grpc::ServerContext& ctx) const {
+      const grpc::ServerContextBase& ctx) const {
     const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
     if (auth == nullptr || !auth->IsPeerAuthenticated()) {
       return absl::UnauthenticatedError("the caller presented no verified client certificate");
@@ -401,7 +571,7 @@ class MasterServer::Service final : public v1::Master::Service {
   // metadata id that differs from it (or that a certificate naming no client
   // cannot back) is PERMISSION_DENIED and counted as a mismatch. Without
   // client certificates, the metadata's id, as asserted.
-  absl::StatusOr<Caller> Identify(const grpc::ServerContext& ctx) {
+  absl::StatusOr<Caller> Identify(const grpc::ServerContextBase& ctx) {
     HS_ASSIGN_OR_RETURN(std::optional<ClientId> asserted, AssertedId(ctx));
     Caller caller;
     if (!identities_proven_) {
@@ -423,7 +593,7 @@ class MasterServer::Service final : public v1::Master::Service {
   }
 
   template <typename Fn>
-  grpc::Status ForCaller(grpc::ServerContext* ctx, Fn&& fn) {
+  grpc::Status ForCaller(grpc::ServerContextBase* ctx, Fn&& fn) {
     absl::StatusOr<Caller> caller = Identify(*ctx);
     if (!caller.ok()) return Finish(caller.status());
     if (!caller->id.valid()) {
@@ -441,6 +611,9 @@ class MasterServer::Service final : public v1::Master::Service {
   const TenantBindings tenants_;
   const bool identities_proven_;
   const std::string trust_domain_;
+  const int64_t calls_in_flight_max_;
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> overloaded_{0};
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> failed_{0};
   std::atomic<int64_t> unauthenticated_{0};
@@ -449,14 +622,16 @@ class MasterServer::Service final : public v1::Master::Service {
   std::atomic<int64_t> identity_mismatch_{0};
 };
 
-absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
-    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options) {
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler* handler,
+                                                                  const std::string& listen_address,
+                                                                  const RpcOptions& options) {
   return Start(handler, listen_address, options, TenantBindings());
 }
 
-absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
-    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
-    TenantBindings tenants) {
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler* handler,
+                                                                  const std::string& listen_address,
+                                                                  const RpcOptions& options,
+                                                                  TenantBindings tenants) {
   HS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<MasterServer> server(new MasterServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
@@ -465,8 +640,10 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     credentials = server->tls_->credentials();
   }
   server->identities_proven_ = !options.tls.client_ca_path.empty();
-  server->service_ = std::make_unique<Service>(handler, std::move(tenants),
-                                               server->identities_proven_, options.tls.trust_domain);
+  server->service_ =
+      std::make_unique<Service>(handler, std::move(tenants), server->identities_proven_,
+                                options.tls.trust_domain, options.calls_in_flight_max);
+  server->service_->UseArenas();
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -474,8 +651,13 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(options.message_bytes_max);
   builder.SetMaxSendMessageSize(options.message_bytes_max);
+  // Streams one connection may have open at once: a client with more calls
+  // outstanding waits on its own side instead of queueing in the master.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.streams_per_connection_max);
+  // Memory gRPC may hold for calls and buffers; beyond it gRPC refuses new
+  // calls with RESOURCE_EXHAUSTED.
   grpc::ResourceQuota quota("heatsink-master");
-  quota.SetMaxThreads(options.server_threads_max);
+  quota.Resize(static_cast<size_t>(options.server_memory_bytes_max));
   builder.SetResourceQuota(quota);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {

@@ -17,6 +17,18 @@
 // that acts for a client without an identity is UNAUTHENTICATED.
 // Every decision stays in the handler.
 //
+// Serving. The service runs on gRPC's callback API: each call runs inline on
+// one of gRPC's threads (sized by gRPC from the cores), since every handler
+// call is in-memory work under the master's locks. Load is bounded three
+// ways (RpcOptions): streams per connection (streams_per_connection_max; a
+// client with more calls outstanding waits on its own side), data calls in
+// flight (calls_in_flight_max: puts, reads and removes beyond it are refused
+// at once with RESOURCE_EXHAUSTED and counted in calls_overloaded_total;
+// control calls of the stores - heartbeats, segments, tasks, copies,
+// manifests - are always admitted, so a flood of readers never costs a store
+// its heartbeat), and gRPC's memory (server_memory_bytes_max). Batches
+// above the master's batch_keys_max are INVALID_ARGUMENT.
+//
 // Example:
 //   MasterServiceHandler handler(&master);
 //   HS_ASSIGN_OR_RETURN(auto server, MasterServer::Start(&handler, "127.0.0.1:0", options));
@@ -55,6 +67,9 @@ struct MasterServerStats {
   int64_t get_replica_list_calls_total = 0;
   int64_t calls_permission_denied_total = 0;  // tenant bindings and ownership checks
   int64_t calls_identity_mismatch_total = 0;  // metadata id differs from the certificate's
+  // Data calls refused with RESOURCE_EXHAUSTED above calls_in_flight_max.
+  int64_t calls_overloaded_total = 0;
+  int64_t data_calls_in_flight = 0;  // now
 };
 
 class MasterServer {

@@ -26,6 +26,15 @@ absl::Status RpcOptions::Validate() const {
   if (server_threads_max < 2) {
     return absl::InvalidArgumentError("server_threads_max must be at least 2");
   }
+  if (calls_in_flight_max < 1) {
+    return absl::InvalidArgumentError("calls_in_flight_max must be positive");
+  }
+  if (streams_per_connection_max < 1) {
+    return absl::InvalidArgumentError("streams_per_connection_max must be positive");
+  }
+  if (server_memory_bytes_max < (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError("server_memory_bytes_max must be at least 1 MiB (1048576)");
+  }
   if (tls.cert_path.empty() != tls.key_path.empty()) {
     return absl::InvalidArgumentError("tls_cert_path and tls_key_path go together");
   }

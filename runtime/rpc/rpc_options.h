@@ -46,12 +46,26 @@ struct RpcOptions {
   int message_bytes_max = 4 << 20;
   // Deadline of every client call; an expired call is DEADLINE_EXCEEDED.
   int64_t call_timeout_ms = 5'000;
-  // Server: threads serving calls at most.
+  // Server: threads serving calls at most (the stores' data service; the
+  // master runs on gRPC's callback threads and is bounded by the limits
+  // below instead).
   int server_threads_max = 16;
+  // Master: data calls (puts, reads, removes) in flight at once, from
+  // admission until their answer is sent; more are RESOURCE_EXHAUSTED at
+  // once. Control calls of the stores are not counted (master_server.h).
+  int64_t calls_in_flight_max = 4'096;
+  // Master: calls one connection may have open at once (HTTP/2 streams).
+  int streams_per_connection_max = 256;
+  // Master: memory gRPC may use for calls and buffers, in bytes.
+  int64_t server_memory_bytes_max = int64_t{1} << 30;
   // Client: the identity sent with the calls whose MasterClient method names
   // no caller (Remove), which a master with tenant bindings requires; 0 sends
   // none.
   uint64_t caller_client_id = 0;
+  // Client: a connection of this client's own. By default gRPC shares one
+  // connection among the channels of a process that have the same target
+  // and settings.
+  bool own_connection = false;
   TlsFiles tls;
 
   [[nodiscard]] absl::Status Validate() const;

@@ -324,7 +324,7 @@ TEST(MasterPut, BatchPutRefusesWholeBatchesItCannotTake) {
     start.names.push_back(Name("k" + std::to_string(i)));
     start.sizes_bytes.push_back(10);
   }
-  HS_EXPECT_CODE(h.master().BatchPutStart(ClientId(100), start), kResourceExhausted);
+  HS_EXPECT_CODE(h.master().BatchPutStart(ClientId(100), start), kInvalidArgument);
   start.names.resize(2);
   start.sizes_bytes.resize(1);
   HS_EXPECT_CODE(h.master().BatchPutStart(ClientId(100), start), kInvalidArgument);
@@ -334,11 +334,11 @@ TEST(MasterPut, BatchPutRefusesWholeBatchesItCannotTake) {
 
   BatchPutEndRequest end;
   end.puts.resize(static_cast<size_t>(knobs.batch_keys_max) + 1, PutEndRequest{Name("k0"), 1});
-  HS_EXPECT_CODE(h.master().BatchPutEnd(ClientId(100), end), kResourceExhausted);
+  HS_EXPECT_CODE(h.master().BatchPutEnd(ClientId(100), end), kInvalidArgument);
   BatchPutRevokeRequest revoke;
   revoke.puts.resize(static_cast<size_t>(knobs.batch_keys_max) + 1,
                      PutRevokeRequest{Name("k0"), 1});
-  HS_EXPECT_CODE(h.master().BatchPutRevoke(ClientId(100), revoke), kResourceExhausted);
+  HS_EXPECT_CODE(h.master().BatchPutRevoke(ClientId(100), revoke), kInvalidArgument);
 }
 
 TEST(MasterLimits, TablesRejectAtTheirLimitWithResourceExhausted) {
@@ -356,7 +356,7 @@ TEST(MasterLimits, TablesRejectAtTheirLimitWithResourceExhausted) {
 
   BatchGetReplicaListRequest batch;
   for (int i = 0; i <= knobs.batch_keys_max; ++i) batch.names.push_back(Name("o0"));
-  HS_EXPECT_CODE(h.master().BatchGetReplicaList(batch), kResourceExhausted);
+  HS_EXPECT_CODE(h.master().BatchGetReplicaList(batch), kInvalidArgument);
 
   // clients_max (4): one registered already.
   for (uint64_t c = 2; c <= static_cast<uint64_t>(knobs.clients_max); ++c) {

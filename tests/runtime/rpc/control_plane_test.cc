@@ -25,6 +25,7 @@
 #include "core/replication/replicated_master.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "heatsink/master.grpc.pb.h"
 #include "runtime/client/heatsink_client.h"
@@ -661,11 +662,18 @@ TEST_F(ControlPlaneTest, BadInputGetsTheRightStatusAndChangesNothing) {
   zero.name = ObjectName{"t1", "zero"};
   EXPECT_EQ(status_of([&](auto done) { rpc->PutStart(ClientId(100), zero, std::move(done)); }),
             absl::StatusCode::kInvalidArgument);
-  // Too many keys in one batch: RESOURCE_EXHAUSTED, nothing read.
+  // Too many keys in one batch: INVALID_ARGUMENT naming the limit, nothing read.
   BatchGetReplicaListRequest batch;
   batch.names.assign(master_->master().knobs().batch_keys_max + 1, ObjectName{"t1", "k"});
-  EXPECT_EQ(status_of([&](auto done) { rpc->BatchGetReplicaList(batch, std::move(done)); }),
-            absl::StatusCode::kResourceExhausted);
+  absl::Status oversized = absl::UnknownError("no answer");
+  Notification answered;
+  rpc->BatchGetReplicaList(batch, [&](absl::StatusOr<BatchGetReplicaListResponse> r) {
+    oversized = r.status();
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  EXPECT_EQ(oversized.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(oversized.message()), testing::HasSubstr("batch_keys_max=1024"));
   // Unknown task, unknown client heartbeat.
   EXPECT_EQ(status_of([&](auto done) {
               rpc->MarkTaskComplete(ClientId(1), {TaskId(12345), true, ""}, std::move(done));
