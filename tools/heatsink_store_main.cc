@@ -247,7 +247,11 @@ int main(int argc, char** argv) {
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
       "or UCX).\n"
       "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
-      "--list-knobs prints them all."};
+      "--list-knobs prints them all.\n"
+      "With --data-tls-client-ca both data services check who reads which range (the store "
+      "itself, a copy-lease holder the master confirms, a reader of the objects' tenant; "
+      "docs/runtime.md \"Who may read a range\"). SIGHUP reads every PEM file again "
+      "(--data-tls-*, --tls-*): new connections, to and from this store, use them."};
   app.add_option("--master", master_address, "master gRPC address host:port")
       ->capture_default_str();
   app.add_option("--client-id", client_id,
