@@ -17,11 +17,18 @@
 // covers, replica copies carrying the scores of their bytes to the target
 // store (which raises its chunks to them unless --no-inherit-copy-score),
 // and promotion threads moving the hottest blocks to the serving node
-// without changing a segment address. SIGINT/SIGTERM stop
+// without changing a segment address. With --data-tls-client-ca both data
+// services apply the read rules of runtime/rpc/read_access.h (the owner, a
+// copy lease the master confirms, or a reader of the objects' tenant); without
+// it the store says once at start that readers are not checked. SIGHUP reads
+// the PEM files again (the data services' and the client side's for new
+// connections to other stores). SIGINT/SIGTERM stop
 // it cleanly: its segments are unmounted (the master drops their replicas at
 // once), then it exits.
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -40,6 +47,7 @@
 #include "runtime/numa/topology.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/metrics_endpoint.h"
+#include "runtime/rpc/read_access.h"
 #include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
@@ -119,13 +127,19 @@ std::string DescribeRemoteShare(runtime::SegmentHeadPool& pool, runtime::ServedH
   return line;
 }
 
+// The TLS contexts of the framed TCP data path, kept to reload them on SIGHUP.
+struct DataTls {
+  std::shared_ptr<runtime::TlsContext> server;
+  std::shared_ptr<runtime::TlsContext> client;
+};
+
 // TLS of the framed TCP data path (tls_stream.h) from the same PEM flags as
 // the gRPC store service (this store's data endpoint) and the control plane
 // (its copies to other stores' endpoints).
 absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOptions& data_rpc,
-                        runtime::TcpTransportKnobs* tcp) {
+                        runtime::TcpTransportKnobs* tcp, DataTls* contexts) {
   if (!data_rpc.tls.cert_path.empty()) {
-    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> server =
+    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> server =
         runtime::TlsContext::Create(runtime::TlsContext::Side::kServer,
                                     {data_rpc.tls.cert_path, data_rpc.tls.key_path,
                                      data_rpc.tls.client_ca_path});
@@ -133,19 +147,63 @@ absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOption
       return absl::InvalidArgumentError(absl::StrCat(
           "--data-tls-cert/--data-tls-key/--data-tls-client-ca: ", server.status().message()));
     }
-    tcp->tls_server = *std::move(server);
+    contexts->server = *std::move(server);
+    tcp->tls_server = contexts->server;
   }
   if (!rpc.tls.ca_path.empty()) {
-    absl::StatusOr<std::shared_ptr<const runtime::TlsContext>> client =
+    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> client =
         runtime::TlsContext::Create(runtime::TlsContext::Side::kClient,
                                     {rpc.tls.cert_path, rpc.tls.key_path, rpc.tls.ca_path});
     if (!client.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--tls-ca/--tls-cert/--tls-key: ", client.status().message()));
     }
-    tcp->tls_client = *std::move(client);
+    contexts->client = *std::move(client);
+    tcp->tls_client = contexts->client;
   }
   return absl::OkStatus();
+}
+
+// SIGHUP: every PEM file again. Each part that does not load keeps its
+// previous files and says so.
+void ReloadTls(runtime::StoreServer* data_service, const DataTls& contexts,
+               runtime::GrpcMasterClient* master, bool master_tls) {
+  const auto report = [](const char* what, const absl::Status& status) {
+    if (status.ok()) {
+      std::printf("heatsink-store: reload (SIGHUP): %s read again; new connections use them\n",
+                  what);
+    } else {
+      std::printf("heatsink-store: reload (SIGHUP): %s: %s; the previous ones stay\n", what,
+                  std::string(status.message()).c_str());
+    }
+  };
+  if (data_service != nullptr) {
+    const absl::Status status = data_service->ReloadTls();
+    if (status.code() != absl::StatusCode::kFailedPrecondition) {
+      report("gRPC data service --data-tls-cert/--data-tls-key/--data-tls-client-ca", status);
+    }
+  }
+  if (contexts.server != nullptr) {
+    report("TCP data endpoint --data-tls-cert/--data-tls-key/--data-tls-client-ca",
+           contexts.server->Reload());
+  }
+  if (contexts.client != nullptr) {
+    report("client side (copies to other stores) --tls-ca/--tls-cert/--tls-key",
+           contexts.client->Reload());
+  }
+  if (master_tls) {
+    report("channel to the master --tls-ca/--tls-cert/--tls-key", master->ReloadTls());
+  }
+  std::fflush(stdout);
+}
+
+std::vector<MetricFamily> ReadRuleMetrics(const runtime::ReadAccess* access) {
+  std::vector<MetricFamily> out;
+  runtime::AppendScalar(out, "store_reads_permission_denied_total",
+                        "Reads refused by the store's read rules (nothing sent), both data "
+                        "services.",
+                        MetricType::kCounter, static_cast<int64_t>(access->refused()));
+  return out;
 }
 
 }  // namespace
@@ -154,6 +212,7 @@ absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOption
 int main(int argc, char** argv) {
   using namespace heatsink;
   tools::BlockTerminationSignals();
+  tools::BlockReloadSignal();
   std::string master_address = "127.0.0.1:50051";
   uint64_t client_id = 0;
   std::string host = DefaultHost();
@@ -182,12 +241,17 @@ int main(int argc, char** argv) {
   std::string metrics_listen;
   TieringKnobs tiering;
   bool inherit_copy_score = true;
+  std::vector<std::string> tenant_flags;
 
   CLI::App app{
       "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
       "or UCX).\n"
       "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
-      "--list-knobs prints them all."};
+      "--list-knobs prints them all.\n"
+      "With --data-tls-client-ca both data services check who reads which range (the store "
+      "itself, a copy-lease holder the master confirms, a reader of the objects' tenant; "
+      "docs/runtime.md \"Who may read a range\"). SIGHUP reads every PEM file again "
+      "(--data-tls-*, --tls-*): new connections, to and from this store, use them."};
   app.add_option("--master", master_address, "master gRPC address host:port")
       ->capture_default_str();
   app.add_option("--client-id", client_id,
@@ -242,8 +306,9 @@ int main(int argc, char** argv) {
                "out carry its scores either way")
       ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
-                 "with --memory: serve the head pool's metrics (/metrics, Prometheus text) on "
-                 "host:port");
+                 "serve metrics (/metrics, Prometheus text) on host:port: the read rules' "
+                 "refusals (heatsink_store_reads_permission_denied_total) and, with --memory, "
+                 "the head pool's");
   app.add_option("--data-host", tcp.listen_host, "address the TCP data endpoint binds")
       ->capture_default_str();
   app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
@@ -284,7 +349,19 @@ int main(int argc, char** argv) {
   app.add_option("--data-tls-key", data_rpc.tls.key_path, "PEM private key of --data-tls-cert");
   app.add_option("--data-tls-client-ca", data_rpc.tls.client_ca_path,
                  "PEM CA for client certificates of the gRPC store service and the TCP data "
-                 "endpoint (requires them)");
+                 "endpoint (requires them). The data services then check who reads which "
+                 "range: the store itself, a holder of a copy lease the master confirms, or a "
+                 "reader of the objects' tenant (docs/runtime.md). SIGHUP reads every PEM file "
+                 "of the store again (--data-tls-*, --tls-*): new connections use them, open "
+                 "ones keep theirs; a file that does not load changes nothing.");
+  app.add_option("--tls-trust-domain", data_rpc.tls.trust_domain,
+                 "SPIFFE trust domain of readers' certificates "
+                 "(spiffe://DOMAIN/heatsink/client/ID)")
+      ->capture_default_str();
+  app.add_option("--tenant", tenant_flags,
+                 "ID=TENANT: a reader whose certificate names no tenant belongs to TENANT "
+                 "(as heatsink-master --tenant); repeatable. Without a binding or a tenant in "
+                 "its certificate, a reader belongs to the default tenant.");
   app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
   tools::AddRpcFlags(app, rpc, /*server=*/false);
   bool keep_deadlock_detection = false;
@@ -365,8 +442,8 @@ int main(int argc, char** argv) {
     } else {
       status = placement.status();
     }
-  } else if (status.ok() && (head_pool_report_s > 0 || !metrics_listen.empty())) {
-    status = absl::InvalidArgumentError("--head-pool-report-s and --metrics-listen need --memory");
+  } else if (status.ok() && head_pool_report_s > 0) {
+    status = absl::InvalidArgumentError("--head-pool-report-s needs --memory");
   } else if (status.ok() && app.count("--inherit-copy-score") > 0) {
     // Only a head pool keeps scores; without one the flag would say nothing.
     status = absl::InvalidArgumentError(
@@ -382,7 +459,25 @@ int main(int argc, char** argv) {
       status = node.status();
     }
   }
-  if (status.ok()) status = SetDataTls(rpc, data_rpc, &options.tcp);
+  DataTls data_tls;
+  if (status.ok()) status = SetDataTls(rpc, data_rpc, &options.tcp, &data_tls);
+  runtime::TenantBindings tenants;
+  for (const std::string& flag : tenant_flags) {
+    if (!status.ok()) break;
+    status = tenants.BindFromFlag(flag);
+    if (!status.ok()) status = absl::InvalidArgumentError(absl::StrCat("--tenant: ", status.message()));
+  }
+  if (status.ok()) {
+    status = runtime::ValidateTrustDomain(data_rpc.tls.trust_domain);
+  }
+  // The read rules need the readers' certificates.
+  const bool readers_proven =
+      !data_rpc.tls.cert_path.empty() && !data_rpc.tls.client_ca_path.empty();
+  if (status.ok() && tenants.enabled() && !readers_proven) {
+    status = absl::InvalidArgumentError(
+        "--tenant needs --data-tls-cert and --data-tls-client-ca (readers proven by "
+        "certificates)");
+  }
   if (status.ok()) status = options.Validate();
   if (status.ok()) status = rpc.Validate();
   data_rpc.message_bytes_max = rpc.message_bytes_max;
@@ -414,15 +509,39 @@ int main(int argc, char** argv) {
   runtime::GrpcMasterClient* master_raw = master->get();
   runtime::SegmentDirectoryResolver resolver([master_raw] { return master_raw->ListSegments(); });
   runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = threads}});
+  // The read rules (read_access.h) of both data services.
+  std::unique_ptr<runtime::ReadAccess> read_access;
+  if (readers_proven) {
+    runtime::ReadAccessOptions access;
+    access.owner = ClientId(client_id);
+    access.trust_domain = data_rpc.tls.trust_domain;
+    access.tenants = tenants;
+    access.manifest_wait_ms = std::max<int64_t>(1'000, 3 * fetch_interval_ms);
+    read_access = std::make_unique<runtime::ReadAccess>(
+        env.env(), std::move(access), [master_raw, client_id](const CopyLeaseQuery& query) {
+          return master_raw->CheckCopyLease(ClientId(client_id), query);
+        });
+    options.read_gate = read_access.get();
+    std::printf("heatsink-store: readers checked: the store itself, copy-lease holders the "
+                "master confirms, readers of the objects' tenant (spiffe://%s/heatsink/...)\n",
+                data_rpc.tls.trust_domain.c_str());
+  } else {
+    std::printf("heatsink-store: readers are not checked: without --data-tls-cert and "
+                "--data-tls-client-ca any client that reaches the data services may read any "
+                "range\n");
+  }
+  std::fflush(stdout);
+  runtime::StoreServer* grpc_server = nullptr;
   // The gRPC store service over the node's segment memory, started before
   // the segments are mounted so that every mount carries its endpoint.
   runtime::SegmentDataServiceFactory grpc_data_service;
   if (!no_data_service) {
     grpc_data_service = [&](runtime::SegmentMemory* memory)
         -> absl::StatusOr<std::unique_ptr<runtime::SegmentDataService>> {
-      absl::StatusOr<std::unique_ptr<runtime::StoreServer>> server =
-          runtime::StoreServer::Start(memory, data_service_listen, data_rpc, data_service);
+      absl::StatusOr<std::unique_ptr<runtime::StoreServer>> server = runtime::StoreServer::Start(
+          memory, data_service_listen, data_rpc, data_service, read_access.get());
       if (!server.ok()) return server.status();
+      grpc_server = server->get();
       return std::unique_ptr<runtime::SegmentDataService>(*std::move(server));
     };
   }
@@ -432,6 +551,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "heatsink-store: %s\n", node.status().ToString().c_str());
     return 1;
   }
+  if (read_access != nullptr) read_access->AttachWorker(&(*node)->worker());
   const std::string data_service_endpoint = (*node)->data_service_endpoint();
   std::printf(
       "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB%s, data on %s%s%s, "
@@ -462,6 +582,19 @@ int main(int argc, char** argv) {
       metrics = *std::move(started);
       std::printf("heatsink-store: metrics on port %d\n", metrics->port());
     }
+  } else if (!metrics_listen.empty()) {
+    const runtime::ReadAccess* access = read_access.get();
+    absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
+        runtime::MetricsEndpoint::Start(metrics_listen, [access] {
+          return access != nullptr ? ReadRuleMetrics(access) : std::vector<MetricFamily>{};
+        });
+    if (!started.ok()) {
+      std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
+                   started.status().ToString().c_str());
+      return 1;
+    }
+    metrics = *std::move(started);
+    std::printf("heatsink-store: metrics on port %d\n", metrics->port());
   }
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
@@ -478,7 +611,13 @@ int main(int argc, char** argv) {
   runtime::ServedHeadBytes reported;  // served bytes at the last report
   const int64_t started_s = env.env()->clock->NowNs() / 1'000'000'000;
   if (pool != nullptr && head_pool_report_s > 0) {
-    while ((signal = tools::WaitForTerminationSignalFor(head_pool_report_s * 1000)) == 0) {
+    while ((signal = tools::WaitForTerminationSignalFor(head_pool_report_s * 1000,
+                                                        /*reload=*/true)) == 0 ||
+           signal == SIGHUP) {
+      if (signal == SIGHUP) {
+        ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
+        continue;
+      }
       std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
       std::printf("heatsink-store: head pool %s\n",
                   DescribeRemoteShare(*pool, &reported,
@@ -487,7 +626,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   } else {
-    signal = tools::WaitForTerminationSignal();
+    for (signal = tools::WaitForTerminationOrReloadSignal(); signal == SIGHUP;
+         signal = tools::WaitForTerminationOrReloadSignal()) {
+      ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
+    }
   }
   const StoreWorkerStats stats = (*node)->worker().stats();
   std::printf("heatsink-store: signal %d, shutting down (copies completed %lld, failed %lld)\n",

@@ -170,8 +170,9 @@ inline void BlockReloadSignal() {
 inline int WaitForTerminationOrReloadSignal() { return WaitForSignal({SIGINT, SIGTERM, SIGHUP}); }
 
 // Like WaitForTerminationSignal, but gives up after `timeout_ms` and returns 0.
-inline int WaitForTerminationSignalFor(int64_t timeout_ms) {
-  const sigset_t set = SignalSet({SIGINT, SIGTERM});
+// `reload`: SIGHUP ends the wait too (BlockReloadSignal first).
+inline int WaitForTerminationSignalFor(int64_t timeout_ms, bool reload = false) {
+  const sigset_t set = reload ? SignalSet({SIGINT, SIGTERM, SIGHUP}) : SignalSet({SIGINT, SIGTERM});
   timespec timeout{};
   timeout.tv_sec = static_cast<time_t>(timeout_ms / 1000);
   timeout.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1'000'000;

@@ -28,6 +28,16 @@ class DynamicCopyCalls {
                                                            const CopyEndRequest& req) = 0;
   [[nodiscard]] virtual absl::Status DynamicReplicaCopyRevoke(ClientId client,
                                                               const CopyRevokeRequest& req) = 0;
+  // Whether the copy lease of `query` lets `query.reader` read the range of
+  // the lease's source segment: OK (with the lease's remaining time) when
+  // the lease is live (granted or in flight, not expired), `asker` is the
+  // lease's source client (the store that serves the source segment), the
+  // reader is the source client or the owner of the lease's target segment,
+  // and the range lies within the source replica. Otherwise NOT_FOUND (no
+  // live lease of that id), PERMISSION_DENIED (another asker or reader),
+  // OUT_OF_RANGE (another segment or range). Changes nothing.
+  [[nodiscard]] virtual absl::StatusOr<CopyLeaseGrant> CheckCopyLease(
+      ClientId asker, const CopyLeaseQuery& query) = 0;
 };
 
 }  // namespace heatsink

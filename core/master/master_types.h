@@ -283,6 +283,23 @@ struct CopyStartResponse {
   CopyRange range;
 };
 
+// CheckCopyLease (DynamicCopyCalls): the store serving `segment` asks
+// whether `reader` may read [offset, offset + size) of it under the copy
+// lease `lease_id` (docs/runtime.md, "Who may read a range").
+struct CopyLeaseQuery {
+  LeaseId lease_id;
+  ClientId reader;
+  SegmentId segment;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// The answer to a CopyLeaseQuery that allows the read: how long the lease
+// still lives (the asking store may reuse the answer that long).
+struct CopyLeaseGrant {
+  DurationNs remaining_ns = 0;
+};
+
 // One replica as its store knows it: the unit of a store's manifest, which
 // a store reports when it (re)registers with a master that does not know it
 // (ReportManifest), and which the master keeps current in the store through

@@ -293,6 +293,10 @@ class DynamicReplication final : public ReadObserver,
       const ReplicaActionProposal& proposal);
 
   // --- Dynamic copy lifecycle (the source store worker) --------------------
+  // DynamicCopyCalls::CheckCopyLease: a read under a copy lease, checked
+  // against the pending action of the lease (granted or in flight).
+  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(
+      ClientId asker, const CopyLeaseQuery& query) override;
   [[nodiscard]] absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(
       ClientId client, const CopyStartRequest& req) override;
   [[nodiscard]] absl::Status DynamicReplicaCopyEnd(ClientId client,

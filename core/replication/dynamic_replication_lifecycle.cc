@@ -3,6 +3,7 @@
 // (DynamicReplicaCopyStart/End/Revoke), warmup, views and invariants. Part
 // one is dynamic_replication.cc.
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -301,6 +302,52 @@ absl::StatusOr<DynamicReplication::Pending> DynamicReplication::FindLeaseForCall
                                                       fence.task_id.value, "): stale task"));
   }
   return pending_.at(idx->second);
+}
+
+absl::StatusOr<CopyLeaseGrant> DynamicReplication::CheckCopyLease(
+    ClientId asker, const CopyLeaseQuery& query) {
+  const TimeNs now = Now();
+  std::optional<ReplicaActionLease> found;
+  {
+    MutexLock lock(&mu_);
+    auto idx = lease_index_.find(query.lease_id);
+    if (idx != lease_index_.end()) found = pending_.at(idx->second).lease;
+  }
+  if (!found.has_value() || IsExpired(now, found->expiration_ns)) {
+    return absl::NotFoundError(
+        absl::StrCat("copy lease ", query.lease_id.value, " is not live"));
+  }
+  const ReplicaActionLease& lease = *found;
+  if (asker != lease.source_client) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "client ", asker.value, " does not serve the source of copy lease ",
+        lease.lease_id.value));
+  }
+  // The lease's task names the source replica's range; the target segment's
+  // owner is the other store of the copy.
+  const std::optional<Task> task = master_->GetTask(lease.task_id);
+  if (!task.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("copy lease ", query.lease_id.value, " has no task any more"));
+  }
+  const std::optional<SegmentView> target = master_->GetSegment(lease.target_segment);
+  const bool reader_holds = query.reader == lease.source_client ||
+                            (target.has_value() && query.reader == target->location.owner);
+  if (!query.reader.valid() || !reader_holds) {
+    return absl::PermissionDeniedError(absl::StrCat("client ", query.reader.value,
+                                                    " holds no part of copy lease ",
+                                                    lease.lease_id.value));
+  }
+  const ReplicaCopyPayload& copy = task->copy;
+  if (query.segment != copy.source_segment || query.offset < copy.source_offset ||
+      query.size > copy.size_bytes ||
+      query.offset - copy.source_offset > copy.size_bytes - query.size) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "segment ", query.segment.value, " [", query.offset, ", +", query.size,
+        ") is not within the source of copy lease ", lease.lease_id.value, " (segment ",
+        copy.source_segment.value, " [", copy.source_offset, ", +", copy.size_bytes, "))"));
+  }
+  return CopyLeaseGrant{lease.expiration_ns - now};
 }
 
 absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(

@@ -56,6 +56,11 @@ absl::Status ReplicatedMaster::DynamicReplicaCopyRevoke(ClientId client,
   return replication_->DynamicReplicaCopyRevoke(client, req);
 }
 
+absl::StatusOr<CopyLeaseGrant> ReplicatedMaster::CheckCopyLease(ClientId asker,
+                                                               const CopyLeaseQuery& query) {
+  return replication_->CheckCopyLease(asker, query);
+}
+
 absl::StatusOr<WarmupRequestResult> ReplicatedMaster::RequestWarmup(absl::string_view domain) {
   return replication_->RequestWarmup(domain);
 }

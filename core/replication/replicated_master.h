@@ -73,6 +73,9 @@ class ReplicatedMaster final : public DynamicCopyCalls {
   [[nodiscard]] absl::Status DynamicReplicaCopyRevoke(ClientId client,
                                                       const CopyRevokeRequest& req) override;
 
+  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(
+      ClientId asker, const CopyLeaseQuery& query) override;
+
   // Cross-domain warmup of `domain` (stage 2; needs the warmup knob).
   [[nodiscard]] absl::StatusOr<WarmupRequestResult> RequestWarmup(absl::string_view domain);
 

@@ -81,8 +81,39 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
     for (const auto& [key, e] : manifest_) out.push_back(e);
     return out;
   }
+  std::vector<ManifestEntry> ManifestOverlapping(SegmentId segment, uint64_t offset,
+                                                 uint64_t size, size_t entries_max) const {
+    MutexLock lock(&mu_);
+    std::vector<ManifestEntry> out;
+    auto it = manifest_.lower_bound({segment, offset});
+    if (it != manifest_.begin()) {
+      auto before = std::prev(it);
+      if (before->first.first == segment &&
+          before->first.second + before->second.size_bytes > offset) {
+        it = before;
+      }
+    }
+    const uint64_t end = offset + size;
+    for (; it != manifest_.end() && it->first.first == segment && it->first.second < end &&
+           out.size() < entries_max;
+         ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  void CallAfterNextFetch(absl::AnyInvocable<void() &&> done) {
+    {
+      MutexLock lock(&mu_);
+      if (fetch_waiters_next_.size() + fetch_waiters_sent_.size() < kFetchWaitersMax) {
+        fetch_waiters_next_.push_back(std::move(done));
+        return;
+      }
+    }
+    std::move(done)();  // at the limit: the caller looks again now
+  }
 
  private:
+  static constexpr size_t kFetchWaitersMax = 4'096;
   // A callback that runs `f(core, args...)` only while the worker exists.
   // With a captureless `f` it is one weak_ptr (16 bytes), which an
   // absl::AnyInvocable holds inline: the fetch and heartbeat timers and
@@ -340,6 +371,9 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
       batch = static_cast<size_t>(
           std::min(options_.fetch_batch_max, options_.copies_in_flight_max - in_flight_));
       fetch_outstanding_ = true;
+      // Waiters registered before this fetch leaves are answered by it.
+      for (auto& w : fetch_waiters_next_) fetch_waiters_sent_.push_back(std::move(w));
+      fetch_waiters_next_.clear();
     }
     uint64_t ack = 0;
     uint64_t epoch = 0;
@@ -355,16 +389,23 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
   }
 
   void OnFetched(uint64_t epoch, absl::StatusOr<FetchTasksResponse> response) {
+    // Whoever waited for this fetch looks again once its changes are applied
+    // (or it failed).
+    std::vector<absl::AnyInvocable<void() &&>> waiters;
     {
       MutexLock lock(&mu_);
       fetch_outstanding_ = false;
-      if (!response.ok()) return;  // the next fetch tick retries
-      // Changes from the master of an earlier registration are not this
-      // master's sequence.
-      if (epoch == epoch_) ApplyManifestChangesLocked(response->manifest_changes);
-      stats_.tasks_fetched += static_cast<int64_t>(response->tasks.size());
-      in_flight_ += static_cast<int64_t>(response->tasks.size());
+      waiters.swap(fetch_waiters_sent_);
+      if (response.ok()) {
+        // Changes from the master of an earlier registration are not this
+        // master's sequence.
+        if (epoch == epoch_) ApplyManifestChangesLocked(response->manifest_changes);
+        stats_.tasks_fetched += static_cast<int64_t>(response->tasks.size());
+        in_flight_ += static_cast<int64_t>(response->tasks.size());
+      }
     }
+    for (auto& w : waiters) std::move(w)();
+    if (!response.ok()) return;  // the next fetch tick retries
     for (const Task& task : response->tasks) RunTask(task);
   }
 
@@ -495,6 +536,10 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
   // This registration reports a manifest: the snapshot being reported.
   bool reporting_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ManifestEntry> report_ ABSL_GUARDED_BY(mu_);
+  // CallAfterNextFetch: waiting for the next fetch to leave, and for the
+  // fetch in flight to be answered.
+  std::vector<absl::AnyInvocable<void() &&>> fetch_waiters_next_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::AnyInvocable<void() &&>> fetch_waiters_sent_ ABSL_GUARDED_BY(mu_);
 };
 
 StoreWorker::StoreWorker(Env* env, MasterClient* master, DataMover* mover,
@@ -512,5 +557,13 @@ StoreWorkerState StoreWorker::state() const { return core_->state(); }
 StoreWorkerStats StoreWorker::stats() const { return core_->stats(); }
 int64_t StoreWorker::copies_in_flight() const { return core_->copies_in_flight(); }
 std::vector<ManifestEntry> StoreWorker::Manifest() const { return core_->Manifest(); }
+std::vector<ManifestEntry> StoreWorker::ManifestOverlapping(SegmentId segment, uint64_t offset,
+                                                            uint64_t size,
+                                                            size_t entries_max) const {
+  return core_->ManifestOverlapping(segment, offset, size, entries_max);
+}
+void StoreWorker::CallAfterNextFetch(absl::AnyInvocable<void() &&> done) {
+  core_->CallAfterNextFetch(std::move(done));
+}
 
 }  // namespace heatsink

@@ -42,6 +42,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "core/env/data_mover.h"
 #include "core/env/env.h"
@@ -111,6 +112,19 @@ class StoreWorker {
   // What this store's segments hold, as the master last told it, in
   // (segment, offset) order.
   std::vector<ManifestEntry> Manifest() const;
+  // The manifest's entries (complete or not) that overlap
+  // [offset, offset + size) of `segment`, in offset order, at most
+  // `entries_max` of them. A store's data service maps a read to the
+  // objects it covers with it.
+  std::vector<ManifestEntry> ManifestOverlapping(SegmentId segment, uint64_t offset,
+                                                 uint64_t size, size_t entries_max) const;
+  // Calls `done` once a FetchTasks that leaves after this call has been
+  // answered and its manifest changes applied (or it failed), so a caller
+  // that missed an entry the master has just recorded can look again. Never
+  // called while the worker does not fetch (the caller bounds its wait);
+  // called at once when kFetchWaitersMax callers already wait. `done` runs
+  // on the thread of the fetch's answer and must not block.
+  void CallAfterNextFetch(absl::AnyInvocable<void() &&> done);
 
  private:
   class Core;

@@ -12,6 +12,7 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "runtime/rpc/convert.h"
 #include "runtime/rpc/status.h"
+#include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
 
@@ -83,6 +84,14 @@ absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
     const std::string& master_address, const RpcOptions& options) {
   HS_RETURN_IF_ERROR(options.Validate());
   if (master_address.empty()) return absl::InvalidArgumentError("empty master address");
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                      NewChannel(master_address, options));
+  return std::unique_ptr<GrpcMasterClient>(
+      new GrpcMasterClient(master_address, std::move(channel), options));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
+    const std::string& master_address, const RpcOptions& options) {
   HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                       MakeChannelCredentials(options.tls));
   grpc::ChannelArguments args;
@@ -100,15 +109,40 @@ absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
   if (channel == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cannot create a channel to ", master_address));
   }
-  return std::unique_ptr<GrpcMasterClient>(new GrpcMasterClient(std::move(channel), options));
+  return channel;
 }
 
-GrpcMasterClient::GrpcMasterClient(std::shared_ptr<grpc::Channel> channel,
+GrpcMasterClient::GrpcMasterClient(std::string master_address,
+                                   std::shared_ptr<grpc::Channel> channel,
                                    const RpcOptions& options)
     : options_(options),
-      channel_(std::move(channel)),
-      stub_(v1::Master::NewStub(channel_)),
+      master_address_(std::move(master_address)),
+      stub_(v1::Master::NewStub(channel)),
       deferred_(&clock_, ThreadPoolOptions{.threads = 1}) {}
+
+std::shared_ptr<v1::Master::Stub> GrpcMasterClient::stub() const {
+  std::lock_guard<std::mutex> lock(stub_mu_);
+  return stub_;
+}
+
+absl::Status GrpcMasterClient::ReloadTls() {
+  if (!options_.tls.client_enabled()) {
+    return absl::FailedPreconditionError("the channel to the master does not use TLS");
+  }
+  // OpenSSL checks the files first (they parse, the key matches): a bad set
+  // leaves the channel as it is.
+  HS_RETURN_IF_ERROR(TlsContext::Create(TlsContext::Side::kClient,
+                                        {options_.tls.cert_path, options_.tls.key_path,
+                                         options_.tls.ca_path})
+                         .status());
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                      NewChannel(master_address_, options_));
+  std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(channel);
+  std::lock_guard<std::mutex> lock(stub_mu_);
+  // Calls started on the old channel finish there.
+  retired_stubs_.push_back(std::exchange(stub_, std::move(fresh)));
+  return absl::OkStatus();
+}
 
 GrpcMasterClient::~GrpcMasterClient() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -158,7 +192,7 @@ void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, Clien
     }
   };
   ++t_issuing;
-  issue(stub_->async(), &raw->ctx, &raw->req, &raw->resp, std::move(on_done));
+  issue(stub()->async(), &raw->ctx, &raw->req, &raw->resp, std::move(on_done));
   --t_issuing;
 }
 
@@ -374,7 +408,7 @@ absl::Status GrpcMasterClient::Ping() {
   grpc::ClientContext ctx;
   Prepare(&ctx, ClientId());
   v1::Empty req, resp;
-  return FromGrpcStatus(stub_->Ping(&ctx, req, &resp));
+  return FromGrpcStatus(stub()->Ping(&ctx, req, &resp));
 }
 
 absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
@@ -382,11 +416,26 @@ absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
   Prepare(&ctx, ClientId());
   v1::Empty req;
   v1::ListSegmentsResponse resp;
-  HS_RETURN_IF_ERROR(FromGrpcStatus(stub_->ListSegments(&ctx, req, &resp)));
+  HS_RETURN_IF_ERROR(FromGrpcStatus(stub()->ListSegments(&ctx, req, &resp)));
   std::vector<SegmentView> out;
   out.reserve(resp.segments_size());
   for (const v1::SegmentView& view : resp.segments()) out.push_back(FromProto(view));
   return out;
+}
+
+absl::StatusOr<CopyLeaseGrant> GrpcMasterClient::CheckCopyLease(ClientId asker,
+                                                                const CopyLeaseQuery& query) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, asker);
+  v1::CheckCopyLeaseRequest req;
+  req.set_lease_id(query.lease_id.value);
+  req.set_reader(query.reader.value);
+  req.set_segment_id(query.segment.value);
+  req.set_offset(query.offset);
+  req.set_size_bytes(query.size);
+  v1::CheckCopyLeaseResponse resp;
+  HS_RETURN_IF_ERROR(FromGrpcStatus(stub()->CheckCopyLease(&ctx, req, &resp)));
+  return CopyLeaseGrant{resp.remaining_ms() * 1'000'000};
 }
 
 }  // namespace heatsink::runtime

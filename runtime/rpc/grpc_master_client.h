@@ -91,14 +91,30 @@ class GrpcMasterClient final : public MasterClient {
   // benchmarks). Each is bounded by the call deadline.
   [[nodiscard]] absl::Status Ping();
   [[nodiscard]] absl::StatusOr<std::vector<SegmentView>> ListSegments();
+  // Master::CheckCopyLease, synchronous (a store's data service asks before
+  // it serves a read under a copy lease), bounded by the call deadline.
+  // `asker` (the store's own id) goes in the metadata as for every call.
+  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
+                                                              const CopyLeaseQuery& query);
 
   size_t calls_in_flight() const;
+
+  // Reads the TLS files of RpcOptions again (--tls-ca, --tls-cert,
+  // --tls-key) and sends later calls over a new channel that uses them
+  // (heatsink-store on SIGHUP); calls in flight finish on the old one.
+  // FAILED_PRECONDITION without TLS; INVALID_ARGUMENT naming the file when
+  // one does not load, and then nothing changes.
+  [[nodiscard]] absl::Status ReloadTls();
 
   template <typename Req, typename Resp>
   struct PendingCall;
 
  private:
-  GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, const RpcOptions& options);
+  GrpcMasterClient(std::string master_address, std::shared_ptr<grpc::Channel> channel,
+                   const RpcOptions& options);
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<grpc::Channel>> NewChannel(
+      const std::string& master_address, const RpcOptions& options);
+  std::shared_ptr<v1::Master::Stub> stub() const;
 
   // Sets the deadline and, for a valid `caller`, the identity metadata.
   void Prepare(grpc::ClientContext* ctx, ClientId caller) const;
@@ -109,8 +125,11 @@ class GrpcMasterClient final : public MasterClient {
   void CallEnded();
 
   const RpcOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Master::Stub> stub_;
+  const std::string master_address_;
+  mutable std::mutex stub_mu_;
+  std::shared_ptr<v1::Master::Stub> stub_;  // guarded by stub_mu_
+  // Stubs of channels replaced by ReloadTls (kept: a reload is rare).
+  std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_;  // guarded by stub_mu_
   SteadyClock clock_;
   // Runs the rare callbacks gRPC completes before the issuing call returned.
   ThreadPoolExecutor deferred_;

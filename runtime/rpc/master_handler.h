@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/master/dynamic_copy_calls.h"
 #include "core/master/master_service.h"
 #include "core/master/master_types.h"
@@ -64,6 +65,9 @@ class MasterHandler {
                                                            const CopyEndRequest& req) = 0;
   [[nodiscard]] virtual absl::Status DynamicReplicaCopyRevoke(ClientId client,
                                                               const CopyRevokeRequest& req) = 0;
+  // DynamicCopyCalls::CheckCopyLease; `asker` is the calling store.
+  [[nodiscard]] virtual absl::StatusOr<CopyLeaseGrant> CheckCopyLease(
+      ClientId asker, const CopyLeaseQuery& query) = 0;
 };
 
 // Serves a MasterService. The Dynamic* calls go to `dynamic` (dynamic
@@ -148,6 +152,13 @@ class MasterServiceHandler final : public MasterHandler {
   absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
     if (dynamic_ != nullptr) return dynamic_->DynamicReplicaCopyRevoke(client, req);
     return master_->LeasedCopyRevoke(client, req);
+  }
+  absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
+                                                const CopyLeaseQuery& query) override {
+    if (dynamic_ != nullptr) return dynamic_->CheckCopyLease(asker, query);
+    // Only dynamic replication grants copy leases.
+    return absl::NotFoundError(absl::StrCat("copy lease ", query.lease_id.value,
+                                            " is not live: this master grants no copy leases"));
   }
 
  private:

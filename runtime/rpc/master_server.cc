@@ -343,6 +343,24 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     });
   }
 
+  // The asker is the store serving the source segment, proven like every
+  // caller; the reader is the client that store's data service identified.
+  // A control call: a store asks it before it serves a read.
+  grpc::ServerUnaryReactor* CheckCopyLease(grpc::CallbackServerContext* ctx,
+                                           const v1::CheckCopyLeaseRequest* req,
+                                           v1::CheckCopyLeaseResponse* resp) override {
+    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
+      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
+        const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
+                                   SegmentId(req->segment_id()), req->offset(),
+                                   req->size_bytes()};
+        absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
+        if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
+        return grant.status();
+      });
+    });
+  }
+
   // Hot calls on per-call arenas (ArenaMessages).
   void UseArenas() {
     SetMessageAllocatorFor_GetReplicaList(&get_arena_);

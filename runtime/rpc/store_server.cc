@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "grpc/grpc_security_constants.h"
 #include "grpcpp/resource_quota.h"
+#include "grpcpp/security/auth_context.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/server_context.h"
@@ -37,8 +39,8 @@ absl::Status StoreServiceOptions::Validate(const RpcOptions& rpc) const {
 
 class StoreServer::Service final : public v1::Store::Service {
  public:
-  Service(SegmentMemory* segments, const StoreServiceOptions& options)
-      : segments_(segments), options_(options) {}
+  Service(SegmentMemory* segments, const StoreServiceOptions& options, ReadGate* read_gate)
+      : segments_(segments), options_(options), read_gate_(read_gate) {}
 
   StoreServiceStats stats() const {
     StoreServiceStats s;
@@ -47,12 +49,14 @@ class StoreServer::Service final : public v1::Store::Service {
     s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
     s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
     s.calls_failed = calls_failed_.load(std::memory_order_relaxed);
+    s.reads_refused = reads_refused_.load(std::memory_order_relaxed);
     return s;
   }
 
   grpc::Status ReadObject(grpc::ServerContext* ctx, const v1::ReadObjectRequest* req,
                           grpc::ServerWriter<v1::DataChunk>* writer) override {
     return Guarded([&]() -> absl::Status {
+      HS_RETURN_IF_ERROR(AllowRead(*ctx, *req));
       HS_ASSIGN_OR_RETURN(SegmentRegion region, segments_->Region(SegmentId(req->segment_id()),
                                                                   req->offset(), req->length()));
       uint64_t sent = 0;
@@ -130,11 +134,30 @@ class StoreServer::Service final : public v1::Store::Service {
       resp->set_writes_completed(s.writes_completed);
       resp->set_bytes_read(s.bytes_read);
       resp->set_bytes_written(s.bytes_written);
+      resp->set_reads_refused(s.reads_refused);
       return absl::OkStatus();
     });
   }
 
  private:
+  // The read gate's answer for this caller and range (OK without a gate).
+  absl::Status AllowRead(const grpc::ServerContext& ctx, const v1::ReadObjectRequest& req) {
+    if (read_gate_ == nullptr) return absl::OkStatus();
+    ReadPeer peer;
+    const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      peer.verified = true;
+      for (const grpc::string_ref& uri : auth->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
+        peer.uri_sans.emplace_back(uri.data(), uri.size());
+      }
+    }
+    const absl::Status allowed =
+        read_gate_->Allow(peer, ReadQuery{SegmentId(req.segment_id()), req.offset(), req.length(),
+                                          LeaseId(req.copy_lease_id())});
+    if (!allowed.ok()) reads_refused_.fetch_add(1, std::memory_order_relaxed);
+    return allowed;
+  }
+
   // Library exceptions stop here and become INTERNAL.
   template <typename Fn>
   grpc::Status Guarded(Fn&& fn) {
@@ -150,6 +173,8 @@ class StoreServer::Service final : public v1::Store::Service {
 
   SegmentMemory* const segments_;
   const StoreServiceOptions options_;
+  ReadGate* const read_gate_;
+  std::atomic<uint64_t> reads_refused_{0};
   std::atomic<uint64_t> reads_completed_{0};
   std::atomic<uint64_t> writes_completed_{0};
   std::atomic<uint64_t> bytes_read_{0};
@@ -159,12 +184,17 @@ class StoreServer::Service final : public v1::Store::Service {
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
     SegmentMemory* segments, const std::string& listen_address, const RpcOptions& rpc,
-    const StoreServiceOptions& options) {
+    const StoreServiceOptions& options, ReadGate* read_gate) {
   HS_RETURN_IF_ERROR(options.Validate(rpc));
-  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                      MakeServerCredentials(rpc.tls));
   std::unique_ptr<StoreServer> server(new StoreServer());
-  server->service_ = std::make_unique<Service>(segments, options);
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (rpc.tls.server_enabled()) {
+    HS_ASSIGN_OR_RETURN(server->tls_, ServerTlsReloader::Create(rpc.tls));
+    credentials = server->tls_->credentials();
+  } else {
+    HS_ASSIGN_OR_RETURN(credentials, MakeServerCredentials(rpc.tls));
+  }
+  server->service_ = std::make_unique<Service>(segments, options, read_gate);
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -195,5 +225,12 @@ void StoreServer::Shutdown() {
 }
 
 StoreServiceStats StoreServer::stats() const { return service_->stats(); }
+
+absl::Status StoreServer::ReloadTls() {
+  if (tls_ == nullptr) {
+    return absl::FailedPreconditionError("the store's data service serves without TLS");
+  }
+  return tls_->Reload();
+}
 
 }  // namespace heatsink::runtime

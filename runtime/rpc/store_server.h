@@ -12,7 +12,17 @@
 //                       StoreServer::Start(&memory, "127.0.0.1:0", rpc, StoreServiceOptions{}));
 //   mount.data_service_endpoint = server->endpoint();
 //
-// Thread safety: thread-safe. REQUIRES: `segments` outlives the server.
+// Readers: with a ReadGate (runtime/transport/read_gate.h) every ReadObject
+// is asked about first, with the caller's verified certificate and the
+// request's copy_lease_id; a refusal ends the call with the gate's status
+// (PERMISSION_DENIED) before any chunk is written, and is counted
+// (reads_refused).
+//
+// TLS rotation: with server TLS the credentials come from a
+// ServerTlsReloader, and ReloadTls() reads the PEM files again.
+//
+// Thread safety: thread-safe. REQUIRES: `segments` and the gate outlive the
+// server.
 #ifndef HEATSINK_RUNTIME_RPC_STORE_SERVER_H_
 #define HEATSINK_RUNTIME_RPC_STORE_SERVER_H_
 
@@ -26,6 +36,8 @@
 #include "absl/time/time.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/rpc/rpc_options.h"
+#include "runtime/rpc/server_tls_reloader.h"
+#include "runtime/transport/read_gate.h"
 #include "runtime/store/store_node.h"
 
 namespace grpc {
@@ -48,6 +60,7 @@ struct StoreServiceStats {
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t calls_failed = 0;
+  uint64_t reads_refused = 0;
 };
 
 class StoreServer final : public SegmentDataService {
@@ -56,7 +69,7 @@ class StoreServer final : public SegmentDataService {
   // INVALID_ARGUMENT for bad options, UNAVAILABLE when it cannot bind.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StoreServer>> Start(
       SegmentMemory* segments, const std::string& listen_address, const RpcOptions& rpc,
-      const StoreServiceOptions& options);
+      const StoreServiceOptions& options, ReadGate* read_gate = nullptr);
   ~StoreServer() override;  // Shutdown()
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -67,12 +80,17 @@ class StoreServer final : public SegmentDataService {
   void Shutdown() override;
 
   StoreServiceStats stats() const;
+  // Reads the TLS PEM files again (server_tls_reloader.h); new handshakes
+  // use them within ServerTlsReloader::kRefreshIntervalSeconds.
+  // FAILED_PRECONDITION without server TLS; on error nothing changes.
+  [[nodiscard]] absl::Status ReloadTls();
 
   class Service;
 
  private:
   StoreServer() = default;
 
+  std::unique_ptr<ServerTlsReloader> tls_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;

@@ -123,7 +123,8 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     node->mover_ = node->ucx_mover_.get();
   }
   HS_ASSIGN_OR_RETURN(node->server_,
-                      TcpDataServer::Start(&node->memory_, options.tcp, node->ucx_mover_.get()));
+                      TcpDataServer::Start(&node->memory_, options.tcp, node->ucx_mover_.get(),
+                                           options.read_gate));
   if (data_service) {
     HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
   }

@@ -59,6 +59,7 @@
 #include "runtime/numa/bound_mapping.h"
 #include "runtime/numa/segment_head_pool.h"
 #include "runtime/transport/endpoint_resolver.h"
+#include "runtime/transport/read_gate.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/tcp_data_server.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -99,6 +100,9 @@ struct StoreNodeOptions {
   // must be -1 (the placement binds each block), and segment_ids is filled
   // by Start.
   std::optional<SegmentHeadPoolOptions> head_pool;
+  // Asked before the TCP data endpoint serves a READ (read_gate.h; not
+  // owned, outlives the node); null serves every reader TLS let in.
+  ReadGate* read_gate = nullptr;
   // StoreWorker timing and limits (client_id, host, domain and segments are
   // filled from the fields above).
   StoreWorkerOptions worker;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +33,14 @@ class SecureStream {
   // Exactly `size` bytes; UNAVAILABLE on any failure.
   [[nodiscard]] virtual absl::Status Send(const void* data, size_t size) = 0;
   [[nodiscard]] virtual absl::Status Recv(void* data, size_t size) = 0;
+  // The URI subject alternative names of the peer's certificate, when the
+  // peer presented one that was verified (empty otherwise): what a store's
+  // data server reads the reader's identity from.
+  virtual bool PeerVerified() const { return false; }
+  virtual std::vector<std::string> PeerUriSans() const { return {}; }
+  // The SHA-256 of the peer certificate's DER, in lowercase hex (empty
+  // without one): which certificate the peer presented.
+  virtual std::string PeerCertificateSha256() const { return ""; }
 };
 
 class Socket {

@@ -133,7 +133,8 @@ void TcpDataMover::Shutdown() {
 }
 
 absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint64_t offset,
-                            absl::Span<uint8_t> out, const TcpTransportKnobs& knobs) {
+                            absl::Span<uint8_t> out, const TcpTransportKnobs& knobs,
+                            LeaseId copy_lease) {
   if (out.size() > knobs.read_bytes_max) {
     return absl::ResourceExhaustedError(absl::StrCat("read of ", out.size(),
                                                      " bytes above read_bytes_max=",
@@ -141,7 +142,8 @@ absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint6
   }
   HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs));
   const wire::RangeRequest request{segment, offset, out.size()};
-  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kRead, wire::EncodeRange(request)));
+  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kRead,
+                                     wire::EncodeReadRange(request, copy_lease)));
   uint64_t size = 0;
   HS_RETURN_IF_ERROR(wire::RecvStatus(socket, &size));
   if (size != out.size()) return absl::UnavailableError("protocol error: read size mismatch");
@@ -159,7 +161,7 @@ absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint6
 
 absl::StatusOr<std::string> ReadRemote(absl::string_view endpoint, SegmentId segment,
                                        uint64_t offset, uint64_t size,
-                                       const TcpTransportKnobs& knobs) {
+                                       const TcpTransportKnobs& knobs, LeaseId copy_lease) {
   if (size > knobs.read_bytes_max) {
     return absl::ResourceExhaustedError(
         absl::StrCat("read of ", size, " bytes above read_bytes_max=", knobs.read_bytes_max));
@@ -168,7 +170,7 @@ absl::StatusOr<std::string> ReadRemote(absl::string_view endpoint, SegmentId seg
   HS_RETURN_IF_ERROR(ReadRemoteInto(endpoint, segment, offset,
                                     absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()),
                                                    out.size()),
-                                    knobs));
+                                    knobs, copy_lease));
   return out;
 }
 

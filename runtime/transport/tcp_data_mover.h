@@ -102,13 +102,17 @@ class TcpDataMover final : public DataMover {
 // Reads [offset, +size) of `segment` from the store serving `endpoint` into
 // `out` (size = out.size()). Errors as for copies; RESOURCE_EXHAUSTED above
 // knobs.read_bytes_max.
+// `copy_lease`: the copy lease the read is made under (wire.h), when the
+// reader holds one; a refusal of the store is PERMISSION_DENIED.
 [[nodiscard]] absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment,
                                           uint64_t offset, absl::Span<uint8_t> out,
-                                          const TcpTransportKnobs& knobs);
+                                          const TcpTransportKnobs& knobs,
+                                          LeaseId copy_lease = LeaseId());
 [[nodiscard]] absl::StatusOr<std::string> ReadRemote(absl::string_view endpoint,
                                                      SegmentId segment, uint64_t offset,
                                                      uint64_t size,
-                                                     const TcpTransportKnobs& knobs);
+                                                     const TcpTransportKnobs& knobs,
+                                                     LeaseId copy_lease = LeaseId());
 
 }  // namespace heatsink::runtime
 

@@ -11,21 +11,24 @@
 namespace heatsink::runtime {
 
 absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(
-    SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma) {
+    SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma,
+    ReadGate* read_gate) {
   HS_CHECK(segments != nullptr);
   HS_RETURN_IF_ERROR(knobs.Validate());
   HS_ASSIGN_OR_RETURN(Socket listener,
                       ListenTcp(knobs.listen_host, knobs.listen_port, knobs.listen_backlog));
   HS_ASSIGN_OR_RETURN(int port, LocalPort(listener));
   return std::unique_ptr<TcpDataServer>(
-      new TcpDataServer(segments, knobs, rma, std::move(listener), port));
+      new TcpDataServer(segments, knobs, rma, read_gate, std::move(listener), port));
 }
 
 TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs,
-                             RmaGrantProvider* rma, Socket listener, int port)
+                             RmaGrantProvider* rma, ReadGate* read_gate, Socket listener,
+                             int port)
     : segments_(segments),
       knobs_(knobs),
       rma_(rma),
+      read_gate_(read_gate),
       listener_(std::move(listener)),
       port_(port),
       endpoint_(absl::StrCat(knobs.tls_server != nullptr ? kTlsEndpointScheme : "",
@@ -114,6 +117,16 @@ void TcpDataServer::Serve(uint64_t id, Socket* socket) {
   while (secured) {
     absl::StatusOr<std::pair<wire::FrameType, std::string>> frame = wire::RecvControl(*socket);
     if (!frame.ok()) break;
+    if (frame->first == wire::FrameType::kRead) {
+      // A READ may carry a copy lease instead of scores.
+      absl::StatusOr<wire::ReadRange> read = wire::DecodeReadRange(frame->second);
+      if (!read.ok()) {
+        (void)wire::SendStatus(*socket, read.status(), 0);
+        break;
+      }
+      if (!HandleRead(*socket, *read)) break;
+      continue;
+    }
     absl::StatusOr<wire::ScoredRange> scored = wire::DecodeScoredRange(frame->second);
     if (scored.ok() && !scored->scores.empty() && frame->first != wire::FrameType::kWrite &&
         frame->first != wire::FrameType::kRmaCommit) {
@@ -128,9 +141,6 @@ void TcpDataServer::Serve(uint64_t id, Socket* socket) {
     switch (frame->first) {
       case wire::FrameType::kWrite:
         keep = HandleWrite(*socket, request, scored->scores);
-        break;
-      case wire::FrameType::kRead:
-        keep = HandleRead(*socket, request);
         break;
       case wire::FrameType::kRmaWrite:
         keep = HandleRmaWrite(*socket, request);
@@ -188,7 +198,21 @@ bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& 
   return wire::SendStatus(socket, absl::OkStatus(), landed).ok();
 }
 
-bool TcpDataServer::HandleRead(const Socket& socket, const wire::RangeRequest& request) {
+bool TcpDataServer::HandleRead(const Socket& socket, const wire::ReadRange& read) {
+  const wire::RangeRequest& request = read.range;
+  if (read_gate_ != nullptr) {
+    ReadPeer peer;
+    if (const SecureStream* secure = socket.secure(); secure != nullptr) {
+      peer.verified = secure->PeerVerified();
+      if (peer.verified) peer.uri_sans = secure->PeerUriSans();
+    }
+    const absl::Status allowed = read_gate_->Allow(
+        peer, ReadQuery{request.segment, request.offset, request.size, read.copy_lease});
+    if (!allowed.ok()) {
+      reads_refused_.fetch_add(1);
+      return wire::SendStatus(socket, allowed, 0).ok();
+    }
+  }
   absl::StatusOr<SegmentRegion> region =
       segments_->Region(request.segment, request.offset, request.size);
   if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();

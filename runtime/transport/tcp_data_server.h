@@ -13,6 +13,12 @@
 // the segments' SegmentScoreKeeper once the bytes are in place, before the
 // acknowledgement; a copy whose transfer breaks raises nothing.
 //
+// Readers: with a ReadGate (read_gate.h) every READ is asked about first,
+// with the peer's verified certificate and the copy lease the READ carries;
+// a refusal is answered with a STATUS frame carrying the gate's status, no
+// byte of the range is sent, it is counted (reads_refused) and the
+// connection stays open for the next request.
+//
 // Shutdown() closes the listener, breaks every connection (peers see the
 // connection drop mid-transfer) and joins every thread; the destructor calls
 // it. Thread-safe.
@@ -36,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/memory/segment_memory.h"
+#include "runtime/transport/read_gate.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
 #include "runtime/transport/wire.h"
@@ -54,10 +61,12 @@ class RmaGrantProvider {
 
 class TcpDataServer {
  public:
-  // `segments` and `rma` (optional; without it RMA_WRITE is answered
-  // UNIMPLEMENTED) must outlive the server.
+  // `segments`, `rma` (optional; without it RMA_WRITE is answered
+  // UNIMPLEMENTED) and `read_gate` (optional; without it every READ is
+  // served) must outlive the server.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpDataServer>> Start(
-      SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma = nullptr);
+      SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma = nullptr,
+      ReadGate* read_gate = nullptr);
   ~TcpDataServer();
   TcpDataServer(const TcpDataServer&) = delete;
   TcpDataServer& operator=(const TcpDataServer&) = delete;
@@ -73,6 +82,8 @@ class TcpDataServer {
   uint64_t writes_completed() const { return writes_completed_.load(); }
   uint64_t bytes_written() const { return bytes_written_.load(); }
   uint64_t reads_completed() const { return reads_completed_.load(); }
+  // READs the ReadGate refused.
+  uint64_t reads_refused() const { return reads_refused_.load(); }
   uint64_t rma_grants() const { return rma_grants_.load(); }
   uint64_t connections_rejected() const { return connections_rejected_.load(); }
   // Landed copies that carried scores (handed to the segments' score keeper,
@@ -86,14 +97,14 @@ class TcpDataServer {
   };
 
   TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma,
-                Socket listener, int port);
+                ReadGate* read_gate, Socket listener, int port);
 
   void AcceptLoop();
   void Serve(uint64_t id, Socket* socket);
   // Each returns false when the connection must close.
   bool HandleWrite(const Socket& socket, const wire::RangeRequest& request,
                    absl::Span<const ScorePiece> scores);
-  bool HandleRead(const Socket& socket, const wire::RangeRequest& request);
+  bool HandleRead(const Socket& socket, const wire::ReadRange& read);
   bool HandleRmaWrite(const Socket& socket, const wire::RangeRequest& request);
   void ReapFinished();
   // The bytes of `request` have landed: hand its scores to the keeper.
@@ -102,6 +113,7 @@ class TcpDataServer {
   SegmentMemory* const segments_;
   const TcpTransportKnobs knobs_;
   RmaGrantProvider* const rma_;
+  ReadGate* const read_gate_;
   Socket listener_;
   const int port_;
   const std::string endpoint_;
@@ -118,6 +130,7 @@ class TcpDataServer {
   std::atomic<uint64_t> writes_completed_{0};
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> reads_completed_{0};
+  std::atomic<uint64_t> reads_refused_{0};
   std::atomic<uint64_t> rma_grants_{0};
   std::atomic<uint64_t> connections_rejected_{0};
   std::atomic<uint64_t> scored_copies_{0};

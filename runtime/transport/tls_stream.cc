@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
@@ -10,7 +12,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -73,6 +78,19 @@ const BIO_METHOD* SocketBioMethod() {
   return method;
 }
 
+std::string Sha256Hex(X509* certificate) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (X509_digest(certificate, EVP_sha256(), digest, &size) != 1) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
+}
+
 // The status of a failed SSL call that returned `ret`.
 absl::Status IoFailure(SSL* ssl, int ret, absl::string_view what) {
   const int saved_errno = errno;
@@ -108,6 +126,34 @@ class TlsStream final : public SecureStream {
   TlsStream& operator=(const TlsStream&) = delete;
 
   SSL* ssl() const { return ssl_; }
+
+  bool PeerVerified() const override {
+    X509* peer = SSL_get0_peer_certificate(ssl_);
+    return peer != nullptr && SSL_get_verify_result(ssl_) == X509_V_OK;
+  }
+
+  std::vector<std::string> PeerUriSans() const override {
+    std::vector<std::string> out;
+    X509* peer = SSL_get0_peer_certificate(ssl_);
+    if (peer == nullptr) return out;
+    auto* names = static_cast<GENERAL_NAMES*>(
+        X509_get_ext_d2i(peer, NID_subject_alt_name, nullptr, nullptr));
+    if (names == nullptr) return out;
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+      const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+      if (name->type != GEN_URI) continue;
+      const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
+      out.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                       static_cast<size_t>(ASN1_STRING_length(uri)));
+    }
+    GENERAL_NAMES_free(names);
+    return out;
+  }
+
+  std::string PeerCertificateSha256() const override {
+    X509* peer = SSL_get0_peer_certificate(ssl_);
+    return peer == nullptr ? std::string() : Sha256Hex(peer);
+  }
 
   absl::Status Send(const void* data, size_t size) override {
     const char* p = static_cast<const char*>(data);
@@ -146,8 +192,31 @@ absl::Status BadFile(absl::string_view what, const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(Side side,
-                                                                     const TlsPemFiles& files) {
+absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::Create(Side side,
+                                                               const TlsPemFiles& files) {
+  HS_ASSIGN_OR_RETURN(ssl_ctx_st * ctx, NewContext(side, files));
+  return std::shared_ptr<TlsContext>(new TlsContext(side, files, ctx));
+}
+
+absl::Status TlsContext::Reload() {
+  HS_ASSIGN_OR_RETURN(ssl_ctx_st * fresh, NewContext(side_, files_));
+  ssl_ctx_st* old = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    old = std::exchange(ctx_, fresh);
+    ++reloads_;
+  }
+  // Connections made with the old context hold their own reference to it.
+  SSL_CTX_free(old);
+  return absl::OkStatus();
+}
+
+int64_t TlsContext::reloads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reloads_;
+}
+
+absl::StatusOr<ssl_ctx_st*> TlsContext::NewContext(Side side, const TlsPemFiles& files) {
   if (files.cert_path.empty() != files.key_path.empty()) {
     return absl::InvalidArgumentError("a TLS certificate and its key go together");
   }
@@ -161,7 +230,8 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(Side side,
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(side == Side::kServer ? TLS_server_method() : TLS_client_method());
   if (ctx == nullptr) return absl::InternalError(absl::StrCat("SSL_CTX_new: ", OpensslReason()));
-  std::shared_ptr<const TlsContext> context(new TlsContext(side, ctx));
+  // Freed on every failure below.
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> owned(ctx, SSL_CTX_free);
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
   if (!files.cert_path.empty()) {
@@ -188,7 +258,7 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(Side side,
                            : SSL_VERIFY_PEER,
                        nullptr);
   }
-  return context;
+  return owned.release();
 }
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
@@ -196,7 +266,13 @@ TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 absl::Status TlsContext::Secure(Socket& socket, absl::string_view peer_host) const {
   HS_CHECK(socket.valid() && socket.secure() == nullptr);
   ERR_clear_error();
-  SSL* ssl = SSL_new(ctx_);
+  SSL* ssl = nullptr;
+  {
+    // SSL_new takes its own reference to the context, so a Reload() that
+    // frees this one later leaves the connection intact.
+    std::lock_guard<std::mutex> lock(mu_);
+    ssl = SSL_new(ctx_);
+  }
   if (ssl == nullptr) return absl::UnavailableError(absl::StrCat("SSL_new: ", OpensslReason()));
   auto stream = std::make_unique<TlsStream>(ssl);
   BIO* bio = BIO_new(SocketBioMethod());
@@ -228,6 +304,16 @@ absl::Status TlsContext::Secure(Socket& socket, absl::string_view peer_host) con
   }
   socket.SetSecure(std::move(stream));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PemCertificateSha256(const std::string& path) {
+  ERR_clear_error();
+  std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new_file(path.c_str(), "r"), BIO_free);
+  if (bio == nullptr) return BadFile("certificate", path);
+  std::unique_ptr<X509, void (*)(X509*)> certificate(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), X509_free);
+  if (certificate == nullptr) return BadFile("certificate", path);
+  return Sha256Hex(certificate.get());
 }
 
 DataEndpoint ParseDataEndpoint(absl::string_view endpoint) {

@@ -18,18 +18,24 @@
 //     for the control plane).
 //   - TLS 1.2 at least; certificate expiry and chain are checked by OpenSSL.
 //     A failed handshake is UNAVAILABLE with OpenSSL's reason.
+//   - Rotation: Reload() reads the context's PEM files again (heatsink-store
+//     on SIGHUP); new handshakes use them, connections already made keep
+//     theirs. A reload that fails changes nothing.
 //
 // UCX's RMA puts are not encrypted: the UCX mover is for trusted fabrics
 // (docs/runtime.md).
 //
-// Thread safety: a TlsContext is immutable once made and may be shared; a
-// secured Socket is used by one thread at a time (ShutdownBoth from another
+// Thread safety: a TlsContext may be shared; Secure() and Reload() may run
+// concurrently. A secured Socket is used by one thread at a time (ShutdownBoth from another
 // thread still interrupts it).
 #ifndef HEATSINK_RUNTIME_TRANSPORT_TLS_STREAM_H_
 #define HEATSINK_RUNTIME_TRANSPORT_TLS_STREAM_H_
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,13 +61,19 @@ class TlsContext {
 
   // INVALID_ARGUMENT naming the file when a PEM file is missing, does not
   // parse, or the key does not match the certificate.
-  [[nodiscard]] static absl::StatusOr<std::shared_ptr<const TlsContext>> Create(
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<TlsContext>> Create(
       Side side, const TlsPemFiles& files);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
   Side side() const { return side_; }
+
+  // Reads the PEM files of Create() again; new handshakes use them. Errors
+  // as for Create(); on error the previous files stay in use.
+  [[nodiscard]] absl::Status Reload();
+  // Successful Reload() calls.
+  int64_t reloads() const;
 
   // Runs the handshake on the connected `socket` and makes its I/O go through
   // TLS. `peer_host`: on the client side the host name or IPv4 address the
@@ -70,11 +82,21 @@ class TlsContext {
   [[nodiscard]] absl::Status Secure(Socket& socket, absl::string_view peer_host) const;
 
  private:
-  TlsContext(Side side, ssl_ctx_st* ctx) : side_(side), ctx_(ctx) {}
+  TlsContext(Side side, TlsPemFiles files, ssl_ctx_st* ctx)
+      : side_(side), files_(std::move(files)), ctx_(ctx) {}
+  [[nodiscard]] static absl::StatusOr<ssl_ctx_st*> NewContext(Side side, const TlsPemFiles& files);
 
   const Side side_;
-  ssl_ctx_st* const ctx_;
+  const TlsPemFiles files_;
+  mutable std::mutex mu_;
+  ssl_ctx_st* ctx_;      // guarded by mu_
+  int64_t reloads_ = 0;  // guarded by mu_
 };
+
+// The SHA-256 of the DER of the first certificate in PEM file `path`, in
+// lowercase hex (as SecureStream::PeerCertificateSha256); INVALID_ARGUMENT
+// naming the file when it holds none.
+[[nodiscard]] absl::StatusOr<std::string> PemCertificateSha256(const std::string& path);
 
 struct DataEndpoint {
   std::string address;  // "host:port"

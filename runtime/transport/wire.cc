@@ -103,6 +103,27 @@ absl::StatusOr<RangeRequest> DecodeRange(absl::string_view payload) {
   return req;
 }
 
+std::string EncodeReadRange(const RangeRequest& request, LeaseId copy_lease) {
+  std::string out = EncodeRange(request);
+  if (copy_lease.valid()) PutU64(out, copy_lease.value);
+  return out;
+}
+
+absl::StatusOr<ReadRange> DecodeReadRange(absl::string_view payload) {
+  constexpr size_t kRangeBytes = 24;
+  if (payload.size() != kRangeBytes && payload.size() != kRangeBytes + 8) {
+    return absl::InvalidArgumentError("malformed read request");
+  }
+  ReadRange out;
+  HS_ASSIGN_OR_RETURN(out.range, DecodeRange(payload.substr(0, kRangeBytes)));
+  if (payload.size() == kRangeBytes) return out;
+  Reader r(payload.substr(kRangeBytes));
+  uint64_t lease = 0;
+  if (!r.U64(&lease) || lease == 0) return absl::InvalidArgumentError("malformed copy lease id");
+  out.copy_lease = LeaseId(lease);
+  return out;
+}
+
 std::string EncodeScoredRange(const RangeRequest& request, absl::Span<const ScorePiece> scores) {
   HS_CHECK(scores.size() <= kCopyScorePiecesMax);
   std::string out = EncodeRange(request);

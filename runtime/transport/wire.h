@@ -20,6 +20,11 @@
 //          once the server has seen the commit.
 // A STATUS carries an absl::StatusCode, a 64-bit value and a short message.
 //
+// Copy leases: a READ may append the id of the copy lease it reads under
+// (u64, non-zero) to its range; the store then checks the lease with the
+// master (docs/runtime.md, "Who may read a range"). A refused READ is
+// answered with a STATUS carrying PERMISSION_DENIED and no DATA.
+//
 // Score inheritance: a store's copy out may append to its WRITE or
 // RMA_COMMIT range the scores its bytes have on the source store (count u32,
 // then per piece size u64 and score as an IEEE double's bits u64; 1 to
@@ -96,6 +101,15 @@ std::string EncodeRange(const RangeRequest& request);
 // The range followed by its scores; exactly EncodeRange when `scores` is
 // empty. REQUIRES: at most kCopyScorePiecesMax pieces.
 std::string EncodeScoredRange(const RangeRequest& request, absl::Span<const ScorePiece> scores);
+// A READ payload: the range and the copy lease it reads under (invalid:
+// none). EncodeReadRange is exactly EncodeRange without a lease.
+struct ReadRange {
+  RangeRequest range;
+  LeaseId copy_lease;
+};
+std::string EncodeReadRange(const RangeRequest& request, LeaseId copy_lease);
+// INVALID_ARGUMENT for a malformed payload or a lease id of 0.
+[[nodiscard]] absl::StatusOr<ReadRange> DecodeReadRange(absl::string_view payload);
 // A range with or without scores; INVALID_ARGUMENT for a malformed payload or
 // scores that break the rules above.
 [[nodiscard]] absl::StatusOr<ScoredRange> DecodeScoredRange(absl::string_view payload);

@@ -121,6 +121,10 @@ class ObservedCopyCalls final : public DynamicCopyCalls {
   absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
     return master_->DynamicReplicaCopyRevoke(client, req);
   }
+  absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
+                                                const CopyLeaseQuery& query) override {
+    return master_->CheckCopyLease(asker, query);
+  }
 
  private:
   Engine* const engine_;

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -424,6 +425,110 @@ TEST_F(TlsMoverTest, ContextsRefuseUnusableFiles) {
   EXPECT_TRUE(TlsContext::Create(TlsContext::Side::kClient, {"", "", Path("ca.pem")}).ok());
 }
 
+// Records what a data server asks its read gate, and refuses reads of
+// offsets from `refuse_from` on.
+class RecordingGate final : public ReadGate {
+ public:
+  absl::Status Allow(const ReadPeer& peer, const ReadQuery& query) override {
+    std::lock_guard<std::mutex> lock(mu);
+    peers.push_back(peer);
+    queries.push_back(query);
+    if (query.offset >= refuse_from) return absl::PermissionDeniedError("not yours");
+    return absl::OkStatus();
+  }
+  std::mutex mu;
+  uint64_t refuse_from = 4096;
+  std::vector<ReadPeer> peers;
+  std::vector<ReadQuery> queries;
+};
+
+// The TCP data server asks its gate before a READ, with the reader's
+// verified certificate and the READ's copy lease; a refusal is a STATUS
+// without DATA, counted, and the connection serves the next request.
+TEST_F(TlsMoverTest, ReadsAskTheGateWithTheReadersCertificateAndLease) {
+  RecordingGate gate;
+  server_b_.reset();
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
+      TcpDataServer::Start(&memory_b_, knobs_, nullptr, &gate);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_b_ = *std::move(server);
+  const std::string endpoint = server_b_->endpoint();
+  ASSERT_TRUE(ReadRemote(endpoint, kTarget, 0, 16, ClientKnobs("client-2"), LeaseId(77)).ok());
+  EXPECT_EQ(ReadRemote(endpoint, kTarget, 8192, 16, ClientKnobs("client-2")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(server_b_->reads_refused(), 1u);
+  EXPECT_EQ(server_b_->reads_completed(), 1u);
+  {
+    std::lock_guard<std::mutex> lock(gate.mu);
+    ASSERT_EQ(gate.queries.size(), 2u);
+    EXPECT_EQ(gate.queries[0].copy_lease, LeaseId(77));
+    EXPECT_EQ(gate.queries[0].size, 16u);
+    EXPECT_FALSE(gate.queries[1].copy_lease.valid());
+    EXPECT_TRUE(gate.peers[0].verified);
+    EXPECT_EQ(gate.peers[0].uri_sans,
+              std::vector<std::string>{"spiffe://heatsink.local/heatsink/client/2"});
+  }
+  // One connection: refused, then served.
+  absl::StatusOr<Socket> socket = ConnectDataEndpoint(endpoint, ClientKnobs("client-1"));
+  ASSERT_TRUE(socket.ok()) << socket.status();
+  EXPECT_FALSE(socket->secure()->PeerCertificateSha256().empty());
+  EXPECT_EQ(socket->secure()->PeerCertificateSha256(), *PemCertificateSha256(Path("master.pem")));
+  ASSERT_TRUE(wire::SendFrame(*socket, wire::FrameType::kRead,
+                              wire::EncodeReadRange({kTarget, 8192, 16}, LeaseId()))
+                  .ok());
+  EXPECT_EQ(wire::RecvStatus(*socket, nullptr).code(), absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(wire::SendFrame(*socket, wire::FrameType::kRead,
+                              wire::EncodeReadRange({kTarget, 0, 4}, LeaseId()))
+                  .ok());
+  uint64_t size = 0;
+  EXPECT_TRUE(wire::RecvStatus(*socket, &size).ok());
+  EXPECT_EQ(size, 4u);
+}
+
+// Reload() swaps the files new handshakes use; connections keep theirs, and
+// files that do not load change nothing.
+TEST_F(TlsMoverTest, AReloadedServerContextPresentsTheNewCertificate) {
+  const std::string files[] = {"server.pem", "server.key"};
+  std::filesystem::copy_file(Path("master.pem"), Path(files[0]));
+  std::filesystem::copy_file(Path("master.key"), Path(files[1]));
+  absl::StatusOr<std::shared_ptr<TlsContext>> context = TlsContext::Create(
+      TlsContext::Side::kServer, {Path(files[0]), Path(files[1]), Path("ca.pem")});
+  ASSERT_TRUE(context.ok()) << context.status();
+  TcpTransportKnobs knobs;
+  knobs.tls_server = *context;
+  SegmentMemory memory{&allocator_, SegmentMemoryKnobs{}};
+  ASSERT_TRUE(memory.Create(SegmentId(44), 1 << 20).ok());
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server = TcpDataServer::Start(&memory, knobs);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const auto presented = [&] {
+    absl::StatusOr<Socket> socket =
+        ConnectDataEndpoint((*server)->endpoint(), ClientKnobs("client-1"));
+    return socket.ok() ? socket->secure()->PeerCertificateSha256() : std::string();
+  };
+  EXPECT_EQ(presented(), *PemCertificateSha256(Path("master.pem")));
+  absl::StatusOr<Socket> kept = ConnectDataEndpoint((*server)->endpoint(), ClientKnobs("client-1"));
+  ASSERT_TRUE(kept.ok());
+  std::filesystem::copy_file(Path("client-2.pem"), Path(files[0]),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(Path("client-2.key"), Path(files[1]),
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_TRUE((*context)->Reload().ok());
+  EXPECT_EQ((*context)->reloads(), 1);
+  EXPECT_EQ(presented(), *PemCertificateSha256(Path("client-2.pem")));
+  // The connection made before still works.
+  ASSERT_TRUE(wire::SendFrame(*kept, wire::FrameType::kRead,
+                              wire::EncodeReadRange({SegmentId(44), 0, 4}, LeaseId()))
+                  .ok());
+  EXPECT_TRUE(wire::RecvStatus(*kept, nullptr).ok());
+  // A key of another certificate: refused, the previous files stay.
+  std::filesystem::copy_file(Path("client-1.key"), Path(files[1]),
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ((*context)->Reload().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*context)->reloads(), 1);
+  EXPECT_EQ(presented(), *PemCertificateSha256(Path("client-2.pem")));
+  (*server)->Shutdown();
+}
+
 TEST(Wire, FramesRoundTrip) {
   uint8_t header[wire::kHeaderBytes];
   wire::EncodeHeader({wire::FrameType::kRmaGrant, 1234}, header);
@@ -441,6 +546,19 @@ TEST(Wire, FramesRoundTrip) {
   EXPECT_EQ(range->offset, 6u);
   EXPECT_EQ(range->size, 7u);
   EXPECT_FALSE(wire::DecodeRange("short").ok());
+
+  // READ: the plain range, or the range and a copy lease.
+  EXPECT_EQ(wire::EncodeReadRange({SegmentId(5), 6, 7}, LeaseId()),
+            wire::EncodeRange({SegmentId(5), 6, 7}));
+  absl::StatusOr<wire::ReadRange> read =
+      wire::DecodeReadRange(wire::EncodeReadRange({SegmentId(5), 6, 7}, LeaseId(9)));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->range.offset, 6u);
+  EXPECT_EQ(read->copy_lease, LeaseId(9));
+  EXPECT_FALSE(wire::DecodeReadRange(wire::EncodeRange({SegmentId(5), 6, 7}) +
+                                     std::string(8, '\0'))
+                   .ok());  // lease 0
+  EXPECT_FALSE(wire::DecodeReadRange(wire::EncodeRange({SegmentId(5), 6, 7}) + "abc").ok());
 
   absl::Status carried;
   uint64_t value = 0;

@@ -271,6 +271,46 @@ TEST_F(MasterRestartTest, StoresRebuildEveryCompleteObjectAndNothingInFlight) {
 }
 
 // A master without workers: reports are fed by hand.
+// A store's read rules map a range to the objects it lies in with the
+// worker's manifest (StoreWorker::ManifestOverlapping), and a read that
+// arrives before the manifest knows its object waits for the next fetch
+// (CallAfterNextFetch), which is answered once its changes are applied.
+TEST_F(MasterRestartTest, TheManifestMapsRangesToObjectsAndFetchesAnswerWaiters) {
+  HS_ASSERT_OK(PutComplete(*first_, "a", 1000, {SegmentId(11)}));
+  EXPECT_TRUE(workers_[0]->ManifestOverlapping(SegmentId(11), 0, kSegmentBytes, 16).empty());
+  size_t seen_by_waiter = 0;
+  workers_[0]->CallAfterNextFetch([&] {
+    seen_by_waiter = workers_[0]->ManifestOverlapping(SegmentId(11), 0, kSegmentBytes, 16).size();
+  });
+  EXPECT_EQ(seen_by_waiter, 0u);
+  env_.AdvanceBy(MsToNs(60));  // one fetch left and was answered
+  EXPECT_EQ(seen_by_waiter, 1u);
+  HS_ASSERT_OK(PutComplete(*first_, "b", 500, {SegmentId(11)}));
+  env_.AdvanceBy(MsToNs(60));
+  const std::vector<ManifestEntry> all =
+      workers_[0]->ManifestOverlapping(SegmentId(11), 0, kSegmentBytes, 16);
+  ASSERT_EQ(all.size(), 2u);
+  ASSERT_LT(all[0].offset, all[1].offset);
+  const ManifestEntry& first = all[0];
+  const ManifestEntry& second = all[1];
+  // Inside the first object; from inside it into the second; the limit.
+  std::vector<ManifestEntry> inside =
+      workers_[0]->ManifestOverlapping(SegmentId(11), first.offset + 10, 20, 16);
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(inside[0].name, first.name);
+  EXPECT_EQ(workers_[0]
+                ->ManifestOverlapping(SegmentId(11), first.offset + first.size_bytes - 1,
+                                      second.offset - first.offset - first.size_bytes + 2, 16)
+                .size(),
+            2u);
+  EXPECT_EQ(workers_[0]->ManifestOverlapping(SegmentId(11), 0, kSegmentBytes, 1).size(), 1u);
+  // Past the last object, and another store's segment.
+  EXPECT_TRUE(workers_[0]
+                  ->ManifestOverlapping(SegmentId(11), second.offset + second.size_bytes, 100, 16)
+                  .empty());
+  EXPECT_TRUE(workers_[0]->ManifestOverlapping(SegmentId(12), 0, kSegmentBytes, 16).empty());
+}
+
 class ManifestReportTest : public ::testing::Test {
  protected:
   ManifestReportTest() {

@@ -337,5 +337,74 @@ TEST_F(DynamicReplicationStage1, AGrantedProposalStaysIdempotentAfterTheModeGoes
   EXPECT_EQ(h_.master().Stats().copy_tasks_created_total, 1);
 }
 
+// CheckCopyLease (a store's read rules, docs/runtime.md "Who may read a
+// range"): a read under a lease is confirmed only for a live lease, asked by
+// its source store, for its source or target store, within the source range;
+// the answer carries the lease's remaining time, and once the copy ends or
+// the lease expires the lease is no longer confirmed.
+TEST_F(DynamicReplicationStage1, CopyLeaseReadsAreConfirmedOnlyWhileTheLeaseHoldsThem) {
+  const ReplicaActionLease lease = Granted();
+  const std::vector<Task> tasks = h_.Fetch(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  const ReplicaCopyPayload& copy = tasks[0].copy;
+  const CopyLeaseQuery whole{lease.lease_id, ClientId(2), copy.source_segment, copy.source_offset,
+                             copy.size_bytes};
+  // Granted (before CopyStart): the target store (client 2) and the source
+  // (client 1) may read the source range; the answer is the lease's rest.
+  absl::StatusOr<CopyLeaseGrant> grant = h_.rm().CheckCopyLease(ClientId(1), whole);
+  HS_ASSERT_OK(grant);
+  EXPECT_EQ(grant->remaining_ns, lease.expiration_ns - h_.now());
+  CopyLeaseQuery by_source = whole;
+  by_source.reader = ClientId(1);
+  HS_EXPECT_OK(h_.rm().CheckCopyLease(ClientId(1), by_source));
+  CopyLeaseQuery part = whole;
+  part.offset += 10;
+  part.size = 100;
+  HS_EXPECT_OK(h_.rm().CheckCopyLease(ClientId(1), part));
+  // Another reader, another asker, another lease, another range.
+  CopyLeaseQuery stranger = whole;
+  stranger.reader = ClientId(7);
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), stranger).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(2), whole).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  CopyLeaseQuery unknown = whole;
+  unknown.lease_id = LeaseId(lease.lease_id.value + 1000);
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), unknown).status().code(),
+            absl::StatusCode::kNotFound);
+  CopyLeaseQuery longer = whole;
+  longer.size += 1;
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), longer).status().code(),
+            absl::StatusCode::kOutOfRange);
+  CopyLeaseQuery shifted = whole;
+  shifted.offset += 1;
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), shifted).status().code(),
+            absl::StatusCode::kOutOfRange);
+  CopyLeaseQuery elsewhere = whole;
+  elsewhere.segment = SegmentId(2);
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), elsewhere).status().code(),
+            absl::StatusCode::kOutOfRange);
+  // In flight: still confirmed. After the copy ends: not live any more.
+  const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
+  HS_ASSERT_OK(h_.rm().DynamicReplicaCopyStart(ClientId(1), fence));
+  HS_EXPECT_OK(h_.rm().CheckCopyLease(ClientId(1), whole));
+  HS_ASSERT_OK(h_.rm().DynamicReplicaCopyEnd(ClientId(1), fence));
+  HS_ASSERT_OK(h_.master().MarkTaskComplete(ClientId(1), {fence.task_id, true, ""}));
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), whole).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(DynamicReplicationStage1, AnExpiredCopyLeaseIsNotConfirmed) {
+  const ReplicaActionLease lease = Granted();
+  const std::vector<Task> tasks = h_.Fetch(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  const CopyLeaseQuery query{lease.lease_id, ClientId(2), tasks[0].copy.source_segment,
+                             tasks[0].copy.source_offset, tasks[0].copy.size_bytes};
+  HS_ASSERT_OK(h_.rm().CheckCopyLease(ClientId(1), query));
+  h_.env().AdvanceBy(lease.expiration_ns - h_.now());
+  EXPECT_EQ(h_.rm().CheckCopyLease(ClientId(1), query).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace heatsink

@@ -589,7 +589,13 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
   store_fails({"--memory", "4M", "--segments", "3"}, "pool_split.log",
               "do not split into 3 segments");
   store_fails({"--memory", "4M", "--segment-mib", "8"}, "pool_mib.log", "leave --segment-mib out");
-  store_fails({"--head-pool-report-s", "1"}, "pool_report.log", "need --memory");
+  store_fails({"--head-pool-report-s", "1"}, "pool_report.log",
+              "--head-pool-report-s needs --memory");
+  // Readers' tenants need readers proven by certificates.
+  store_fails({"--tenant", "3=team-a"}, "store_tenant.log",
+              "--tenant needs --data-tls-cert and --data-tls-client-ca");
+  store_fails({"--tls-trust-domain", "Bad Domain"}, "store_trust.log",
+              "--tls-trust-domain 'Bad Domain' may hold only lowercase letters");
   store_fails({"--no-inherit-copy-score"}, "pool_inherit.log",
               "--no-inherit-copy-score need --memory");
 }
