@@ -349,15 +349,12 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* CheckCopyLease(grpc::CallbackServerContext* ctx,
                                            const v1::CheckCopyLeaseRequest* req,
                                            v1::CheckCopyLeaseResponse* resp) override {
-    return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
-      return ForCaller(ctx, [&](const Caller& caller) -> absl::Status {
-        const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
-                                   SegmentId(req->segment_id()), req->offset(),
-                                   req->size_bytes()};
-        absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
-        if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
-        return grant.status();
-      });
+    return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
+      const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
+                                 SegmentId(req->segment_id()), req->offset(), req->size_bytes()};
+      absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
+      if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
+      return grant.status();
     });
   }
 
