@@ -139,10 +139,9 @@ struct DataTls {
 absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOptions& data_rpc,
                         runtime::TcpTransportKnobs* tcp, DataTls* contexts) {
   if (!data_rpc.tls.cert_path.empty()) {
-    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> server =
-        runtime::TlsContext::Create(runtime::TlsContext::Side::kServer,
-                                    {data_rpc.tls.cert_path, data_rpc.tls.key_path,
-                                     data_rpc.tls.client_ca_path});
+    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> server = runtime::TlsContext::Create(
+        runtime::TlsContext::Side::kServer,
+        {data_rpc.tls.cert_path, data_rpc.tls.key_path, data_rpc.tls.client_ca_path});
     if (!server.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--data-tls-cert/--data-tls-key/--data-tls-client-ca: ", server.status().message()));
@@ -151,9 +150,8 @@ absl::Status SetDataTls(const runtime::RpcOptions& rpc, const runtime::RpcOption
     tcp->tls_server = contexts->server;
   }
   if (!rpc.tls.ca_path.empty()) {
-    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> client =
-        runtime::TlsContext::Create(runtime::TlsContext::Side::kClient,
-                                    {rpc.tls.cert_path, rpc.tls.key_path, rpc.tls.ca_path});
+    absl::StatusOr<std::shared_ptr<runtime::TlsContext>> client = runtime::TlsContext::Create(
+        runtime::TlsContext::Side::kClient, {rpc.tls.cert_path, rpc.tls.key_path, rpc.tls.ca_path});
     if (!client.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--tls-ca/--tls-cert/--tls-key: ", client.status().message()));
@@ -465,7 +463,8 @@ int main(int argc, char** argv) {
   for (const std::string& flag : tenant_flags) {
     if (!status.ok()) break;
     status = tenants.BindFromFlag(flag);
-    if (!status.ok()) status = absl::InvalidArgumentError(absl::StrCat("--tenant: ", status.message()));
+    if (!status.ok())
+      status = absl::InvalidArgumentError(absl::StrCat("--tenant: ", status.message()));
   }
   if (status.ok()) {
     status = runtime::ValidateTrustDomain(data_rpc.tls.trust_domain);
@@ -522,13 +521,15 @@ int main(int argc, char** argv) {
           return master_raw->CheckCopyLease(ClientId(client_id), query);
         });
     options.read_gate = read_access.get();
-    std::printf("heatsink-store: readers checked: the store itself, copy-lease holders the "
-                "master confirms, readers of the objects' tenant (spiffe://%s/heatsink/...)\n",
-                data_rpc.tls.trust_domain.c_str());
+    std::printf(
+        "heatsink-store: readers checked: the store itself, copy-lease holders the "
+        "master confirms, readers of the objects' tenant (spiffe://%s/heatsink/...)\n",
+        data_rpc.tls.trust_domain.c_str());
   } else {
-    std::printf("heatsink-store: readers are not checked: without --data-tls-cert and "
-                "--data-tls-client-ca any client that reaches the data services may read any "
-                "range\n");
+    std::printf(
+        "heatsink-store: readers are not checked: without --data-tls-cert and "
+        "--data-tls-client-ca any client that reaches the data services may read any "
+        "range\n");
   }
   std::fflush(stdout);
   runtime::StoreServer* grpc_server = nullptr;
@@ -545,8 +546,8 @@ int main(int argc, char** argv) {
       return std::unique_ptr<runtime::SegmentDataService>(*std::move(server));
     };
   }
-  absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node = runtime::StoreNode::Start(
-      env.env(), master_raw, &resolver, options, grpc_data_service);
+  absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node =
+      runtime::StoreNode::Start(env.env(), master_raw, &resolver, options, grpc_data_service);
   if (!node.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", node.status().ToString().c_str());
     return 1;
@@ -564,43 +565,42 @@ int main(int argc, char** argv) {
       data_service_endpoint.c_str(), data_mover.c_str(), master_address.c_str());
   runtime::SegmentHeadPool* pool = (*node)->head_pool();
   std::unique_ptr<runtime::MetricsEndpoint> metrics;
+  // Serves `snapshot` on --metrics-listen; false (after saying why) when it
+  // cannot.
+  auto StartMetrics = [&](auto snapshot) {
+    absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
+        runtime::MetricsEndpoint::Start(metrics_listen, std::move(snapshot));
+    if (!started.ok()) {
+      std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
+                   started.status().ToString().c_str());
+      return false;
+    }
+    metrics = *std::move(started);
+    std::printf("heatsink-store: metrics on port %d\n", metrics->port());
+    return true;
+  };
   if (pool != nullptr) {
     std::printf("heatsink-store: head pool, %s, %s chunks of %llu KiB:\n%s",
                 pool->manager().knobs().no_numa_promotion ? "promotion off" : "promotion on",
                 absl::StrCat(pool->manager().key_count()).c_str(),
                 static_cast<unsigned long long>(pool->manager().knobs().ram_head_bytes >> 10),
                 runtime::DescribePlacement(pool->options().placement).c_str());
-    if (!metrics_listen.empty()) {
-      absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
-          runtime::MetricsEndpoint::Start(metrics_listen,
-                                          [pool] { return pool->metrics().Snapshot(); });
-      if (!started.ok()) {
-        std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
-                     started.status().ToString().c_str());
-        return 1;
-      }
-      metrics = *std::move(started);
-      std::printf("heatsink-store: metrics on port %d\n", metrics->port());
+    if (!metrics_listen.empty() && !StartMetrics([pool] { return pool->metrics().Snapshot(); })) {
+      return 1;
     }
   } else if (!metrics_listen.empty()) {
     const runtime::ReadAccess* access = read_access.get();
-    absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
-        runtime::MetricsEndpoint::Start(metrics_listen, [access] {
+    if (!StartMetrics([access] {
           return access != nullptr ? ReadRuleMetrics(access) : std::vector<MetricFamily>{};
-        });
-    if (!started.ok()) {
-      std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
-                   started.status().ToString().c_str());
+        })) {
       return 1;
     }
-    metrics = *std::move(started);
-    std::printf("heatsink-store: metrics on port %d\n", metrics->port());
   }
   std::fflush(stdout);
   if (!endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(
-        endpoint_file, absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n",
-                                    data_service_endpoint, "\n"));
+        endpoint_file,
+        absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n", data_service_endpoint, "\n"));
     if (!written.ok()) {
       std::fprintf(stderr, "heatsink-store: %s\n", written.ToString().c_str());
       return 1;
