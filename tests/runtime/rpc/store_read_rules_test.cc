@@ -131,6 +131,19 @@ class StoreReadRulesTest : public test::ProcessesTest {
                        Path("ca.pem"), "--metrics-listen", absl::StrCat("127.0.0.1:", metrics_port)});
   }
 
+  // Waits until the master lists `segment`: a store writes its endpoint
+  // file before its mount has reached the master.
+  bool SegmentMounted(GrpcMasterClient& rpc, SegmentId segment) {
+    return WaitFor([&] {
+      absl::StatusOr<std::vector<SegmentView>> segments = rpc.ListSegments();
+      if (!segments.ok()) return false;
+      for (const SegmentView& view : *segments) {
+        if (view.location.id == segment) return true;
+      }
+      return false;
+    });
+  }
+
   // The store's endpoint file: data endpoint, client id, gRPC endpoint.
   std::vector<std::string> Endpoints(const std::string& tag) const {
     return ReadLines(dir_ / (tag + ".endpoint"));
@@ -256,6 +269,7 @@ TEST_F(StoreReadRulesTest, RangeReadsFollowTheTenantOfTheObjects) {
   std::unique_ptr<GrpcMasterClient> plain = Connect("client-12");
   ASSERT_TRUE(team_a && plain);
   const SegmentId segment = StoreSegmentId(ClientId(1), 0);
+  ASSERT_TRUE(SegmentMounted(*plain, segment));
   const ObjectName secret{"team-a", "secret"};
   const ObjectName open{"", "open"};
   const std::string secret_bytes = Pattern(1, (256 << 10) + 3);
@@ -308,7 +322,7 @@ TEST_F(StoreReadRulesTest, RangeReadsFollowTheTenantOfTheObjects) {
   team_a.reset();
   plain.reset();
   store->Signal(SIGTERM);
-  EXPECT_EQ(store->Wait(), 0);
+  EXPECT_EQ(store->Wait(), 0) << ReadFile(dir_ / "store_a.log");
   master->Signal(SIGTERM);
   EXPECT_EQ(master->Wait(), 0);
 }
@@ -413,6 +427,7 @@ TEST_F(StoreReadRulesTest, ReadsUnderACopyLeaseNeedTheMastersConfirmation) {
   std::unique_ptr<GrpcMasterClient> owner = Connect("client-12");
   ASSERT_TRUE(owner);
   const SegmentId segment = StoreSegmentId(ClientId(1), 0);
+  ASSERT_TRUE(SegmentMounted(*owner, segment));
   const ObjectName name{"", "hot"};
   const std::string bytes = Pattern(7, 256 << 10);
   Put(*owner, ClientId(12), DataKnobs("client-12"), segment, name, bytes);
@@ -493,6 +508,7 @@ TEST_F(StoreReadRulesTest, SighupRotatesTheStoresCertificates) {
   std::unique_ptr<GrpcMasterClient> plain = Connect("client-12");
   ASSERT_TRUE(plain);
   const SegmentId segment = StoreSegmentId(ClientId(1), 0);
+  ASSERT_TRUE(SegmentMounted(*plain, segment));
   const std::string bytes = Pattern(3, 8192);
   Put(*plain, ClientId(12), DataKnobs("client-12"), segment, {"", "k"}, bytes);
   const std::optional<ReplicaDescriptor> r = Replica(*plain, ClientId(12), {"", "k"});
