@@ -1,7 +1,6 @@
 #include "runtime/client/lookup_coalescer.h"
 
 #include <algorithm>
-#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -72,14 +71,13 @@ void LookupCoalescer::Send(std::vector<Waiter> batch) {
     req.name = batch[0].name;
     req.requester = options_.requester;
     req.requester_domain = options_.domain;
-    auto done =
-        std::make_shared<MasterClient::Callback<GetReplicaListResponse>>(std::move(batch[0].done));
-    master_->GetReplicaList(req, [this, done](absl::StatusOr<GetReplicaListResponse> r) {
+    master_->GetReplicaList(req, [this, done = std::move(batch[0].done)](
+                                     absl::StatusOr<GetReplicaListResponse> r) mutable {
       // The next call goes out before this one's caller wakes: once it
       // has, the coalescer may be gone, so nothing touches `this` after.
       std::vector<Waiter> next = NextBatch();
       if (!next.empty()) Send(std::move(next));
-      std::move (*done)(std::move(r));
+      std::move(done)(std::move(r));
     });
     return;
   }
@@ -88,19 +86,19 @@ void LookupCoalescer::Send(std::vector<Waiter> batch) {
   for (const Waiter& w : batch) req.names.push_back(w.name);
   req.requester = options_.requester;
   req.requester_domain = options_.domain;
-  auto waiters = std::make_shared<std::vector<Waiter>>(std::move(batch));
-  master_->BatchGetReplicaList(req, [this, waiters](absl::StatusOr<BatchGetReplicaListResponse> r) {
+  master_->BatchGetReplicaList(req, [this, waiters = std::move(batch)](
+                                        absl::StatusOr<BatchGetReplicaListResponse> r) mutable {
     std::vector<Waiter> next = NextBatch();
     if (!next.empty()) Send(std::move(next));
-    if (r.ok() && r->results.size() != waiters->size()) {
-      r = absl::InternalError(absl::StrCat("the master answered a batch of ", waiters->size(),
+    if (r.ok() && r->results.size() != waiters.size()) {
+      r = absl::InternalError(absl::StrCat("the master answered a batch of ", waiters.size(),
                                            " names with ", r->results.size(), " results"));
     }
-    for (size_t i = 0; i < waiters->size(); ++i) {
+    for (size_t i = 0; i < waiters.size(); ++i) {
       if (r.ok()) {
-        std::move((*waiters)[i].done)(std::move(r->results[i]));
+        std::move(waiters[i].done)(std::move(r->results[i]));
       } else {
-        std::move((*waiters)[i].done)(r.status());
+        std::move(waiters[i].done)(r.status());
       }
     }
   });

@@ -86,7 +86,13 @@ class MasterServer::Service final : public v1::Master::CallbackService {
         tenants_(std::move(tenants)),
         identities_proven_(identities_proven),
         trust_domain_(std::move(trust_domain)),
-        calls_in_flight_max_(calls_in_flight_max) {}
+        calls_in_flight_max_(calls_in_flight_max) {
+    // The hot calls' messages on per-call arenas (ArenaMessages).
+    SetMessageAllocatorFor_GetReplicaList(&get_arena_);
+    SetMessageAllocatorFor_BatchGetReplicaList(&batch_get_arena_);
+    SetMessageAllocatorFor_BatchPutStart(&batch_put_start_arena_);
+    SetMessageAllocatorFor_BatchPutEnd(&batch_put_end_arena_);
+  }
 
   MasterServerStats stats() const {
     MasterServerStats s;
@@ -358,14 +364,6 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     });
   }
 
-  // Hot calls on per-call arenas (ArenaMessages).
-  void UseArenas() {
-    SetMessageAllocatorFor_GetReplicaList(&get_arena_);
-    SetMessageAllocatorFor_BatchGetReplicaList(&batch_get_arena_);
-    SetMessageAllocatorFor_BatchPutStart(&batch_put_start_arena_);
-    SetMessageAllocatorFor_BatchPutEnd(&batch_put_end_arena_);
-  }
-
  private:
   ArenaMessages<v1::GetReplicaListRequest, v1::GetReplicaListResponse> get_arena_;
   ArenaMessages<v1::BatchGetReplicaListRequest, v1::BatchGetReplicaListResponse> batch_get_arena_;
@@ -608,7 +606,6 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler*
   server->service_ =
       std::make_unique<Service>(handler, std::move(tenants), server->identities_proven_,
                                 options.tls.trust_domain, options.calls_in_flight_max);
-  server->service_->UseArenas();
 
   grpc::ServerBuilder builder;
   int port = 0;

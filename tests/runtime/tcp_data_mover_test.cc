@@ -29,6 +29,7 @@
 #include "runtime/transport/tcp_data_server.h"
 #include "runtime/transport/tls_stream.h"
 #include "runtime/transport/wire.h"
+#include "tests/runtime/cert_test_util.h"
 #include "tests/runtime/transport_test_util.h"
 
 namespace heatsink::runtime {
@@ -302,9 +303,8 @@ TEST_F(TcpMoverTest, ServerClosesOnMalformedFrames) {
 class TlsMoverTest : public TcpMoverTest {
  protected:
   void SetUp() override {
-    if (std::system("openssl version > /dev/null 2>&1") != 0) {
-      GTEST_SKIP() << "the openssl command-line tool is not on PATH; it generates the test "
-                      "certificates (install Debian's `openssl` package to run this test)";
+    if (!test::HaveOpenssl()) {
+      GTEST_SKIP() << test::kNoOpensslSkip;
     }
     dir_ = std::filesystem::temp_directory_path() /
            absl::StrCat("heatsink_tls_mover_", getpid(), "_",
@@ -323,11 +323,7 @@ class TlsMoverTest : public TcpMoverTest {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  static bool MakeCerts(const std::string& args) {
-    const std::string line =
-        absl::StrCat(HEATSINK_SOURCE_DIR, "/tools/make-certs.sh ", args, " > /dev/null 2>&1");
-    return std::system(line.c_str()) == 0;
-  }
+  static bool MakeCerts(const std::string& args) { return test::MakeCerts(args); }
   std::string Path(const std::string& file) const { return (dir_ / file).string(); }
   // A context presenting `cert` (none when empty) and trusting `ca`.
   std::shared_ptr<const TlsContext> Context(TlsContext::Side side, const std::string& cert,

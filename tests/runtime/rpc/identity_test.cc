@@ -158,13 +158,8 @@ TEST(CertificateIdentity, TrustDomainsAreValidated) {
 }
 
 using test::HaveOpenssl;
-
-// Runs tools/make-certs.sh with `args`; true on success.
-bool MakeCerts(const std::string& args) {
-  const std::string line =
-      absl::StrCat(HEATSINK_SOURCE_DIR, "/tools/make-certs.sh ", args, " > /dev/null 2>&1");
-  return std::system(line.c_str()) == 0;
-}
+using test::kNoOpensslSkip;
+using test::MakeCerts;
 
 using test::Wait;
 
@@ -177,8 +172,7 @@ class IdentityProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HaveOpenssl()) {
-      GTEST_SKIP() << "the openssl command-line tool is not on PATH; it generates the test "
-                      "certificates (install Debian's `openssl` package to run this test)";
+      GTEST_SKIP() << kNoOpensslSkip;
     }
     dir_ = fs::temp_directory_path() /
            absl::StrCat("heatsink_identity_", getpid(), "_",
@@ -234,16 +228,7 @@ class IdentityProcessTest : public ::testing::Test {
   // `metadata_id` with the calls whose interface names no caller.
   std::unique_ptr<GrpcMasterClient> Connect(const std::string& cert, uint64_t metadata_id = 0,
                                             const std::string& ca = "ca") {
-    RpcOptions rpc;
-    rpc.call_timeout_ms = 3000;
-    rpc.caller_client_id = metadata_id;
-    rpc.tls.ca_path = Path(ca + ".pem");
-    rpc.tls.cert_path = Path(cert + ".pem");
-    rpc.tls.key_path = Path(cert + ".key");
-    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-        GrpcMasterClient::Connect(master_address_, rpc);
-    EXPECT_TRUE(client.ok()) << client.status();
-    return client.ok() ? *std::move(client) : nullptr;
+    return test::ConnectWithCertificate(master_address_, dir_, cert, ca, metadata_id);
   }
 
   std::string Read(const std::string& file) const {

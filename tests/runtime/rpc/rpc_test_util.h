@@ -1,16 +1,22 @@
 // Helpers shared by the gRPC tests: waiting for one asynchronous client call,
-// and whether the openssl tool that makes test certificates is installed.
+// a master client presenting a test certificate, and (cert_test_util.h)
+// making those certificates.
 #ifndef HEATSINK_TESTS_RUNTIME_RPC_RPC_TEST_UTIL_H_
 #define HEATSINK_TESTS_RUNTIME_RPC_RPC_TEST_UTIL_H_
 
-#include <cstdlib>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
+#include "gtest/gtest.h"
 #include "runtime/env/notification.h"
+#include "runtime/rpc/grpc_master_client.h"
+#include "tests/runtime/cert_test_util.h"
 
 namespace heatsink::runtime::test {
 
@@ -28,8 +34,26 @@ T Wait(const std::function<void(absl::AnyInvocable<void(T) &&>)>& issue) {
   return std::move(**result);
 }
 
-// True when the openssl command-line tool runs (tools/make-certs.sh needs it).
-inline bool HaveOpenssl() { return std::system("openssl version > /dev/null 2>&1") == 0; }
+// A client of the master at `address` over mutual TLS, presenting
+// certificate `cert` (DIR/`cert`.pem and .key) and trusting DIR/`ca`.pem,
+// sending `metadata_id` with the calls whose interface names no caller.
+// Null (with a failure recorded) when the options are refused.
+inline std::unique_ptr<GrpcMasterClient> ConnectWithCertificate(const std::string& address,
+                                                                const std::filesystem::path& dir,
+                                                                const std::string& cert,
+                                                                const std::string& ca = "ca",
+                                                                uint64_t metadata_id = 0) {
+  RpcOptions rpc;
+  rpc.call_timeout_ms = 3000;
+  rpc.caller_client_id = metadata_id;
+  rpc.tls.ca_path = (dir / (ca + ".pem")).string();
+  rpc.tls.cert_path = (dir / (cert + ".pem")).string();
+  rpc.tls.key_path = (dir / (cert + ".key")).string();
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
+      GrpcMasterClient::Connect(address, rpc);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
 
 }  // namespace heatsink::runtime::test
 

@@ -66,14 +66,10 @@ using test::Process;
 using test::ReadLines;
 using test::Wait;
 using test::WaitFor;
+using test::kNoOpensslSkip;
+using test::MakeCerts;
 
 constexpr char kDenied[] = "heatsink_store_reads_permission_denied_total";
-
-bool MakeCerts(const std::string& args) {
-  const std::string line =
-      absl::StrCat(HEATSINK_SOURCE_DIR, "/tools/make-certs.sh ", args, " > /dev/null 2>&1");
-  return std::system(line.c_str()) == 0;
-}
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -93,8 +89,7 @@ class StoreReadRulesTest : public test::ProcessesTest {
  protected:
   void SetUp() override {
     if (!HaveOpenssl()) {
-      GTEST_SKIP() << "the openssl command-line tool is not on PATH; it generates the test "
-                      "certificates (install Debian's `openssl` package to run this test)";
+      GTEST_SKIP() << kNoOpensslSkip;
     }
     ProcessesTest::SetUp();
   }
@@ -150,15 +145,7 @@ class StoreReadRulesTest : public test::ProcessesTest {
   }
 
   std::unique_ptr<GrpcMasterClient> Connect(const std::string& cert) {
-    RpcOptions rpc;
-    rpc.call_timeout_ms = 3000;
-    rpc.tls.ca_path = Path("ca.pem");
-    rpc.tls.cert_path = Path(cert + ".pem");
-    rpc.tls.key_path = Path(cert + ".key");
-    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-        GrpcMasterClient::Connect(master_address_, rpc);
-    EXPECT_TRUE(client.ok()) << client.status();
-    return client.ok() ? *std::move(client) : nullptr;
+    return test::ConnectWithCertificate(master_address_, dir_, cert);
   }
 
   // Data-path knobs of a reader or writer presenting `cert`.

@@ -49,6 +49,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using test::HaveOpenssl;
+using test::kNoOpensslSkip;
 
 // Runs `command` in `dir`; true on exit status 0.
 bool Run(const fs::path& dir, const std::string& command) {
@@ -82,8 +83,7 @@ class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HaveOpenssl()) {
-      GTEST_SKIP() << "the openssl command-line tool is not on PATH; it generates the test "
-                      "certificates (install Debian's `openssl` package to run this test)";
+      GTEST_SKIP() << kNoOpensslSkip;
     }
     dir_ = fs::temp_directory_path() /
            absl::StrCat("heatsink_tls_", getpid(), "_",
