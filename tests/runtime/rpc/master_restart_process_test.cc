@@ -46,9 +46,10 @@ using test::WriterInDomainA;
 // reported their manifests; until then reads are UNAVAILABLE, never
 // NOT_FOUND. A put in flight at the kill leaves no readable replica and its
 // bytes are freed after the release timeout, so every segment's used bytes
-// end as before minus that put. (The in-flight copy case is
-// MasterRestartTest.StoresRebuildEveryCompleteObjectAndNothingInFlight, with
-// a copy held mid-transfer.)
+// end as before minus that put. A dynamic copy in flight at the kill (its
+// source held mid-transfer with SIGSTOP, its target store already told of
+// the reserved range) leaves no replica on the target, readable or not, and
+// its reserved bytes come back.
 //
 // HEATSINK_RESTART_OBJECTS=N adds N small objects (64 to 448 bytes, written
 // by four threads) before the kill, for the restart figures of
@@ -59,7 +60,7 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
   if (extra_env != nullptr) {
     ASSERT_TRUE(absl::SimpleAtoi(extra_env, &extra)) << extra_env;
   }
-  store_segment_mib_ = extra > 0 ? "128" : "16";
+  store_segment_mib_ = extra > 0 ? "128" : "64";
   const std::string listen = absl::StrCat("127.0.0.1:", FreePort());
   const std::vector<std::string> sets = {
       "dynamic_replication_mode=enforce", "restart_grace_ms=30000", "restart_expected_stores=2",
@@ -141,14 +142,39 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
                    [&](absl::StatusOr<PutStartResponse> r) { started = std::move(r); });
   ASSERT_TRUE(WaitFor([&] { return started.has_value(); }));
   ASSERT_TRUE(started->ok()) << started->status();
-  // Every change reached the stores' manifests (fetch interval 20 ms).
-  ASSERT_TRUE(WaitFor([&] {
+  const auto changes_pending = [&] {
     return MetricValue(HttpGet(metrics_address_, "/metrics"),
-                       "heatsink_master_manifest_changes_pending") == 0;
-  }));
+                       "heatsink_master_manifest_changes_pending");
+  };
+  // A dynamic copy in flight at the kill. Store b stops, so the copy of a
+  // 24 MiB object that hot reads from domain b start blocks in its source,
+  // store a, once the socket buffers are full; then store a stops mid-copy
+  // and store b resumes and learns of the range reserved for the copy.
+  const std::string big_key = "copy-in-flight";
+  const std::string big = Pattern(999, 24 << 20);
+  ASSERT_TRUE(writer.Put(big_key, big).ok());
+  absl::StatusOr<GetReplicaListResponse> big_list = writer.Lookup(big_key);
+  ASSERT_TRUE(big_list.ok()) << big_list.status();
+  const Version big_version = big_list->version;
+  ASSERT_TRUE(WaitFor([&] { return changes_pending() == 0; }));
+  store_b->Signal(SIGSTOP);
+  ASSERT_TRUE(WaitFor([&] {
+    (void)reader.Lookup(big_key);  // reads from domain b make it hot
+    return MetricValue(HttpGet(metrics_address_, "/metrics"), "heatsink_master_reserved_bytes") >=
+           static_cast<int64_t>(big.size());
+  })) << "no copy of the hot object started";
+  store_a->Signal(SIGSTOP);
+  store_b->Signal(SIGCONT);
+  // Every change reached the stores' manifests (fetch interval 20 ms),
+  // store b's reserved range among them.
+  ASSERT_TRUE(WaitFor([&] { return changes_pending() == 0; }));
   const std::string before = HttpGet(metrics_address_, "/metrics");
+  ASSERT_GE(MetricValue(before, "heatsink_master_reserved_bytes"),
+            static_cast<int64_t>(big.size()))
+      << "the copy is no longer in flight";
   const int64_t objects_before = MetricValue(before, "heatsink_master_objects");
-  EXPECT_EQ(objects_before, 25 + extra);  // 24, the put in flight, the small ones
+  // 24, the put in flight, the copy's object, the small ones
+  EXPECT_EQ(objects_before, 26 + extra);
   absl::StatusOr<std::vector<SegmentView>> used_before = (*rpc)->ListSegments();
   ASSERT_TRUE(used_before.ok());
 
@@ -157,6 +183,9 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
   const absl::Time killed = absl::Now();
   master = StartMaster(sets, {}, listen);
   ASSERT_EQ(master_address_, listen);
+  // The copy's source resumes: its transfer ends against a master that
+  // never granted its lease.
+  store_a->Signal(SIGCONT);
   int unavailable = 0;
   absl::Time first_read;
   ASSERT_TRUE(WaitFor([&] {
@@ -197,6 +226,21 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
   }
   EXPECT_TRUE(dynamic_in_b) << "the dynamic replica did not come back";
   EXPECT_TRUE(absl::IsNotFound(writer.Lookup("in-flight").status()));
+  // The copy in flight left nothing on store b: its object is whole on
+  // store a only, at its version, with its bytes.
+  absl::StatusOr<GetResult> big_got;
+  ASSERT_TRUE(WaitFor([&] {
+    big_got = writer.Get(big_key);
+    return !absl::IsUnavailable(big_got.status());
+  }));
+  ASSERT_TRUE(big_got.ok()) << big_got.status();
+  EXPECT_EQ(big_got->version, big_version);
+  EXPECT_EQ(StableHash(big_got->bytes), StableHash(big));
+  big_list = writer.Lookup(big_key);
+  ASSERT_TRUE(big_list.ok()) << big_list.status();
+  ASSERT_EQ(big_list->replicas.size(), 1u);
+  EXPECT_EQ(big_list->replicas[0].segment_id, segment_a);
+  EXPECT_FALSE(big_list->replicas[0].dynamic);
   int small_listed = 0;
   for (int i = 0; i < extra; ++i) {
     small_listed += writer.Lookup(absl::StrCat("small-", i)).ok() ? 1 : 0;
@@ -208,17 +252,20 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
               static_cast<long long>(objects_before - 1), small_listed);
   const std::string after = HttpGet(metrics_address_, "/metrics");
   EXPECT_EQ(MetricValue(after, "heatsink_master_objects"), objects_before - 1);
-  EXPECT_EQ(MetricValue(after, "heatsink_master_manifest_entries_discarded_total"), 1);
+  // The put in flight and the copy in flight.
+  EXPECT_EQ(MetricValue(after, "heatsink_master_manifest_entries_discarded_total"), 2);
   EXPECT_EQ(MetricValue(after, "heatsink_master_manifest_entries_rejected_total"), 0);
-  // Nothing leaked: once the in-flight put's bytes are released, every
-  // segment uses what it used before, minus that put.
+  // Nothing leaked: once the in-flight put's and copy's bytes are released,
+  // every segment uses what it used before, minus that put, and nothing is
+  // reserved.
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> now = (*rpc)->ListSegments();
     if (!now.ok() || now->size() != used_before->size()) return false;
     for (size_t i = 0; i < now->size(); ++i) {
       const uint64_t expected =
           (*used_before)[i].used_bytes - ((*now)[i].location.id == segment_a ? 4096 : 0);
-      if ((*now)[i].used_bytes != expected) return false;
+      if ((*now)[i].used_bytes != expected || (*now)[i].reserved_bytes != 0) return false;
+      if ((*now)[i].free_bytes != (*now)[i].capacity_bytes - expected) return false;
     }
     return true;
   }, absl::Seconds(15)));
