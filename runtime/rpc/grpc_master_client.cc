@@ -147,7 +147,12 @@ void GrpcMasterClient::SwitchTo(const std::string& address) {
   std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(*channel);
   std::lock_guard<std::mutex> lock(stub_mu_);
   master_address_ = address;
-  // Calls in flight hold their channel through their ClientContext.
+  // The old channel stays (as ReloadTls keeps its): gRPC 1.51 crashed in
+  // its callback queue's thread ("nexting_thread") when a channel with calls
+  // still in flight towards a stopped leader was destroyed here. Bounded:
+  // the oldest go once kRetiredStubsMax were kept.
+  if (stub_ != nullptr) retired_stubs_.push_back(std::move(stub_));
+  if (retired_stubs_.size() > kRetiredStubsMax) retired_stubs_.erase(retired_stubs_.begin());
   stub_ = std::move(fresh);
 }
 

@@ -160,7 +160,9 @@ class GrpcMasterClient final : public MasterClient {
   mutable std::mutex stub_mu_;
   std::string master_address_;              // guarded by stub_mu_
   std::shared_ptr<v1::Master::Stub> stub_;  // guarded by stub_mu_; null: no leader known yet
-  // Stubs of channels replaced by ReloadTls (kept: a reload is rare).
+  // Stubs of channels replaced by ReloadTls or a new leader (kept: both are
+  // rare; at most kRetiredStubsMax).
+  static constexpr size_t kRetiredStubsMax = 16;
   std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_;  // guarded by stub_mu_
   SteadyClock clock_;
   // Runs the rare callbacks gRPC completes before the issuing call returned.
