@@ -268,13 +268,15 @@ absl::Status CheckEtcdFlags(const Flags& flags) {
     return absl::InvalidArgumentError(
         absl::StrCat("--advertise: '", flags.advertise, "' is not host:port"));
   }
-  runtime::LeaderElectionOptions options{.leader_key = "k",
-                                         .advertise = flags.advertise,
-                                         .lease_ttl_sec = flags.etcd_lease_ttl_sec,
-                                         .lease_margin_ms = flags.etcd_lease_margin_ms};
-  if (absl::Status st = options.Validate(); !st.ok()) {
+  if (flags.etcd_lease_ttl_sec < 1 || flags.etcd_lease_ttl_sec > 3600) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--etcd-lease-ttl-sec: must be in 1..3600, got ", flags.etcd_lease_ttl_sec));
+  }
+  if (flags.etcd_lease_margin_ms < 0 ||
+      flags.etcd_lease_margin_ms >= flags.etcd_lease_ttl_sec * 1000) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--etcd-lease-ttl-sec / --etcd-lease-margin-ms: ", st.message()));
+        absl::StrCat("--etcd-lease-margin-ms: must be in [0, the TTL), got ",
+                     flags.etcd_lease_margin_ms, " for a TTL of ", flags.etcd_lease_ttl_sec, " s"));
   }
   return absl::OkStatus();
 }
@@ -333,6 +335,14 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
                 absl::StrJoin(target->endpoints, ",").c_str(), flags.advertise.c_str());
     std::fflush(stdout);
     if (!CampaignUntilLeading(*election, key)) return 0;
+    // Keep-alives start at once (the lease runs from its grant). Every call
+    // checks the lease itself; this makes the process go too.
+    election->KeepLeading([](const absl::Status& why) {
+      std::printf("heatsink-master: stepping down: %s; exiting with %d\n",
+                  std::string(why.message()).c_str(), kExitLostLeadership);
+      std::fflush(stdout);
+      std::_Exit(kExitLostLeadership);
+    });
     // A new leader starts empty: unknown keys are UNAVAILABLE, never
     // NOT_FOUND, while the stores report their manifests.
     if (master_knobs.restart_grace_ms == 0) {
@@ -376,15 +386,7 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
     if (election != nullptr) (void)election->Resign();
     return 1;
   }
-  if (election != nullptr) {
-    // Every call already checks the lease; this makes the process go too.
-    election->KeepLeading([](const absl::Status& why) {
-      std::printf("heatsink-master: stepping down: %s; exiting with %d\n",
-                  std::string(why.message()).c_str(), kExitLostLeadership);
-      std::fflush(stdout);
-      std::_Exit(kExitLostLeadership);
-    });
-  }
+
   if ((*server)->identities_proven()) {
     std::printf("heatsink-master: caller identities from client certificates "
                 "(spiffe://%s/heatsink/client/ID)\n",
@@ -456,7 +458,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "heatsink-master: the Heatsink master (gRPC control plane, dynamic hot replication).\n"
       "Knobs use the core's names, e.g. --set dynamic_replication_mode=enforce; "
-      "--list-knobs prints them all."};
+      "--list-knobs prints them all.\n"
+      "Failover: with --etcd ENDPOINTS --advertise HOST:PORT masters campaign for leadership "
+      "in etcd; the leader serves while it holds its lease and exits with 3 when it loses it "
+      "(docs/runtime.md, \"Failover with etcd\")."};
   app.add_option("--listen", flags.listen, "gRPC address host:port (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--metrics-listen", flags.metrics_listen,
