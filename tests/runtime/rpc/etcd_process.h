@@ -28,10 +28,10 @@
 namespace heatsink::runtime::test {
 
 // The etcd binary: $HEATSINK_ETCD, else the first `etcd` on PATH; "" when
-// none.
+// none is executable.
 inline std::string FindEtcd() {
   if (const char* given = std::getenv("HEATSINK_ETCD"); given != nullptr && *given != '\0') {
-    return given;
+    return ::access(given, X_OK) == 0 ? std::string(given) : std::string();
   }
   const char* path = std::getenv("PATH");
   for (absl::string_view dir : absl::StrSplit(path == nullptr ? "/usr/bin" : path, ':')) {
