@@ -82,8 +82,17 @@ runtime::RpcOptions RpcAs(const Flags& flags, ClientId client) {
   return rpc;
 }
 
+// Longest pause between retries of a read answered UNAVAILABLE.
+constexpr int64_t kUnavailableBackoffMaxMs = 200;
+// How long a put answered UNAVAILABLE (no leader yet, a recovering master) is
+// retried before the run gives up.
+constexpr int64_t kPutRetryMs = 30'000;
+
 struct ThreadResult {
   std::vector<int64_t> latencies_ns;
+  // Longest run of UNAVAILABLE reads that a successful read ended (a master
+  // failing over: from the first refused read to the next successful one).
+  int64_t unavailable_max_ns = 0;
   int64_t errors = 0;
   int64_t bytes = 0;
   std::map<uint64_t, int64_t> reads_by_segment;
@@ -108,7 +117,9 @@ void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elap
   int64_t errors = 0, bytes = 0;
   std::map<uint64_t, int64_t> by_segment;
   std::string first_error;
+  int64_t unavailable_max_ns = 0;
   for (ThreadResult& r : results) {
+    unavailable_max_ns = std::max(unavailable_max_ns, r.unavailable_max_ns);
     all.insert(all.end(), r.latencies_ns.begin(), r.latencies_ns.end());
     errors += r.errors;
     bytes += r.bytes;
@@ -130,6 +141,10 @@ void Report(const Flags& flags, std::vector<ThreadResult>& results, int64_t elap
               seconds > 0 ? static_cast<double>(all.size()) / seconds : 0.0,
               seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
   std::printf("latency_us p50=%.1f p99=%.1f max=%.1f\n", pct(0.50), pct(0.99), pct(1.0));
+  if (unavailable_max_ns > 0) {
+    std::printf("unavailable_until_read_ms max=%.0f\n",
+                static_cast<double>(unavailable_max_ns) / 1e6);
+  }
   for (const auto& [segment, n] : by_segment) {
     std::printf("reads segment=%llu count=%lld\n", static_cast<unsigned long long>(segment),
                 static_cast<long long>(n));
@@ -187,6 +202,8 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
       runtime::HeatsinkClient client(rpcs[t].get(), flags.data, options);
       ThreadResult& r = results[t];
       Rng rng(flags.seed + static_cast<uint64_t>(t));
+      int64_t unavailable_since = 0;  // first UNAVAILABLE read after a success
+      int64_t backoff_ms = 0;
       for (uint64_t i = t; !stop.load(std::memory_order_relaxed); ++i) {
         const std::string& key = keys[pick(i, rng)];
         const int64_t begin = NowNs();
@@ -201,10 +218,25 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
             ++r.reads_by_segment[got->segment.value];
           }
         }
-        r.latencies_ns.push_back(NowNs() - begin);
-        if (!status.ok()) {
+        const int64_t end = NowNs();
+        r.latencies_ns.push_back(end - begin);
+        if (status.ok()) {
+          if (unavailable_since > 0) {
+            r.unavailable_max_ns = std::max(r.unavailable_max_ns, end - unavailable_since);
+          }
+          unavailable_since = 0;
+          backoff_ms = 0;
+        } else {
           ++r.errors;
           if (r.first_error.empty()) r.first_error = status.ToString();
+        }
+        // A master failing over or recovering: back off (10 ms, doubling up
+        // to kUnavailableBackoffMaxMs) instead of spinning.
+        if (absl::IsUnavailable(status)) {
+          if (unavailable_since == 0) unavailable_since = begin;
+          backoff_ms = std::min<int64_t>(backoff_ms == 0 ? 10 : backoff_ms * 2,
+                                         kUnavailableBackoffMaxMs);
+          std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
         }
       }
     });
@@ -236,6 +268,12 @@ int WriteKeys(const Flags& flags, const runtime::HeatsinkClientOptions& base,
   runtime::HeatsinkClient writer(writer_rpc->get(), flags.data, *writer_options);
   for (size_t k : order) {
     absl::Status put = writer.Put(keys[k], Value(k + 1, flags.value_bytes));
+    for (int64_t waited_ms = 0, backoff_ms = 10;
+         absl::IsUnavailable(put) && waited_ms < kPutRetryMs;
+         waited_ms += backoff_ms, backoff_ms = std::min<int64_t>(backoff_ms * 2, 500)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      put = writer.Put(keys[k], Value(k + 1, flags.value_bytes));
+    }
     if (!put.ok() && put.code() != absl::StatusCode::kAlreadyExists) {
       std::fprintf(stderr, "heatsink-load: put %s: %s\n", keys[k].c_str(), put.ToString().c_str());
       return 1;
@@ -352,7 +390,10 @@ int main(int argc, char** argv) {
   using namespace heatsink;
   Flags flags;
   CLI::App app{"heatsink-load: drive a Heatsink cluster and print throughput and latency."};
-  app.add_option("--master", flags.master, "master gRPC address host:port")->capture_default_str();
+  app.add_option("--master", flags.master,
+                 "master gRPC address host:port, or etcd://host:port[,host:port]/prefix to "
+                 "follow the master elected there (heatsink-master --etcd)")
+      ->capture_default_str();
   app.add_option("--mode", flags.mode,
                  "storm (hot-key reads), zipf (skewed reads over --keys keys, written coldest "
                  "first) or trace (Mooncake trace replay)")
@@ -414,6 +455,7 @@ int main(int argc, char** argv) {
   tools::ApplyDeadlockDetection(keep_deadlock_detection);
 
   absl::Status status = flags.rpc.Validate();
+  if (status.ok()) status = tools::CheckMasterFlag(flags.master);
   if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {
     status = absl::InvalidArgumentError("--mode trace needs --trace FILE");
   }

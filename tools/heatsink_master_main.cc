@@ -8,8 +8,18 @@
 // dynamic_replication_mode at once (the RFC's rollout: off -> observe ->
 // enforce without a restart); other knobs apply only at start. With TLS,
 // SIGHUP also reads the PEM files again (certificate rotation).
+//
+// With --etcd the master campaigns for leadership (docs/runtime.md,
+// "Failover with etcd"): a standby waits, polling the leader key, and serves
+// nothing; the winner serves while its lease is held and publishes
+// --advertise under PREFIX/master/leader. A leader that loses its lease
+// refuses every call at once and exits with kExitLostLeadership (3): its
+// memory belongs to a term that ended, and a supervisor restarting it makes
+// it a standby again.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +32,9 @@
 #include "core/replication/replicated_master.h"
 #include "core/replication/replication_knobs.h"
 #include "runtime/env/runtime_env.h"
+#include "runtime/env/steady_clock.h"
+#include "runtime/etcd/etcd_client.h"
+#include "runtime/etcd/leader_election.h"
 #include "runtime/master/jsonl_decision_sink.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
@@ -32,8 +45,21 @@
 namespace heatsink {
 namespace {
 
+// Exit code of a leader that lost its etcd lease (a supervisor restarts it).
+constexpr int kExitLostLeadership = 3;
+// restart_grace_ms of a leader elected through etcd when the knob is 0: a
+// new leader always starts empty and waits this long for the stores'
+// manifests (less once restart_expected_stores reported).
+constexpr int64_t kEtcdRestartGraceMsDefault = 10'000;
+// How often a standby reads the leader key.
+constexpr int64_t kStandbyPollIntervalMs = 200;
+
 struct Flags {
   std::string listen = "127.0.0.1:50051";
+  std::string etcd;
+  std::string advertise;
+  int64_t etcd_lease_ttl_sec = 5;
+  int64_t etcd_lease_margin_ms = 500;
   std::string metrics_listen;
   std::string config;
   std::vector<std::string> settings;
@@ -48,7 +74,8 @@ struct Flags {
 
 std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                                          const runtime::MasterServer& server,
-                                         const runtime::JsonlDecisionSink* sink) {
+                                         const runtime::JsonlDecisionSink* sink,
+                                         int64_t leader_epoch) {
   std::vector<MetricFamily> out = master.metrics().Snapshot();
   const MasterStats s = master.master().Stats();
   const MetricType kC = MetricType::kCounter;
@@ -103,6 +130,9 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
   AppendScalar(out, "dynamic_replication_mode",
                "The live dynamic_replication_mode: 0 off, 1 observe, 2 enforce.", kG,
                static_cast<int64_t>(master.dynamic_replication_mode()));
+  AppendScalar(out, "master_leader_epoch",
+               "The etcd leader epoch this master serves under (0 without --etcd).", kG,
+               leader_epoch);
   const runtime::MasterServerStats rpc = server.stats();
   AppendScalar(out, "rpc_calls_total", "Control-plane calls served.", kC, rpc.calls_total);
   AppendScalar(out, "rpc_calls_failed_total", "Control-plane calls answered with an error.", kC,
@@ -215,8 +245,118 @@ void ReloadTls(const Flags& flags, runtime::MasterServer& server) {
   std::fflush(stdout);
 }
 
-int Run(const Flags& flags, const MasterKnobs& master_knobs,
-        const ReplicationKnobs& replication_knobs, runtime::TenantBindings tenants) {
+// --etcd, --advertise and the lease flags: INVALID_ARGUMENT naming the flag.
+absl::Status CheckEtcdFlags(const Flags& flags) {
+  if (flags.etcd.empty()) {
+    if (!flags.advertise.empty()) {
+      return absl::InvalidArgumentError("--advertise: only with --etcd");
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<runtime::EtcdTarget> target =
+      runtime::ParseEtcdTarget(flags.etcd, /*scheme_optional=*/true);
+  if (!target.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--etcd: ", target.status().message()));
+  }
+  if (flags.advertise.empty()) {
+    return absl::InvalidArgumentError(
+        "--advertise: required with --etcd (the host:port stores and clients call)");
+  }
+  if (runtime::IsEtcdAddress(flags.advertise) ||
+      !runtime::ParseEtcdTarget(flags.advertise, /*scheme_optional=*/true).ok() ||
+      flags.advertise.find(',') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--advertise: '", flags.advertise, "' is not host:port"));
+  }
+  if (flags.etcd_lease_ttl_sec < 1 || flags.etcd_lease_ttl_sec > 3600) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--etcd-lease-ttl-sec: must be in 1..3600, got ", flags.etcd_lease_ttl_sec));
+  }
+  if (flags.etcd_lease_margin_ms < 0 ||
+      flags.etcd_lease_margin_ms >= flags.etcd_lease_ttl_sec * 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--etcd-lease-margin-ms: must be in [0, the TTL), got ",
+                     flags.etcd_lease_margin_ms, " for a TTL of ", flags.etcd_lease_ttl_sec, " s"));
+  }
+  return absl::OkStatus();
+}
+
+// Campaigns until this master leads (true) or SIGINT/SIGTERM arrives
+// (false). A standby prints the leader it sees whenever it changes.
+bool CampaignUntilLeading(runtime::LeaderElection& election, const std::string& key) {
+  std::string last_seen = "-";
+  for (;;) {
+    std::string leader;
+    absl::StatusOr<bool> won = election.TryCampaign(&leader);
+    if (won.ok() && *won) return true;
+    const std::string seen = won.ok() ? leader : std::string(won.status().message());
+    if (seen != last_seen) {
+      std::printf("heatsink-master: standby: %s %s\n",
+                  won.ok() ? absl::StrCat(key, " names").c_str() : "etcd:", seen.c_str());
+      std::fflush(stdout);
+      last_seen = seen;
+    }
+    const int signal = tools::WaitForTerminationSignalFor(kStandbyPollIntervalMs, true);
+    if (signal == SIGINT || signal == SIGTERM) return false;
+  }
+}
+
+int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& replication_knobs,
+        runtime::TenantBindings tenants) {
+  // SIGHUP compares the knobs read again with these (as loaded, before the
+  // etcd default below).
+  const MasterKnobs loaded_master_knobs = master_knobs;
+  // --etcd: campaign first; a standby serves nothing.
+  runtime::SteadyClock clock;
+  std::unique_ptr<runtime::EtcdClient> etcd;
+  std::unique_ptr<runtime::LeaderElection> election;
+  if (!flags.etcd.empty()) {
+    const absl::StatusOr<runtime::EtcdTarget> target =
+        runtime::ParseEtcdTarget(flags.etcd, /*scheme_optional=*/true);
+    absl::StatusOr<std::unique_ptr<runtime::EtcdClient>> client =
+        runtime::EtcdClient::Create(runtime::EtcdClientOptions{
+            .endpoints = target->endpoints,
+            // A keep-alive must come back well within a third of the TTL.
+            .call_timeout_ms = std::min<int64_t>(1'000, flags.etcd_lease_ttl_sec * 1000 / 3)});
+    if (!client.ok()) {
+      std::fprintf(stderr, "heatsink-master: %s\n", client.status().ToString().c_str());
+      return 2;
+    }
+    etcd = *std::move(client);
+    const std::string key = runtime::LeaderKey(target->prefix);
+    election = std::make_unique<runtime::LeaderElection>(
+        etcd.get(),
+        runtime::LeaderElectionOptions{.leader_key = key,
+                                       .advertise = flags.advertise,
+                                       .lease_ttl_sec = flags.etcd_lease_ttl_sec,
+                                       .lease_margin_ms = flags.etcd_lease_margin_ms},
+        &clock);
+    std::printf("heatsink-master: campaigning for %s on etcd %s as %s\n", key.c_str(),
+                absl::StrJoin(target->endpoints, ",").c_str(), flags.advertise.c_str());
+    std::fflush(stdout);
+    if (!CampaignUntilLeading(*election, key)) return 0;
+    // Keep-alives start at once (the lease runs from its grant). Every call
+    // checks the lease itself; this makes the process go too.
+    election->KeepLeading([](const absl::Status& why) {
+      std::printf("heatsink-master: stepping down: %s; exiting with %d\n",
+                  std::string(why.message()).c_str(), kExitLostLeadership);
+      std::fflush(stdout);
+      std::_Exit(kExitLostLeadership);
+    });
+    // A new leader starts empty: unknown keys are UNAVAILABLE, never
+    // NOT_FOUND, while the stores report their manifests.
+    if (master_knobs.restart_grace_ms == 0) {
+      master_knobs.restart_grace_ms = kEtcdRestartGraceMsDefault;
+    }
+    std::printf("heatsink-master: leading (epoch %lld, lease %llx, TTL %lld s); recovering for "
+                "up to %lld ms\n",
+                static_cast<long long>(election->epoch()),
+                static_cast<unsigned long long>(election->lease_id()),
+                static_cast<long long>(election->lease_ttl_sec()),
+                static_cast<long long>(master_knobs.restart_grace_ms));
+    std::fflush(stdout);
+  }
+  const int64_t epoch = election == nullptr ? 0 : election->epoch();
   std::unique_ptr<runtime::JsonlDecisionSink> sink;
   if (!flags.decisions.empty()) {
     absl::StatusOr<std::unique_ptr<runtime::JsonlDecisionSink>> opened =
@@ -239,11 +379,14 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
   if (tenants.enabled()) (*master)->master().SetKnownTenants(tenants.Tenants());
   runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
   absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
-      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants));
+      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants),
+                                   election.get());
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
+    if (election != nullptr) (void)election->Resign();
     return 1;
   }
+
   if ((*server)->identities_proven()) {
     std::printf("heatsink-master: caller identities from client certificates "
                 "(spiffe://%s/heatsink/client/ID)\n",
@@ -261,7 +404,7 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
     const runtime::JsonlDecisionSink* d = sink.get();
     absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
         runtime::MetricsEndpoint::Start(flags.metrics_listen,
-                                        [m, s, d] { return CollectMetrics(*m, *s, d); });
+                                        [m, s, d, epoch] { return CollectMetrics(*m, *s, d, epoch); });
     if (!started.ok()) {
       std::fprintf(stderr, "heatsink-master: %s\n", started.status().ToString().c_str());
       return 1;
@@ -290,12 +433,14 @@ int Run(const Flags& flags, const MasterKnobs& master_knobs,
 
   int signal = tools::WaitForTerminationOrReloadSignal();
   for (; signal == SIGHUP; signal = tools::WaitForTerminationOrReloadSignal()) {
-    Reload(flags, master_knobs, replication_knobs, **master);
+    Reload(flags, loaded_master_knobs, replication_knobs, **master);
     if (flags.rpc.tls.server_enabled()) ReloadTls(flags, **server);
   }
   std::printf("heatsink-master: signal %d, shutting down\n", signal);
   std::fflush(stdout);
   (*server)->Shutdown(absl::Seconds(2));
+  // Hand leadership over at once instead of after the TTL.
+  if (election != nullptr) (void)election->Resign();
   metrics.reset();
   env.Shutdown();
   master->reset();
@@ -313,7 +458,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "heatsink-master: the Heatsink master (gRPC control plane, dynamic hot replication).\n"
       "Knobs use the core's names, e.g. --set dynamic_replication_mode=enforce; "
-      "--list-knobs prints them all."};
+      "--list-knobs prints them all.\n"
+      "Failover: with --etcd ENDPOINTS --advertise HOST:PORT masters campaign for leadership "
+      "in etcd; the leader serves while it holds its lease and exits with 3 when it loses it "
+      "(docs/runtime.md, \"Failover with etcd\")."};
   app.add_option("--listen", flags.listen, "gRPC address host:port (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--metrics-listen", flags.metrics_listen,
@@ -340,6 +488,22 @@ int main(int argc, char** argv) {
                  "bind a client to a tenant, CLIENT_ID=TENANT; repeatable. With any binding, "
                  "callers must identify themselves and may name only their own tenant's "
                  "objects (PERMISSION_DENIED otherwise)");
+  app.add_option("--etcd", flags.etcd,
+                 "campaign for leadership on etcd: host:port[,host:port] or "
+                 "etcd://host:port[,host:port]/prefix (prefix /heatsink by default). A standby "
+                 "serves nothing; the leader publishes --advertise under PREFIX/master/leader, "
+                 "starts empty and rebuilds from the stores' manifests, and exits with 3 when "
+                 "it loses its lease");
+  app.add_option("--advertise", flags.advertise,
+                 "with --etcd: the host:port stores and clients call this master at");
+  app.add_option("--etcd-lease-ttl-sec", flags.etcd_lease_ttl_sec,
+                 "with --etcd: TTL of the leader's etcd lease; a dead leader is replaced after "
+                 "about this long")
+      ->capture_default_str();
+  app.add_option("--etcd-lease-margin-ms", flags.etcd_lease_margin_ms,
+                 "with --etcd: the leader stops serving this long before its lease could "
+                 "expire in etcd (last acknowledged keep-alive's send time + TTL - margin)")
+      ->capture_default_str();
   tools::AddRpcFlags(app, flags.rpc, /*server=*/true);
   bool keep_deadlock_detection = false;
   tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
@@ -350,6 +514,7 @@ int main(int argc, char** argv) {
   ReplicationKnobs replication_knobs;
   absl::Status status = LoadKnobs(flags, &master_knobs, &replication_knobs);
   if (status.ok()) status = flags.rpc.Validate();
+  if (status.ok()) status = CheckEtcdFlags(flags);
   runtime::TenantBindings tenants;
   for (const std::string& binding : flags.tenants) {
     if (!status.ok()) break;

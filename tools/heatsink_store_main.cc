@@ -250,7 +250,10 @@ int main(int argc, char** argv) {
       "itself, a copy-lease holder the master confirms, a reader of the objects' tenant; "
       "docs/runtime.md \"Who may read a range\"). SIGHUP reads every PEM file again "
       "(--data-tls-*, --tls-*): new connections, to and from this store, use them."};
-  app.add_option("--master", master_address, "master gRPC address host:port")
+  app.add_option("--master", master_address,
+                 "master gRPC address host:port, or etcd://host:port[,host:port]/prefix to "
+                 "follow the master elected there (heatsink-master --etcd): the store calls "
+                 "the leader, and registers again with its manifest when a new one leads")
       ->capture_default_str();
   app.add_option("--client-id", client_id,
                  "this store's client id (non-zero, below 2^56; default: derived from host and "
@@ -375,8 +378,9 @@ int main(int argc, char** argv) {
         return TieringKnobs::Registry().Set(tiering, n, v);
       },
   };
-  absl::Status status = absl::OkStatus();
+  absl::Status status = tools::CheckMasterFlag(master_address);
   for (const std::string& setting : settings) {
+    if (!status.ok()) break;
     status = tools::ApplySetting(setting, "--set", registries);
     if (!status.ok()) break;
   }

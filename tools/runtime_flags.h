@@ -19,10 +19,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/etcd/etcd_client.h"
 #include "runtime/rpc/rpc_options.h"
 
 namespace heatsink::tools {
@@ -168,6 +170,16 @@ inline void BlockReloadSignal() {
 
 // Blocks until SIGINT, SIGTERM or SIGHUP; returns the signal.
 inline int WaitForTerminationOrReloadSignal() { return WaitForSignal({SIGINT, SIGTERM, SIGHUP}); }
+
+// `--master` (heatsink-store, heatsink-load): a master's host:port, or
+// etcd://host:port[,host:port][/prefix] to follow the leader elected there.
+// INVALID_ARGUMENT naming the flag when an etcd address is malformed.
+inline absl::Status CheckMasterFlag(const std::string& address) {
+  if (!absl::StartsWith(address, "etcd:")) return absl::OkStatus();
+  absl::StatusOr<runtime::EtcdTarget> target = runtime::ParseEtcdTarget(address);
+  if (target.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--master: ", target.status().message()));
+}
 
 // Like WaitForTerminationSignal, but gives up after `timeout_ms` and returns 0.
 // `reload`: SIGHUP ends the wait too (BlockReloadSignal first).

@@ -13,6 +13,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libnuma-dev libhwloc-dev libucx-dev ucx-utils prometheus-cpp-dev libssl-dev openssl
   clang libclang-rt-14-dev
+  etcd-server
 )
 if [[ ${1:-} == --numa-guest ]]; then
   PACKAGES+=(qemu-system-x86 busybox-static cpio)

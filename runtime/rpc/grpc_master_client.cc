@@ -5,11 +5,14 @@
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/base/status_macros.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "runtime/etcd/etcd_client.h"
 #include "runtime/rpc/convert.h"
 #include "runtime/rpc/status.h"
 #include "runtime/transport/tls_stream.h"
@@ -43,6 +46,12 @@ struct GrpcMasterClient::PendingCall {
 };
 
 namespace {
+
+grpc::Status NoLeader() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "no_leader: no master leads under etcd yet (the leader key is absent or "
+                      "etcd is unreachable)");
+}
 
 // Depth of Start() calls on this thread: a gRPC callback that sees it
 // non-zero is running inside the issuing call and must be deferred.
@@ -84,6 +93,7 @@ absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
     const std::string& master_address, const RpcOptions& options) {
   HS_RETURN_IF_ERROR(options.Validate());
   if (master_address.empty()) return absl::InvalidArgumentError("empty master address");
+  if (IsEtcdAddress(master_address)) return FollowEtcd(master_address, options);
   HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                       NewChannel(master_address, options));
   return std::unique_ptr<GrpcMasterClient>(
@@ -112,12 +122,73 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
   return channel;
 }
 
+absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::FollowEtcd(
+    const std::string& etcd_address, const RpcOptions& options) {
+  HS_ASSIGN_OR_RETURN(EtcdTarget target, ParseEtcdTarget(etcd_address));
+  HS_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd,
+                      EtcdClient::Create(EtcdClientOptions{.endpoints = target.endpoints}));
+  std::unique_ptr<GrpcMasterClient> client(new GrpcMasterClient("", nullptr, options));
+  GrpcMasterClient* raw = client.get();
+  client->follower_ = std::make_unique<LeaderFollower>(
+      std::move(etcd),
+      LeaderFollowerOptions{.leader_key = LeaderKey(target.prefix),
+                            .poll_interval_ms = kLeaderPollIntervalMs},
+      [raw](const std::string& address, int64_t) { raw->SwitchTo(address); });
+  // No leader yet, or etcd down for now: calls are UNAVAILABLE until the
+  // follower finds one.
+  (void)client->follower_->PollOnce();
+  client->follower_->Start();
+  return client;
+}
+
+void GrpcMasterClient::SwitchTo(const std::string& address) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = NewChannel(address, options_);
+  if (!channel.ok()) return;  // the options were checked at Connect: not reached
+  std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(*channel);
+  std::lock_guard<std::mutex> lock(stub_mu_);
+  master_address_ = address;
+  // The old channel stays (as ReloadTls keeps its): gRPC 1.51 crashed in
+  // its callback queue's thread ("nexting_thread") when a channel with calls
+  // still in flight towards a stopped leader was destroyed here. Bounded:
+  // the oldest go once kRetiredStubsMax were kept.
+  if (stub_ != nullptr) retired_stubs_.push_back(std::move(stub_));
+  if (retired_stubs_.size() > kRetiredStubsMax) retired_stubs_.erase(retired_stubs_.begin());
+  stub_ = std::move(fresh);
+}
+
+std::string GrpcMasterClient::master_address() const {
+  std::lock_guard<std::mutex> lock(stub_mu_);
+  return master_address_;
+}
+
+grpc::Status GrpcMasterClient::Fence(const grpc::ClientContext& ctx, grpc::Status status) {
+  const auto& metadata = ctx.GetServerInitialMetadata();
+  const auto it = metadata.find(kLeaderEpochMetadataKey);
+  int64_t epoch = 0;
+  if (it != metadata.end() &&
+      absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &epoch)) {
+    int64_t seen = epoch_seen_.load(std::memory_order_acquire);
+    while (epoch > seen &&
+           !epoch_seen_.compare_exchange_weak(seen, epoch, std::memory_order_acq_rel)) {
+    }
+    if (epoch < seen) {
+      status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            absl::StrCat("stale_leader: an answer from leader epoch ", epoch,
+                                         " after one from epoch ", seen, " was refused"));
+    }
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && follower_ != nullptr) {
+    follower_->Wake();
+  }
+  return status;
+}
+
 GrpcMasterClient::GrpcMasterClient(std::string master_address,
                                    std::shared_ptr<grpc::Channel> channel,
                                    const RpcOptions& options)
     : options_(options),
       master_address_(std::move(master_address)),
-      stub_(v1::Master::NewStub(channel)),
+      stub_(channel == nullptr ? nullptr : v1::Master::NewStub(channel)),
       deferred_(&clock_, ThreadPoolOptions{.threads = 1}) {}
 
 std::shared_ptr<v1::Master::Stub> GrpcMasterClient::stub() const {
@@ -135,8 +206,9 @@ absl::Status GrpcMasterClient::ReloadTls() {
                                         {options_.tls.cert_path, options_.tls.key_path,
                                          options_.tls.ca_path})
                          .status());
-  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                      NewChannel(master_address_, options_));
+  const std::string address = master_address();
+  if (address.empty()) return absl::OkStatus();  // no leader yet: its channel will use the files
+  HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, NewChannel(address, options_));
   std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(channel);
   std::lock_guard<std::mutex> lock(stub_mu_);
   // Calls started on the old channel finish there.
@@ -145,6 +217,7 @@ absl::Status GrpcMasterClient::ReloadTls() {
 }
 
 GrpcMasterClient::~GrpcMasterClient() {
+  follower_.reset();
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return in_flight_ == 0; });
   lock.unlock();
@@ -179,6 +252,7 @@ void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, Clien
   // std::function needs a copyable callable: it holds only the raw pointer,
   // which the completion takes back exactly once.
   std::function<void(grpc::Status)> on_done = [this, raw](grpc::Status status) {
+    status = Fence(raw->ctx, std::move(status));
     auto finish = [this, raw, status = std::move(status)]() mutable {
       std::unique_ptr<PendingCall<Req, Resp>> owned(raw);
       std::move(owned->finish)(status, owned->resp);
@@ -191,8 +265,19 @@ void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, Clien
       finish();
     }
   };
+  std::shared_ptr<v1::Master::Stub> to = stub();
+  if (to == nullptr) {
+    // Following etcd and no leader known yet: finish off this thread.
+    deferred_.Post([this, raw] {
+      std::unique_ptr<PendingCall<Req, Resp>> owned(raw);
+      std::move(owned->finish)(NoLeader(), owned->resp);
+      owned.reset();
+      CallEnded();
+    });
+    return;
+  }
   ++t_issuing;
-  issue(stub()->async(), &raw->ctx, &raw->req, &raw->resp, std::move(on_done));
+  issue(to->async(), &raw->ctx, &raw->req, &raw->resp, std::move(on_done));
   --t_issuing;
 }
 
@@ -405,18 +490,22 @@ void GrpcMasterClient::DynamicReplicaCopyRevoke(ClientId client, const CopyRevok
 #undef HS_GRPC_ISSUE
 
 absl::Status GrpcMasterClient::Ping() {
+  std::shared_ptr<v1::Master::Stub> to = stub();
+  if (to == nullptr) return FromGrpcStatus(NoLeader());
   grpc::ClientContext ctx;
   Prepare(&ctx, ClientId());
   v1::Empty req, resp;
-  return FromGrpcStatus(stub()->Ping(&ctx, req, &resp));
+  return FromGrpcStatus(Fence(ctx, to->Ping(&ctx, req, &resp)));
 }
 
 absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
+  std::shared_ptr<v1::Master::Stub> to = stub();
+  if (to == nullptr) return FromGrpcStatus(NoLeader());
   grpc::ClientContext ctx;
   Prepare(&ctx, ClientId());
   v1::Empty req;
   v1::ListSegmentsResponse resp;
-  HS_RETURN_IF_ERROR(FromGrpcStatus(stub()->ListSegments(&ctx, req, &resp)));
+  HS_RETURN_IF_ERROR(FromGrpcStatus(Fence(ctx, to->ListSegments(&ctx, req, &resp))));
   std::vector<SegmentView> out;
   out.reserve(resp.segments_size());
   for (const v1::SegmentView& view : resp.segments()) out.push_back(FromProto(view));
@@ -425,6 +514,8 @@ absl::StatusOr<std::vector<SegmentView>> GrpcMasterClient::ListSegments() {
 
 absl::StatusOr<CopyLeaseGrant> GrpcMasterClient::CheckCopyLease(ClientId asker,
                                                                 const CopyLeaseQuery& query) {
+  std::shared_ptr<v1::Master::Stub> to = stub();
+  if (to == nullptr) return FromGrpcStatus(NoLeader());
   grpc::ClientContext ctx;
   Prepare(&ctx, asker);
   v1::CheckCopyLeaseRequest req;
@@ -434,7 +525,7 @@ absl::StatusOr<CopyLeaseGrant> GrpcMasterClient::CheckCopyLease(ClientId asker,
   req.set_offset(query.offset);
   req.set_size_bytes(query.size);
   v1::CheckCopyLeaseResponse resp;
-  HS_RETURN_IF_ERROR(FromGrpcStatus(stub()->CheckCopyLease(&ctx, req, &resp)));
+  HS_RETURN_IF_ERROR(FromGrpcStatus(Fence(ctx, to->CheckCopyLease(&ctx, req, &resp))));
   return CopyLeaseGrant{resp.remaining_ms() * 1'000'000};
 }
 

@@ -15,11 +15,25 @@
 //   HS_ASSIGN_OR_RETURN(auto client, GrpcMasterClient::Connect("127.0.0.1:5000", {}));
 //   StoreWorker worker(env, client.get(), &mover, options);
 //
+// Following the leader (etcd failover, docs/runtime.md "Failover with
+// etcd"). Connect() also takes "etcd://host:port[,host:port][/prefix]": the
+// client then reads the leader key (LeaderFollower, every
+// kLeaderPollIntervalMs and at once after an UNAVAILABLE answer) and sends
+// every later call to the address published there; until a leader is known,
+// calls are UNAVAILABLE. Every answer that carries a leader epoch
+// (kLeaderEpochMetadataKey) is checked against the highest epoch this client
+// has seen: an answer from a lower epoch, a deposed leader's, is refused as
+// UNAVAILABLE ("stale_leader") and never reaches the caller's callback as
+// success. Callers retry UNAVAILABLE (the store's heartbeat, the clients'
+// loops): a new leader that does not know a store makes it register again
+// and report its manifest.
+//
 // Lifetime: the destructor waits until every issued call has run its `done`
 // (each call is bounded by its deadline). Thread-safe.
 #ifndef HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
 #define HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -36,14 +50,18 @@
 #include "heatsink/master.grpc.pb.h"
 #include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
+#include "runtime/etcd/leader_follower.h"
 #include "runtime/rpc/rpc_options.h"
 
 namespace heatsink::runtime {
 
 class GrpcMasterClient final : public MasterClient {
  public:
+  // How often a client following etcd reads the leader key.
+  static constexpr int64_t kLeaderPollIntervalMs = 250;
+
   // Creates the channel (connecting lazily). INVALID_ARGUMENT for bad
-  // options or unreadable TLS files.
+  // options, unreadable TLS files or a malformed etcd:// address.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcMasterClient>> Connect(
       const std::string& master_address, const RpcOptions& options);
   ~GrpcMasterClient() override;
@@ -98,6 +116,11 @@ class GrpcMasterClient final : public MasterClient {
                                                               const CopyLeaseQuery& query);
 
   size_t calls_in_flight() const;
+  // The highest leader epoch an answer carried (0: none yet, or no etcd).
+  int64_t leader_epoch_seen() const { return epoch_seen_.load(std::memory_order_acquire); }
+  // The address calls go to now ("" while following etcd and no leader is
+  // known yet).
+  std::string master_address() const;
 
   // Reads the TLS files of RpcOptions again (--tls-ca, --tls-cert,
   // --tls-key) and sends later calls over a new channel that uses them
@@ -112,6 +135,15 @@ class GrpcMasterClient final : public MasterClient {
  private:
   GrpcMasterClient(std::string master_address, std::shared_ptr<grpc::Channel> channel,
                    const RpcOptions& options);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcMasterClient>> FollowEtcd(
+      const std::string& etcd_address, const RpcOptions& options);
+  // Sends later calls to `address` (a new leader); calls in flight finish on
+  // the old channel.
+  void SwitchTo(const std::string& address);
+  // The fence: `status` of a finished call, or UNAVAILABLE when its answer
+  // came from a lower leader epoch than one seen before. Wakes the follower
+  // on UNAVAILABLE.
+  grpc::Status Fence(const grpc::ClientContext& ctx, grpc::Status status);
   [[nodiscard]] static absl::StatusOr<std::shared_ptr<grpc::Channel>> NewChannel(
       const std::string& master_address, const RpcOptions& options);
   std::shared_ptr<v1::Master::Stub> stub() const;
@@ -125,10 +157,12 @@ class GrpcMasterClient final : public MasterClient {
   void CallEnded();
 
   const RpcOptions options_;
-  const std::string master_address_;
   mutable std::mutex stub_mu_;
-  std::shared_ptr<v1::Master::Stub> stub_;  // guarded by stub_mu_
-  // Stubs of channels replaced by ReloadTls (kept: a reload is rare).
+  std::string master_address_;              // guarded by stub_mu_
+  std::shared_ptr<v1::Master::Stub> stub_;  // guarded by stub_mu_; null: no leader known yet
+  // Stubs of channels replaced by ReloadTls or a new leader (kept: both are
+  // rare; at most kRetiredStubsMax).
+  static constexpr size_t kRetiredStubsMax = 16;
   std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_;  // guarded by stub_mu_
   SteadyClock clock_;
   // Runs the rare callbacks gRPC completes before the issuing call returned.
@@ -137,6 +171,9 @@ class GrpcMasterClient final : public MasterClient {
   mutable std::mutex mu_;  // guards in_flight_
   std::condition_variable idle_;
   size_t in_flight_ = 0;
+  std::atomic<int64_t> epoch_seen_{0};
+  // Set when following etcd; last member, so it stops first.
+  std::unique_ptr<LeaderFollower> follower_;
 };
 
 }  // namespace heatsink::runtime

@@ -81,8 +81,11 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   // `identities_proven`: the server verifies client certificates, and the
   // caller's identity comes from its certificate under `trust_domain`.
   Service(MasterHandler* handler, TenantBindings tenants, bool identities_proven,
-          std::string trust_domain, int64_t calls_in_flight_max)
-      : handler_(handler),
+          std::string trust_domain, int64_t calls_in_flight_max,
+          const LeaderElection* leadership)
+      : leadership_(leadership),
+        epoch_text_(leadership == nullptr ? "" : absl::StrCat(leadership->epoch())),
+        handler_(handler),
         tenants_(std::move(tenants)),
         identities_proven_(identities_proven),
         trust_domain_(std::move(trust_domain)),
@@ -389,11 +392,26 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   // in-memory work under the master's locks: nothing blocks on I/O) and
   // finishes the call with its status. Data calls beyond calls_in_flight_max
   // are refused at once, before any work.
+  //
+  // Under etcd leader election every call, of either lane, first checks that
+  // the lease is still held (LeaderElection::Held(), the monotonic clock) and
+  // is refused with UNAVAILABLE "not_leader" otherwise; it checks again after
+  // the work, so no answer leaves once the lease may have lapsed. Every
+  // answer carries the leader's epoch in the `heatsink-leader-epoch` initial
+  // metadata (the fence GrpcMasterClient checks).
   template <typename Fn>
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, Lane lane, Fn&& fn) {
+    if (leadership_ != nullptr) {
+      if (!leadership_->Held()) {
+        grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+        reactor->Finish(Finish(NotLeader()));
+        return reactor;
+      }
+      ctx->AddInitialMetadata(kLeaderEpochMetadataKey, epoch_text_);
+    }
     if (lane == Lane::kControl) {
       grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-      reactor->Finish(fn());
+      reactor->Finish(StillLeading(fn()));
       return reactor;
     }
     const int64_t before = in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -407,8 +425,20 @@ class MasterServer::Service final : public v1::Master::CallbackService {
       return reactor;
     }
     auto* reactor = new CountedReactor(&in_flight_);
-    reactor->Finish(fn());
+    reactor->Finish(StillLeading(fn()));
     return reactor;
+  }
+
+  absl::Status NotLeader() const {
+    return absl::UnavailableError(absl::StrCat(
+        "not_leader: this master's etcd lease (epoch ", leadership_->epoch(),
+        ") is no longer held; ask the leader key again"));
+  }
+
+  // The answer `status` if the lease is still held, else not_leader.
+  grpc::Status StillLeading(grpc::Status status) {
+    if (leadership_ == nullptr || leadership_->Held()) return status;
+    return ToGrpcStatus(NotLeader());
   }
 
   // Answer() of ForCaller() / ForNamer().
@@ -570,6 +600,8 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     return Guarded([&] { return fn(*caller); });
   }
 
+  const LeaderElection* const leadership_;  // null without etcd
+  const std::string epoch_text_;
   MasterHandler* const handler_;
   const TenantBindings tenants_;
   const bool identities_proven_;
@@ -595,6 +627,12 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler*
                                                                   const std::string& listen_address,
                                                                   const RpcOptions& options,
                                                                   TenantBindings tenants) {
+  return Start(handler, listen_address, options, std::move(tenants), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
+    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+    TenantBindings tenants, const LeaderElection* leadership) {
   HS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<MasterServer> server(new MasterServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
@@ -605,7 +643,8 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler*
   server->identities_proven_ = !options.tls.client_ca_path.empty();
   server->service_ =
       std::make_unique<Service>(handler, std::move(tenants), server->identities_proven_,
-                                options.tls.trust_domain, options.calls_in_flight_max);
+                                options.tls.trust_domain, options.calls_in_flight_max,
+                                leadership);
 
   grpc::ServerBuilder builder;
   int port = 0;

@@ -48,6 +48,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/etcd/leader_election.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
 #include "runtime/rpc/server_tls_reloader.h"
@@ -82,6 +83,13 @@ class MasterServer {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
       MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
       TenantBindings tenants);
+  // The same, answering only while `leadership` holds its etcd lease (every
+  // call; UNAVAILABLE "not_leader" otherwise) and sending its epoch with
+  // every answer (kLeaderEpochMetadataKey). Null: no election.
+  // REQUIRES: `leadership` won its campaign and outlives the server.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
+      MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+      TenantBindings tenants, const LeaderElection* leadership);
   ~MasterServer();  // Shutdown(zero grace)
   MasterServer(const MasterServer&) = delete;
   MasterServer& operator=(const MasterServer&) = delete;

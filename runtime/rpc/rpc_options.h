@@ -26,6 +26,9 @@ namespace heatsink::runtime {
 
 // The metadata key carrying the caller's client id (decimal).
 inline constexpr char kClientIdMetadataKey[] = "heatsink-client-id";
+// The initial-metadata key carrying, under etcd leader election, the epoch
+// (the leader key's create revision) of the master that answers (decimal).
+inline constexpr char kLeaderEpochMetadataKey[] = "heatsink-leader-epoch";
 
 struct TlsFiles {
   std::string cert_path;       // own certificate chain (PEM)

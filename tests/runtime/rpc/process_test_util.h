@@ -68,6 +68,15 @@ class Process {
   }
   bool running() const { return pid_ > 0 && !exited_; }
   void Signal(int signal) const { kill(pid_, signal); }
+  // Still running (reaps it when it exited).
+  bool Alive() {
+    if (!running()) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+    exited_ = true;
+    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
   // Exit status (or 128 + signal), waiting up to 20 s; -1 on timeout.
   int Wait() {
     for (int i = 0; i < 2000 && !exited_; ++i) {
