@@ -4,6 +4,7 @@
 #define HEATSINK_TESTS_RUNTIME_RPC_PROCESS_TEST_UTIL_H_
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -49,8 +50,15 @@ class Process {
     for (std::string& kv : env_) envp.push_back(kv.data());
     envp.push_back(nullptr);
     const std::string log_path = log.string();
+    const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test: a test binary that crashes or is killed (a
+      // ctest timeout) leaves no master, store or etcd running behind it.
+      // (The signal comes when the thread that forked exits, so processes
+      // are started from the test's own thread.)
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
         dup2(fd, 1);
