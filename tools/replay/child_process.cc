@@ -67,6 +67,19 @@ bool ChildProcess::Reap(bool block) {
 
 bool ChildProcess::Running() { return !Reap(false); }
 
+int ChildProcess::Wait(int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!Reap(false)) {
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return code_;
+}
+
+void ChildProcess::Signal(int signal) {
+  if (!Reap(false)) ::kill(pid_, signal);
+}
+
 int ChildProcess::Stop(int64_t grace_ms) {
   if (Reap(false)) return code_;
   ::kill(pid_, SIGTERM);

@@ -40,6 +40,11 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // True until the child has been reaped (polls without blocking).
   bool Running();
+  // Waits up to `timeout_ms` for the child to exit by itself; its exit code
+  // (or 128 + signal), or -1 when it still runs.
+  int Wait(int64_t timeout_ms);
+  // Sends `signal` unless the child has been reaped.
+  void Signal(int signal);
   // SIGTERM, up to `grace_ms` for it to exit, then SIGKILL; reaps it.
   // Returns the exit code, or 128 + signal.
   int Stop(int64_t grace_ms = 3'000);
