@@ -6,7 +6,7 @@
 //
 //   heatsink-replay SCENARIO --out DIR [--time-scale X] [--binaries DIR]
 //       [--seed N] [--threads N] [--ops-in-flight-max N] [--hosts-max N]
-//       [--run-time-max-s S]
+//       [--run-time-max-s S] [--plan-only]
 //
 // Exit codes: 0 the replay ran; 2 an error (a scenario the runtime cannot
 // honour, named by its JSON field; a process that did not start); 128 +
@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--progress-interval-ms", options.progress_interval_ms,
                  "a progress line on stderr this often (0: none)")
       ->capture_default_str();
+  bool plan_only = false;
+  app.add_flag("--plan-only", plan_only,
+               "check the scenario and print the processes it would start, then exit");
   CLI11_PARSE(app, argc, argv);
   if (seed_option->count() > 0) options.seed = seed;
   options.stop = signals.stop();
@@ -137,6 +140,13 @@ int main(int argc, char** argv) {
   if (!plan.ok()) {
     std::cerr << "heatsink-replay: refused: " << plan.status().message() << "\n";
     return kExitError;
+  }
+  if (plan_only) {
+    std::cout << "heatsink-replay: " << scenario->name << ": 1 heatsink-master (" << plan->master_sets.size()
+              << " knobs), " << plan->stores.size() << " heatsink-store, "
+              << plan->segment_bytes_total / (int64_t{1} << 20) << " MiB of segments, "
+              << plan->clients.size() << " clients\n";
+    return kExitOk;
   }
   const absl::Status status = replay::RunReplay(*scenario, *plan, options);
   if (signals.signal() != 0) {

@@ -100,6 +100,7 @@ bool ScriptOpReplayable(sim::ScriptOpKind kind) {
     case sim::ScriptOpKind::kBatchPut:
     case sim::ScriptOpKind::kGet:
     case sim::ScriptOpKind::kBatchGet:
+    case sim::ScriptOpKind::kRemove:
     case sim::ScriptOpKind::kAdvanceTime:
       return true;
     default:
@@ -118,7 +119,7 @@ absl::Status CheckWorkloads(const sim::Scenario& scenario) {
           absl::StrCat(op.where, ": heatsink-replay cannot honour this: scripted op \"",
                        sim::ScriptOpKindName(op.kind),
                        "\" has no runtime meaning in a replay yet (put, get, batch_put, "
-                       "batch_get and advance_time are replayed)"));
+                       "batch_get, remove and advance_time are replayed)"));
     }
   }
   return absl::OkStatus();

@@ -8,7 +8,7 @@
 // scenario the real processes on this machine cannot honour:
 //
 //   - workloads other than trace, zipf, cross_domain_reuse, cold_start, and
-//     scripted ops other than put, get, batch_put, batch_get;
+//     scripted ops other than put, get, batch_put, batch_get, remove;
 //   - every fault (worker crashes, segment unmounts, copy failures, control
 //     message faults, trunk faults): not replayed yet;
 //   - NUMA models (numa_nodes on a host, tiering knobs), network-model and

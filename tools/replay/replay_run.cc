@@ -340,6 +340,9 @@ class Executor {
       case sim::SimOpKind::kBatchGet:
         Read(**client, op, start);
         return;
+      case sim::SimOpKind::kRemove:
+        recorder_->RecordRemove(op.tenant, op.keys.front(), (*client)->Remove(op.keys.front()));
+        return;
       default:
         // MakeReplayPlan refused every other kind.
         HS_CHECK_MSG(false, sim::SimOpKindName(op.kind));

@@ -144,6 +144,21 @@ void ReplayRecorder::RecordPut(const std::string& tenant, const std::string& key
   stored = size_bytes;
 }
 
+void ReplayRecorder::RecordRemove(const std::string& tenant, const std::string& key,
+                                  const absl::Status& status) {
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
+    ++ops_failed_;
+    ++failures_by_code_[absl::StrCat("remove ", absl::StatusCodeToString(status.code()))];
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  const auto it = stored_.find({tenant, key});
+  if (it == stored_.end()) return;
+  stored_bytes_ -= it->second;
+  stored_.erase(it);
+}
+
 void ReplayRecorder::RecordOpFailure(const sim::SimOp& op, const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   ++ops_failed_;

@@ -74,6 +74,7 @@ class ReplayRecorder {
   void RecordRead(const ReadSample& sample);
   void RecordPut(const std::string& tenant, const std::string& key, int64_t size_bytes,
                  const absl::Status& status);
+  void RecordRemove(const std::string& tenant, const std::string& key, const absl::Status& status);
   void RecordOpFailure(const sim::SimOp& op, const absl::Status& status);
   // Unlabelled samples of the master's /metrics.
   void RecordMasterSample(const std::map<std::string, double>& metrics);
