@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("scenario", scenario_path, "scenario JSON file")->required();
   app.add_option("--out", options.out_dir, "output directory")->required();
   app.add_option("--time-scale", options.time_scale,
-                 "wall time = simulated time x this (knobs stay in wall time)")
+                 "wall time = simulated time x this; the master's heat window and replication periods are "
+                 "stretched by it and the QPS threshold divided by it")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1000.0));
   app.add_option("--binaries", options.binaries_dir,

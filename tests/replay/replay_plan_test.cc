@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -146,6 +147,31 @@ TEST(ReplayPlan, BoundsOnHostsMemoryAndRunTime) {
   ExpectRefused(MakeReplayPlan(s, limits), "$.duration_s: 10 s x time scale 10");
   limits.time_scale = 5;
   EXPECT_TRUE(MakeReplayPlan(s, limits).ok());
+}
+
+TEST(ReplayPlan, ATimeScaleStretchesTheReplicationPeriodsAndKeepsTheHitCount) {
+  const sim::Scenario s = Parse(kHostB, R"("dynamic_replication_heat_window_seconds": 2,
+                                           "dynamic_replication_admission_qps_threshold": 5,
+                                           "dynamic_replication_admission_cooldown_ms": 1000)");
+  ReplayLimits limits = Roomy();
+  limits.time_scale = 3;
+  absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, limits);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<std::string>& t = plan->time_scaled_knobs;
+  ASSERT_GE(t.size(), 3u);
+  EXPECT_EQ(t[0], "dynamic_replication_heat_window_seconds=6");
+  EXPECT_EQ(t[1].substr(0, t[1].find('=')), "dynamic_replication_admission_qps_threshold");
+  EXPECT_NEAR(std::stod(t[1].substr(t[1].find('=') + 1)), 5.0 / 3, 1e-12);
+  EXPECT_NE(std::find(t.begin(), t.end(), "dynamic_replication_admission_cooldown_ms=3000"), t.end());
+  EXPECT_EQ(plan->master_sets.back(), t.back()) << "the scaled knobs come last and win";
+  EXPECT_EQ(plan->fetch_interval_ms, 300);
+  // 2 s x 1.25 is not whole seconds.
+  limits.time_scale = 1.25;
+  ExpectRefused(MakeReplayPlan(s, limits), "$.knobs.dynamic_replication_heat_window_seconds");
+  limits.time_scale = 1;
+  plan = MakeReplayPlan(s, limits);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->time_scaled_knobs.empty());
 }
 
 TEST(ReplayPlan, ReadsMemAvailable) {

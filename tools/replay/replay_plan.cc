@@ -6,6 +6,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/check.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/base/status_macros.h"
@@ -44,7 +46,48 @@ absl::Status ApplyDriverKnob(const sim::KnobSetting& knob, ReplayPlan* plan) {
   return absl::OkStatus();
 }
 
-absl::Status PlanKnobs(const sim::Scenario& scenario, ReplayPlan* plan) {
+// With a time scale X != 1 the master runs in wall time while the scenario's
+// knobs are in simulated time: the heat window and every replication period
+// are stretched by X and the QPS threshold divided by X, so the window spans
+// the same simulated time and holds the same hit count. Appended after the
+// scenario's own --set lines, so they win.
+absl::Status ScaleTimeKnobs(const sim::Scenario& scenario, const ReplicationKnobs& replication,
+                            double x, ReplayPlan* plan) {
+  if (x == 1.0) return absl::OkStatus();
+  const double window = static_cast<double>(replication.dynamic_replication_heat_window_seconds) * x;
+  if (std::fabs(window - std::round(window)) > 1e-9 || window < 1) {
+    return Refuse(scenario, "$.knobs.dynamic_replication_heat_window_seconds",
+                  absl::StrCat("the heat window (", replication.dynamic_replication_heat_window_seconds,
+                               " s) x time scale ", x, " is not a whole number of seconds"));
+  }
+  const double qps = replication.dynamic_replication_admission_qps_threshold / x;
+  if (AdmissionHitCountFor(qps, static_cast<int64_t>(std::round(window))) !=
+      replication.AdmissionHitCount()) {
+    return Refuse(scenario, "$.knobs.dynamic_replication_admission_qps_threshold",
+                  absl::StrCat("the hit count changes under time scale ", x));
+  }
+  const auto set = [&](const std::string& name, const std::string& value) {
+    plan->master_sets.push_back(absl::StrCat(name, "=", value));
+    plan->time_scaled_knobs.push_back(plan->master_sets.back());
+  };
+  set("dynamic_replication_heat_window_seconds", absl::StrCat(std::llround(window)));
+  set("dynamic_replication_admission_qps_threshold", absl::StrFormat("%.17g", qps));
+  for (const char* name :
+       {"dynamic_replication_heat_drain_interval_ms", "dynamic_replication_admission_cooldown_ms",
+        "dynamic_replication_recreate_cooldown_ms", "dynamic_replication_admission_retry_ms",
+        "dynamic_replication_release_after_ms", "dynamic_replication_release_span_ms",
+        "dynamic_replication_lease_ttl_ms", "dynamic_replication_warmup_domain_poll_ms"}) {
+    const auto* entry = ReplicationKnobs::Registry().Find(name);
+    HS_CHECK_MSG(entry != nullptr, name);
+    int64_t ms = 0;
+    HS_CHECK(absl::SimpleAtoi(entry->get(replication), &ms));
+    set(name, absl::StrCat(std::llround(static_cast<double>(ms) * x)));
+  }
+  plan->fetch_interval_ms = std::max<int64_t>(1, std::llround(static_cast<double>(plan->fetch_interval_ms) * x));
+  return absl::OkStatus();
+}
+
+absl::Status PlanKnobs(const sim::Scenario& scenario, double time_scale, ReplayPlan* plan) {
   ReplicationKnobs replication;
   for (const sim::KnobSetting& knob : scenario.knobs) {
     const std::string field = absl::StrCat("$.knobs.", knob.name);
@@ -68,7 +111,7 @@ absl::Status PlanKnobs(const sim::Scenario& scenario, ReplayPlan* plan) {
     }
   }
   plan->replica_selection_policy = replication.replica_selection_policy;
-  return absl::OkStatus();
+  return ScaleTimeKnobs(scenario, replication, time_scale, plan);
 }
 
 absl::Status CheckFaults(const sim::Scenario& scenario) {
@@ -177,7 +220,10 @@ ClientId StoreClientIdForHost(int64_t host_index) {
 absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
                                           const ReplayLimits& limits) {
   ReplayPlan plan;
-  HS_RETURN_IF_ERROR(PlanKnobs(scenario, &plan));
+  if (!(limits.time_scale > 0) || !std::isfinite(limits.time_scale)) {
+    return absl::InvalidArgumentError("--time-scale must be a positive number");
+  }
+  HS_RETURN_IF_ERROR(PlanKnobs(scenario, limits.time_scale, &plan));
   HS_RETURN_IF_ERROR(CheckFaults(scenario));
   HS_RETURN_IF_ERROR(CheckWorkloads(scenario));
   const sim::ScenarioNetwork& n = scenario.topology.network;
@@ -204,9 +250,6 @@ absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
         scenario.source, ": $.topology.domains[*].hosts[*].segments: the segments need ",
         plan.segment_bytes_total / kMiB, " MiB together, more than this machine has available (",
         limits.memory_available_bytes / kMiB, " MiB, MemAvailable in /proc/meminfo)"));
-  }
-  if (!(limits.time_scale > 0) || !std::isfinite(limits.time_scale)) {
-    return absl::InvalidArgumentError("--time-scale must be a positive number");
   }
   const double wall_ns = static_cast<double>(scenario.duration_ns) * limits.time_scale;
   if (wall_ns > static_cast<double>(limits.run_time_max_ns)) {

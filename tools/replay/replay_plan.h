@@ -16,6 +16,10 @@
 //     machine, which the runtime replaces by the machine itself;
 //   - a host whose segments differ in size or are not whole MiB (a store
 //     mounts equal segments of --segment-mib);
+//   - under a time scale X != 1, a heat window that X does not stretch to
+//     whole seconds (the master's replication periods are stretched by X and
+//     the QPS threshold divided by X, so the master sees the scenario's
+//     window and hit count in wall time; the stores' fetch period too);
 //   - more hosts than ReplayLimits::hosts_max, more segment memory than the
 //     machine has available, and a run longer than run_time_max_ns in wall
 //     time (duration x time scale).
@@ -92,6 +96,9 @@ struct ReplayPlan {
   ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
   uint64_t replica_selection_seed = 0;
   int64_t segment_bytes_total = 0;
+  // The --set lines that put the scenario's time knobs into wall time under a
+  // time scale other than 1 (also in master_sets); empty at scale 1.
+  std::vector<std::string> time_scaled_knobs;
   // Driver knobs the replay has no use for, named so the summary can list them.
   std::vector<std::string> ignored_knobs;
 };

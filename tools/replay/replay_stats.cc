@@ -259,6 +259,7 @@ absl::Status ReplayRecorder::Finish(const std::string& decisions_path) {
               {"first_failure", first_failure_}};
   j["op_lag_ns"] = Percentiles(lags_ns_);
   j["ignored_knobs"] = plan_.ignored_knobs;
+  j["time_scaled_knobs"] = plan_.time_scaled_knobs;
   const std::string path = (std::filesystem::path(out_dir_) / "summary.json").string();
   std::ofstream out(path, std::ios::out | std::ios::trunc);
   out << j.dump(2) << "\n";
