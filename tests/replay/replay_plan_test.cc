@@ -61,7 +61,8 @@ TEST(ReplayPlan, OneStorePerHostWithSegmentsDomainAndFixedIds) {
   const sim::Scenario s = Parse(
       kHostB,
       R"("dynamic_replication_mode": "enforce", "replica_selection_policy": "spread",
-         "worker_fetch_interval_ms": 50, "replica_selection_seed": 9, "master_host": "a-0")",
+         "worker_fetch_interval_ms": 50, "replica_selection_seed": 9, "master_host": "a-0",
+         "read_retry_ms": 5)",
       R"({"type": "zipf", "name": "z", "objects": 4, "rate_per_s": 10, "reader_domains": ["b"]})");
   absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, Roomy());
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -88,6 +89,8 @@ TEST(ReplayPlan, OneStorePerHostWithSegmentsDomainAndFixedIds) {
   EXPECT_EQ(plan->replica_selection_policy, ReplicaSelectionPolicy::kSpread);
   EXPECT_EQ(plan->fetch_interval_ms, 50);
   EXPECT_EQ(plan->replica_selection_seed, 9u);
+  EXPECT_EQ(plan->read_retry_ms, 5);
+  EXPECT_EQ(plan->read_retries_max, 1'000);
   EXPECT_EQ(plan->ignored_knobs, std::vector<std::string>{"master_host"});
 }
 

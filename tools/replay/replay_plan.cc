@@ -38,6 +38,10 @@ absl::Status ApplyDriverKnob(const sim::KnobSetting& knob, ReplayPlan* plan) {
     plan->heartbeat_interval_ms = driver.worker_heartbeat_interval_ms;
   } else if (knob.name == "worker_fetch_interval_ms") {
     plan->fetch_interval_ms = driver.worker_fetch_interval_ms;
+  } else if (knob.name == "read_retry_ms") {
+    plan->read_retry_ms = driver.read_retry_ms;
+  } else if (knob.name == "read_retries_max") {
+    plan->read_retries_max = driver.read_retries_max;
   } else if (knob.name == "replica_selection_seed") {
     plan->replica_selection_seed = static_cast<uint64_t>(driver.replica_selection_seed);
   } else {

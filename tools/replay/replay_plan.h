@@ -92,6 +92,11 @@ struct ReplayPlan {
   // Store pacing (the simulator's driver knobs of the same meaning).
   int64_t heartbeat_interval_ms = 1'000;
   int64_t fetch_interval_ms = 100;
+  // A read of an object still being put (UNAVAILABLE) is tried again after
+  // read_retry_ms (x the time scale), at most read_retries_max times, as the
+  // simulator's clients do (driver knobs of the same names).
+  int64_t read_retry_ms = 1;
+  int64_t read_retries_max = 1'000;
   // Readers' replica choice (replication knob and driver knob).
   ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
   uint64_t replica_selection_seed = 0;

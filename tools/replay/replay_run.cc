@@ -369,6 +369,21 @@ class Executor {
         results.assign(op.keys.size(), batch.status());
       }
     }
+    // Keys still being put are read again, one by one, as the simulator's
+    // clients retry them.
+    for (int64_t retry = 0; retry < plan_.read_retries_max; ++retry) {
+      bool again = false;
+      for (size_t i = 0; i < results.size(); ++i) {
+        if (results[i].status().code() != absl::StatusCode::kUnavailable) continue;
+        if (!again) {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(
+              static_cast<double>(plan_.read_retry_ms) * 1e6 * time_scale_)));
+        }
+        again = true;
+        results[i] = client.Get(op.keys[i]);
+      }
+      if (!again) break;
+    }
     const int64_t end = SteadyNs();
     const ReplayClient& reader = plan_.clients.at(op.client);
     for (size_t i = 0; i < op.keys.size(); ++i) {
