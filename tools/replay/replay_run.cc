@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -241,6 +242,19 @@ class Clients {
     runtime::HeatsinkClient* out = entry.client.get();
     clients_.emplace(key, std::move(entry));
     return out;
+  }
+
+  // Makes every client of `tenants` now and waits until its channel answers a
+  // Ping, so no operation pays for connecting.
+  absl::Status Warm(const std::set<std::string>& tenants) {
+    for (const auto& [name, spec] : plan_.clients) {
+      for (const std::string& tenant : tenants) {
+        HS_RETURN_IF_ERROR(For(name, tenant).status());
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, entry] : clients_) HS_RETURN_IF_ERROR(entry.master->Ping());
+    return absl::OkStatus();
   }
 
   // Bytes of a put of `size` (one shared buffer per size).
@@ -481,10 +495,10 @@ absl::Status StartJoinedStores(Cluster& cluster, const ReplayPlan& plan, TimeNs 
 // Issues the operation stream in real time; returns once every operation
 // ran and the scenario's duration has passed in wall time.
 absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
-                   const ReplayOptions& options, Cluster& cluster, sim::OpStream& ops,
+                   const ReplayOptions& options, Cluster& cluster, Clients& clients,
+                   sim::OpStream& ops,
                    ReplayRecorder& recorder, int64_t t0_ns, size_t next_store,
                    const std::vector<size_t>& order) {
-  Clients clients(plan, cluster.master_address());
   Executor executor(plan, &clients, &recorder, t0_ns, options.time_scale);
   OpQueue queue(static_cast<size_t>(options.ops_in_flight_max));
   std::vector<std::thread> pool;
@@ -555,13 +569,17 @@ absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
   HS_RETURN_IF_ERROR(cluster.StartMaster());
   size_t next_store = 0;
   HS_RETURN_IF_ERROR(StartJoinedStores(cluster, plan, 0, &next_store, order));
+  Clients clients(plan, cluster.master_address());
+  std::set<std::string> tenants;
+  for (const sim::Workload& w : scenario.workloads) tenants.insert(w.tenant);
+  HS_RETURN_IF_ERROR(clients.Warm(tenants));
   const int64_t t0_ns = SteadyNs();
   recorder->SetStart(t0_ns);
   std::fprintf(stderr, "heatsink-replay: %s seed %llu, time scale %g, %zu stores up; outputs in %s\n",
                scenario.name.c_str(), static_cast<unsigned long long>(seed), options.time_scale,
                plan.stores.size(), options.out_dir.c_str());
   HS_RETURN_IF_ERROR(
-      Drive(scenario, plan, options, cluster, *ops, *recorder, t0_ns, next_store, order));
+      Drive(scenario, plan, options, cluster, clients, *ops, *recorder, t0_ns, next_store, order));
   cluster.StopAll();
   return recorder->Finish((fs::path(options.out_dir) / "decisions.jsonl").string());
 }
