@@ -149,7 +149,12 @@ int main(int argc, char** argv) {
               << plan->clients.size() << " clients\n";
     return kExitOk;
   }
-  const absl::Status status = replay::RunReplay(*scenario, *plan, options);
+  absl::Status status;
+  try {
+    status = replay::RunReplay(*scenario, *plan, options);
+  } catch (const std::exception& e) {  // std::filesystem, allocation: the boundary
+    status = absl::InternalError(e.what());
+  }
   if (signals.signal() != 0) {
     std::cerr << "heatsink-replay: stopped by signal " << signals.signal()
               << "; every process it started was stopped\n";
