@@ -8,6 +8,8 @@
 //                     knob sweeps of it (RunEstimate below; sim/estimate.h)
 //   swarm --seeds A..B  randomized fault simulation with invariant checks
 //                     (sim/swarm.h, docs/swarm.md); exit 1 when a seed fails
+//   validate SCENARIO --runtime DIR  the simulation against a heatsink-replay
+//                     run of it (tools/sim_validate_command.h, sim/validate.h)
 //   gen-trace --shape S  a seeded synthetic trace in the Mooncake format
 //                     (tools/sim_gen_trace_command.h, sim/trace_gen.h)
 //
@@ -44,6 +46,7 @@
 #include "sim/scenario.h"
 #include "sim/swarm.h"
 #include "tools/sim_gen_trace_command.h"
+#include "tools/sim_validate_command.h"
 
 namespace {
 
@@ -747,6 +750,8 @@ int main(int argc, char** argv) {
 
   GenTraceArgs gen_trace_args;
   CLI::App* gen_trace = AddGenTraceCommand(&app, &gen_trace_args);
+  ValidateArgs validate_args;
+  CLI::App* validate = AddValidateCommand(&app, &validate_args);
 
   for (CLI::App* sub : {run, compare, diff, estimate}) sub->footer(kExitCodesHelp);
 
@@ -763,6 +768,7 @@ int main(int argc, char** argv) {
     if (*estimate) return RunEstimate(estimate_args, argv[0]);
     if (*swarm) return RunSwarmCommand(swarm_args);
     if (*gen_trace) return RunGenTrace(gen_trace_args);
+    if (*validate) return RunValidate(validate_args);
   } catch (const std::exception& e) {
     std::cerr << "heatsink-sim: " << e.what() << "\n";
     return kExitError;

@@ -1,0 +1,54 @@
+#include "tools/sim_validate_command.h"
+
+#include <iostream>
+
+#include "sim/report_format.h"
+#include "sim/runner.h"
+#include "sim/validate.h"
+
+namespace {
+constexpr int kExitOk = 0;
+constexpr int kExitError = 2;
+}  // namespace
+
+CLI::App* AddValidateCommand(CLI::App* app, ValidateArgs* args) {
+  CLI::App* validate = app->add_subcommand(
+      "validate",
+      "Compare the simulation of SCENARIO with a heatsink-replay run of it (--runtime DIR, same "
+      "seed): Jaccard of accepted admissions, admission time lag, relative errors of bytes by "
+      "distance, host-load shares, copies, extra memory; read latency side by side (not "
+      "calibrated). Prints a table; --out writes JSON.");
+  validate->add_option("scenario", args->scenario, "Scenario JSON file the replay ran")
+      ->required();
+  validate->add_option("--runtime", args->runtime_dir,
+                       "Output directory of heatsink-replay (summary.json, decisions.jsonl)")
+      ->required();
+  validate->add_option("--out", args->out, "Also write the comparison as JSON to this file");
+  return validate;
+}
+
+int RunValidate(const ValidateArgs& args) {
+  absl::StatusOr<heatsink::sim::Scenario> scenario =
+      heatsink::sim::LoadScenarioForRun(args.scenario);
+  if (!scenario.ok()) {
+    std::cerr << "heatsink-sim validate: " << scenario.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<heatsink::sim::ValidationReport> report =
+      heatsink::sim::ValidateAgainstRuntime(*scenario, args.runtime_dir);
+  if (!report.ok()) {
+    std::cerr << "heatsink-sim validate: " << report.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << heatsink::sim::FormatValidationTable(*report);
+  if (!args.out.empty()) {
+    const absl::Status written =
+        heatsink::sim::WriteTextFile(args.out, heatsink::sim::ValidationJson(*report));
+    if (!written.ok()) {
+      std::cerr << "heatsink-sim validate: " << written.message() << "\n";
+      return kExitError;
+    }
+    std::cout << "written: " << args.out << "\n";
+  }
+  return kExitOk;
+}
