@@ -75,6 +75,36 @@ absl::Status ParseWorkerCrashes(const ParseContext& ctx, const JsonField& f,
   return CheckNoOverlap(std::move(intervals), "the worker on host");
 }
 
+// The master's crashes: a restart defaults to kMasterRestartDelayDefaultNs
+// after the crash and must come before the end of the run (a run ends with a
+// master, whose state the outputs and checks read).
+absl::Status ParseMasterCrashes(const ParseContext& ctx, const JsonField& f,
+                                std::vector<MasterCrash>* out) {
+  HS_ASSIGN_OR_RETURN(std::vector<JsonField> items, ReadArray(f, ctx.options->limits.faults_max));
+  std::vector<Interval> intervals;
+  for (const JsonField& item : items) {
+    HS_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Make(item.source, *item.value, item.path));
+    MasterCrash crash;
+    std::optional<TimeNs> restart;
+    HS_RETURN_IF_ERROR(ReadWindow(ctx, r, "at_s", "restart_at_s", &crash.at_ns, &restart));
+    crash.restart_at_ns = restart.value_or(crash.at_ns + kMasterRestartDelayDefaultNs);
+    if (crash.restart_at_ns >= ctx.scenario->duration_ns) {
+      const absl::string_view blame = restart.has_value() ? "restart_at_s" : "at_s";
+      return r.ErrorAt(blame, absl::StrCat("the master must restart before the end of the run (",
+                                           ctx.scenario->duration_ns, " ns)",
+                                           restart.has_value() ? "" : "; without restart_at_s it restarts 1 s after the crash"));
+    }
+    HS_RETURN_IF_ERROR(r.Finish());
+    intervals.push_back(Interval{"master", crash.at_ns, crash.restart_at_ns, item});
+    out->push_back(crash);
+  }
+  HS_RETURN_IF_ERROR(CheckNoOverlap(intervals, "the"));
+  std::stable_sort(out->begin(), out->end(), [](const MasterCrash& a, const MasterCrash& b) {
+    return a.at_ns < b.at_ns;
+  });
+  return absl::OkStatus();
+}
+
 absl::Status ParseSegmentUnmounts(const ParseContext& ctx, const JsonField& f,
                                   std::vector<SegmentUnmount>* out) {
   HS_ASSIGN_OR_RETURN(std::vector<JsonField> items, ReadArray(f, ctx.options->limits.faults_max));
@@ -150,6 +180,11 @@ absl::Status ParseFaults(const ParseContext& ctx, const JsonField& f, ScenarioFa
   HS_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Make(f.source, *f.value, f.path));
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> crashes, r.Field("worker_crashes", Need::kOptional));
   if (crashes.has_value()) HS_RETURN_IF_ERROR(ParseWorkerCrashes(ctx, *crashes, &out->worker_crashes));
+  HS_ASSIGN_OR_RETURN(std::optional<JsonField> master_crashes,
+                      r.Field("master_crashes", Need::kOptional));
+  if (master_crashes.has_value()) {
+    HS_RETURN_IF_ERROR(ParseMasterCrashes(ctx, *master_crashes, &out->master_crashes));
+  }
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> unmounts,
                       r.Field("segment_unmounts", Need::kOptional));
   if (unmounts.has_value()) {
