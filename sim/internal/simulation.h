@@ -290,10 +290,12 @@ class Simulation {
     int64_t worker_starts = 0;  // StartWorker calls: which StoreWorker object runs
   };
   // A store's manifest report to the master that restarted last
-  // (master_crashes): the bytes its entries took on each segment, checked
-  // against the segment's used bytes once its last report is applied.
+  // (master_crashes): the ranges its entries took, by (segment, offset)
+  // (a report retried after a lost answer names them again), checked
+  // against the segments' used bytes once its last report is applied.
   struct StoreReportRt {
-    std::map<SegmentId, uint64_t> claimed_bytes;
+    std::map<std::pair<SegmentId, uint64_t>, uint64_t> claimed_ranges;
+    bool applied = false;   // the master applied its last report
     bool answered = false;  // the store has the answer to its last report
     bool checked = false;   // recovery.objects_readable ran for it
   };

@@ -112,28 +112,31 @@ void Simulation::OnReportApplied(ClientId client, const ReportManifestRequest& r
                                  const absl::StatusOr<ReportManifestResponse>& result) {
   const std::optional<int> host = HostOfClient(client);
   if (!host.has_value() || !result.ok() || master_restarts_ == 0) return;
-  // Only the first report of a worker that ran through the crash: its
-  // segments were mounted afresh, manifest-pending, so nothing but its
-  // entries can be on them.
+  // Only the first report of a worker that ran through the crash, up to its
+  // last call: its segments were mounted afresh, manifest-pending, so
+  // nothing but its entries can be on them until then.
   const auto ran = workers_at_crash_.find(*host);
   const HostRt& h = hosts_[static_cast<size_t>(*host)];
   if (ran == workers_at_crash_.end() || ran->second != h.worker_starts) return;
-  auto [it, fresh] = reports_.try_emplace(*host);
-  StoreReportRt& report = it->second;
-  if (!fresh && report.answered) return;
+  StoreReportRt& report = reports_[*host];
+  if (report.applied) return;
   HS_CHECK(result->results.size() == req.entries.size());
   for (size_t i = 0; i < req.entries.size(); ++i) {
     const absl::Status& s = result->results[i];
     // Accepted, or incomplete: discarded, its bytes taken until the put
     // release timeout (its writer may still be writing).
     if (s.ok() || absl::IsFailedPrecondition(s)) {
-      report.claimed_bytes[req.entries[i].segment_id] += req.entries[i].size_bytes;
+      const ManifestEntry& e = req.entries[i];
+      report.claimed_ranges[{e.segment_id, e.offset}] = e.size_bytes;
     }
   }
   if (!req.last) return;
+  report.applied = true;
+  std::map<SegmentId, uint64_t> claimed_bytes;
+  for (const auto& [range, size] : report.claimed_ranges) claimed_bytes[range.first] += size;
   for (const SegmentView& v : master().ListSegments()) {
     if (HostOfSegment(v.location.id) != *host) continue;
-    const uint64_t claimed = report.claimed_bytes[v.location.id];
+    const uint64_t claimed = claimed_bytes[v.location.id];
     const uint64_t removed = removed_bytes_since_restart_[v.location.id];
     const uint64_t expected = claimed >= removed ? claimed - removed : 0;
     if (v.used_bytes != expected) {
