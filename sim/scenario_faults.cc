@@ -81,7 +81,7 @@ absl::Status ParseWorkerCrashes(const ParseContext& ctx, const JsonField& f,
 absl::Status ParseMasterCrashes(const ParseContext& ctx, const JsonField& f,
                                 std::vector<MasterCrash>* out) {
   HS_ASSIGN_OR_RETURN(std::vector<JsonField> items, ReadArray(f, ctx.options->limits.faults_max));
-  std::vector<Interval> intervals;
+  std::vector<std::pair<MasterCrash, JsonField>> crashes;
   for (const JsonField& item : items) {
     HS_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Make(item.source, *item.value, item.path));
     MasterCrash crash;
@@ -89,19 +89,26 @@ absl::Status ParseMasterCrashes(const ParseContext& ctx, const JsonField& f,
     HS_RETURN_IF_ERROR(ReadWindow(ctx, r, "at_s", "restart_at_s", &crash.at_ns, &restart));
     crash.restart_at_ns = restart.value_or(crash.at_ns + kMasterRestartDelayDefaultNs);
     if (crash.restart_at_ns >= ctx.scenario->duration_ns) {
-      const absl::string_view blame = restart.has_value() ? "restart_at_s" : "at_s";
-      return r.ErrorAt(blame, absl::StrCat("the master must restart before the end of the run (",
-                                           ctx.scenario->duration_ns, " ns)",
-                                           restart.has_value() ? "" : "; without restart_at_s it restarts 1 s after the crash"));
+      return r.ErrorAt(
+          restart.has_value() ? "restart_at_s" : "at_s",
+          absl::StrCat("the master must restart before the end of the run (",
+                       ctx.scenario->duration_ns, " ns)",
+                       restart.has_value() ? "" : "; without restart_at_s it restarts 1 s later"));
     }
     HS_RETURN_IF_ERROR(r.Finish());
-    intervals.push_back(Interval{"master", crash.at_ns, crash.restart_at_ns, item});
-    out->push_back(crash);
+    crashes.emplace_back(crash, item);
   }
-  HS_RETURN_IF_ERROR(CheckNoOverlap(intervals, "the"));
-  std::stable_sort(out->begin(), out->end(), [](const MasterCrash& a, const MasterCrash& b) {
-    return a.at_ns < b.at_ns;
+  std::stable_sort(crashes.begin(), crashes.end(), [](const auto& a, const auto& b) {
+    return a.first.at_ns < b.first.at_ns;
   });
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    if (i > 0 && crashes[i - 1].first.restart_at_ns > crashes[i].first.at_ns) {
+      return crashes[i].second.Error(absl::StrCat("the master is already down at ",
+                                                  crashes[i].first.at_ns,
+                                                  " ns (an earlier crash overlaps)"));
+    }
+    out->push_back(crashes[i].first);
+  }
   return absl::OkStatus();
 }
 
