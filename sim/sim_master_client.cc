@@ -141,7 +141,8 @@ void SimMasterClient::PutStart(ClientId client, const PutStartRequest& req,
 }
 
 void SimMasterClient::PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) {
-  Call<absl::Status>([this, client, req] { return master()->PutEnd(client, req); }, std::move(done));
+  Call<absl::Status>([this, client, req] { return master()->PutEnd(client, req); },
+                     std::move(done));
 }
 
 void SimMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) {
@@ -172,8 +173,8 @@ void SimMasterClient::BatchPutRevoke(ClientId client, BatchPutRevokeRequest req,
 
 void SimMasterClient::GetReplicaList(const GetReplicaListRequest& req,
                                      Callback<GetReplicaListResponse> done) {
-  Call<absl::StatusOr<GetReplicaListResponse>>([this, req] { return master()->GetReplicaList(req); },
-                                               std::move(done));
+  Call<absl::StatusOr<GetReplicaListResponse>>(
+      [this, req] { return master()->GetReplicaList(req); }, std::move(done));
 }
 
 void SimMasterClient::BatchGetReplicaList(const BatchGetReplicaListRequest& req,
@@ -194,7 +195,8 @@ void SimMasterClient::ReportManifest(ClientId client, const ReportManifestReques
         if (endpoint_->report_applied) endpoint_->report_applied(client, req, r);
         return r;
       },
-      [this, client, req, done = std::move(done)](absl::StatusOr<ReportManifestResponse> r) mutable {
+      [this, client, req,
+       done = std::move(done)](absl::StatusOr<ReportManifestResponse> r) mutable {
         const absl::StatusOr<ReportManifestResponse> seen =
             endpoint_->report_answered ? r : absl::StatusOr<ReportManifestResponse>();
         std::move(done)(std::move(r));

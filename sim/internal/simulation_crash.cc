@@ -188,7 +188,9 @@ absl::Status Simulation::CheckStoreRecovered(int host_index) {
 absl::Status Simulation::CheckRecovery() {
   if (!master_up() || master_restarts_ == 0) return absl::OkStatus();
   bool waiting = !recovery_checked_;
-  for (const auto& [host, report] : reports_) waiting = waiting || (report.answered && !report.checked);
+  for (const auto& [host, report] : reports_) {
+    waiting = waiting || (report.answered && !report.checked);
+  }
   if (!waiting || master().Recovering()) return absl::OkStatus();
   if (!recovery_checked_) {
     recovery_checked_ = true;

@@ -134,7 +134,9 @@ absl::Status Simulation::StartMaster(bool restarted) {
   }
   HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env, master_knobs, knobs_.replication,
                                                             decisions_.get()));
-  if (replicated_->dynamic_replication_mode() != mode_) replicated_->SetDynamicReplicationMode(mode_);
+  if (replicated_->dynamic_replication_mode() != mode_) {
+    replicated_->SetDynamicReplicationMode(mode_);
+  }
   tee_ =
       std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
   master().SetReadObserver(tee_.get());
