@@ -36,6 +36,18 @@ size_t Simulation::IntervalIndex(TimeNs t) const {
 
 IntervalSample& Simulation::IntervalAt(TimeNs t) { return result_.intervals[IntervalIndex(t)]; }
 
+void Simulation::CloseNumaInterval(size_t interval) {
+  IntervalSample& s = result_.intervals[interval];
+  for (const HostRt& h : hosts_) {
+    if (h.numa == nullptr) continue;
+    const NumaIntervalStats n = h.numa->CloseInterval(interval);
+    s.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_samples.push_back(
+        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
+  }
+}
+
 void Simulation::Sample(size_t interval) {
   IntervalSample& s = result_.intervals[interval];
   if (!master_up()) {
@@ -48,14 +60,7 @@ void Simulation::Sample(size_t interval) {
       s.dynamic_replica_count = last.dynamic_replica_count;
       s.extra_memory_bytes = last.extra_memory_bytes;
     }
-    for (const HostRt& h : hosts_) {
-      if (h.numa == nullptr) continue;
-      const NumaIntervalStats n = h.numa->CloseInterval(interval);
-      s.numa_oracle_local_reads += n.oracle_local_reads;
-      result_.numa_oracle_local_reads += n.oracle_local_reads;
-      result_.numa_samples.push_back(NumaHostSample{
-          .t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
-    }
+    CloseNumaInterval(interval);
     sampled_intervals_ = interval + 1;
     return;
   }
@@ -74,14 +79,7 @@ void Simulation::Sample(size_t interval) {
     dynamic_bytes += d.size_bytes;
   }
   s.stored_bytes = used > dynamic_bytes ? used - dynamic_bytes : 0;
-  for (const HostRt& h : hosts_) {
-    if (h.numa == nullptr) continue;
-    const NumaIntervalStats n = h.numa->CloseInterval(interval);
-    s.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_samples.push_back(
-        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
-  }
+  CloseNumaInterval(interval);
   s.replica_count = replicas;
   s.dynamic_replica_count = dynamic;
   extra_memory_now_ = dynamic_bytes + reserved;

@@ -407,6 +407,8 @@ class Simulation {
   size_t IntervalIndex(TimeNs t) const;
   IntervalSample& IntervalAt(TimeNs t);
   void Sample(size_t interval);
+  // The NUMA models' part of a sample.
+  void CloseNumaInterval(size_t interval);
   void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }
   absl::Status CheckInvariants();
   void Note(absl::string_view what) {
