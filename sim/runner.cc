@@ -36,8 +36,34 @@ size_t Simulation::IntervalIndex(TimeNs t) const {
 
 IntervalSample& Simulation::IntervalAt(TimeNs t) { return result_.intervals[IntervalIndex(t)]; }
 
+void Simulation::CloseNumaInterval(size_t interval) {
+  IntervalSample& s = result_.intervals[interval];
+  for (const HostRt& h : hosts_) {
+    if (h.numa == nullptr) continue;
+    const NumaIntervalStats n = h.numa->CloseInterval(interval);
+    s.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_oracle_local_reads += n.oracle_local_reads;
+    result_.numa_samples.push_back(
+        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
+  }
+}
+
 void Simulation::Sample(size_t interval) {
   IntervalSample& s = result_.intervals[interval];
+  if (!master_up()) {
+    // The master is down (master_crashes): the figures it holds stay those
+    // of the last sample, and no audit runs.
+    if (interval > 0) {
+      const IntervalSample& last = result_.intervals[interval - 1];
+      s.stored_bytes = last.stored_bytes;
+      s.replica_count = last.replica_count;
+      s.dynamic_replica_count = last.dynamic_replica_count;
+      s.extra_memory_bytes = last.extra_memory_bytes;
+    }
+    CloseNumaInterval(interval);
+    sampled_intervals_ = interval + 1;
+    return;
+  }
   int64_t replicas = 0;
   uint64_t reserved = 0;
   uint64_t used = 0;
@@ -53,14 +79,7 @@ void Simulation::Sample(size_t interval) {
     dynamic_bytes += d.size_bytes;
   }
   s.stored_bytes = used > dynamic_bytes ? used - dynamic_bytes : 0;
-  for (const HostRt& h : hosts_) {
-    if (h.numa == nullptr) continue;
-    const NumaIntervalStats n = h.numa->CloseInterval(interval);
-    s.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_samples.push_back(
-        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
-  }
+  CloseNumaInterval(interval);
   s.replica_count = replicas;
   s.dynamic_replica_count = dynamic;
   extra_memory_now_ = dynamic_bytes + reserved;
@@ -84,7 +103,9 @@ void Simulation::Sample(size_t interval) {
   }
 }
 
-absl::Status Simulation::CheckInvariants() { return replicated_->CheckInvariants(); }
+absl::Status Simulation::CheckInvariants() {
+  return master_up() ? replicated_->CheckInvariants() : absl::OkStatus();
+}
 
 absl::StatusOr<RunResult> Simulation::Run() {
   for (HostRt& host : hosts_) {
@@ -97,6 +118,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
     }
   }
   ScheduleTrunkFaults();
+  if (master_crashes_) ScheduleMasterCrashes();
   ScheduleSamples();
   PumpNext();
 
@@ -110,6 +132,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
     if (check_every > 0 && events % static_cast<uint64_t>(check_every) == 0) {
       HS_RETURN_IF_ERROR(CheckInvariants());
     }
+    if (master_crashes_) HS_RETURN_IF_ERROR(CheckRecovery());
     if (options_.observer != nullptr) return options_.observer->AfterEvent(World());
     return absl::OkStatus();
   });
@@ -172,6 +195,17 @@ absl::StatusOr<RunResult> Simulation::Run() {
       static_cast<int64_t>(control_stats_.unreachable);
   result_.metrics["sim_control_calls_timed_out_total"] =
       static_cast<int64_t>(control_stats_.calls_timed_out);
+  if (master_crashes_) {
+    result_.metrics["sim_control_calls_master_down_total"] =
+        static_cast<int64_t>(control_stats_.master_down);
+    // Present even at 0, so that a crash scenario's checks can name them.
+    for (const char* name :
+         {"sim_read_misses_total", "sim_read_misses_of_stored_objects_total",
+          "sim_reads_failed_total", "sim_read_retries_master_unavailable_total",
+          "sim_reads_gave_up_master_unavailable_total", "sim_master_restarts_total"}) {
+      result_.metrics.try_emplace(name, 0);
+    }
+  }
   int64_t tiering_exchanges = 0;
   int64_t tiering_decays = 0;
   int64_t tiering_store_failures = 0;

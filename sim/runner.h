@@ -110,7 +110,7 @@ ScenarioLoadOptions SimulatorLoadOptions();
 struct RunWorld {
   TimeNs now_ns = 0;
   uint64_t events = 0;  // events run so far
-  const ReplicatedMaster* master = nullptr;
+  const ReplicatedMaster* master = nullptr;  // null while the master is down
   // The NUMA model of every host that has one, in topology order.
   const std::vector<std::pair<HostId, const NumaHostModel*>>* numa_hosts = nullptr;
 };
@@ -156,6 +156,10 @@ class RunObserver {
   virtual void OnProposal(const ProposalObservation& /*proposal*/) {}
   // Trunk faults, worker starts and other world changes not carried by an op.
   virtual void OnNote(TimeNs /*now_ns*/, absl::string_view /*what*/) {}
+  // A master_crash fault: the master is gone (RunWorld::master is null until
+  // the restart), then a fresh one starts and recovers.
+  virtual void OnMasterCrash(TimeNs /*now_ns*/) {}
+  virtual void OnMasterRestart(TimeNs /*now_ns*/) {}
   [[nodiscard]] virtual absl::Status AfterEvent(const RunWorld& /*world*/) {
     return absl::OkStatus();
   }

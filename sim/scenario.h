@@ -339,8 +339,22 @@ struct TrunkFault {
   DurationNs extra_latency_ns = 0;
 };
 
+// The master process dies at at_ns: everything it kept in memory (objects,
+// leases, tasks, heat, cooldowns) is gone, and control messages to it fail
+// until a fresh master starts at restart_at_ns and rebuilds its objects from
+// the manifests its stores report (docs/scenario-format.md, "faults";
+// docs/master-crash.md).
+struct MasterCrash {
+  TimeNs at_ns = 0;
+  TimeNs restart_at_ns = 0;  // > at_ns and < the run's duration
+};
+
+// A master crash without restart_at_s restarts this much later.
+inline constexpr DurationNs kMasterRestartDelayDefaultNs = 1'000'000'000;
+
 struct ScenarioFaults {
   std::vector<WorkerCrash> worker_crashes;
+  std::vector<MasterCrash> master_crashes;  // ascending, never overlapping
   std::vector<SegmentUnmount> segment_unmounts;
   double copy_failure_probability = 0;
   ControlMessageFaults control_messages;

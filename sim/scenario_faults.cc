@@ -75,6 +75,43 @@ absl::Status ParseWorkerCrashes(const ParseContext& ctx, const JsonField& f,
   return CheckNoOverlap(std::move(intervals), "the worker on host");
 }
 
+// The master's crashes: a restart defaults to kMasterRestartDelayDefaultNs
+// after the crash and must come before the end of the run (a run ends with a
+// master, whose state the outputs and checks read).
+absl::Status ParseMasterCrashes(const ParseContext& ctx, const JsonField& f,
+                                std::vector<MasterCrash>* out) {
+  HS_ASSIGN_OR_RETURN(std::vector<JsonField> items, ReadArray(f, ctx.options->limits.faults_max));
+  std::vector<std::pair<MasterCrash, JsonField>> crashes;
+  for (const JsonField& item : items) {
+    HS_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Make(item.source, *item.value, item.path));
+    MasterCrash crash;
+    std::optional<TimeNs> restart;
+    HS_RETURN_IF_ERROR(ReadWindow(ctx, r, "at_s", "restart_at_s", &crash.at_ns, &restart));
+    crash.restart_at_ns = restart.value_or(crash.at_ns + kMasterRestartDelayDefaultNs);
+    if (crash.restart_at_ns >= ctx.scenario->duration_ns) {
+      return r.ErrorAt(
+          restart.has_value() ? "restart_at_s" : "at_s",
+          absl::StrCat("the master must restart before the end of the run (",
+                       ctx.scenario->duration_ns, " ns)",
+                       restart.has_value() ? "" : "; without restart_at_s it restarts 1 s later"));
+    }
+    HS_RETURN_IF_ERROR(r.Finish());
+    crashes.emplace_back(crash, item);
+  }
+  std::stable_sort(crashes.begin(), crashes.end(), [](const auto& a, const auto& b) {
+    return a.first.at_ns < b.first.at_ns;
+  });
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    if (i > 0 && crashes[i - 1].first.restart_at_ns > crashes[i].first.at_ns) {
+      return crashes[i].second.Error(absl::StrCat("the master is already down at ",
+                                                  crashes[i].first.at_ns,
+                                                  " ns (an earlier crash overlaps)"));
+    }
+    out->push_back(crashes[i].first);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseSegmentUnmounts(const ParseContext& ctx, const JsonField& f,
                                   std::vector<SegmentUnmount>* out) {
   HS_ASSIGN_OR_RETURN(std::vector<JsonField> items, ReadArray(f, ctx.options->limits.faults_max));
@@ -150,6 +187,11 @@ absl::Status ParseFaults(const ParseContext& ctx, const JsonField& f, ScenarioFa
   HS_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Make(f.source, *f.value, f.path));
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> crashes, r.Field("worker_crashes", Need::kOptional));
   if (crashes.has_value()) HS_RETURN_IF_ERROR(ParseWorkerCrashes(ctx, *crashes, &out->worker_crashes));
+  HS_ASSIGN_OR_RETURN(std::optional<JsonField> master_crashes,
+                      r.Field("master_crashes", Need::kOptional));
+  if (master_crashes.has_value()) {
+    HS_RETURN_IF_ERROR(ParseMasterCrashes(ctx, *master_crashes, &out->master_crashes));
+  }
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> unmounts,
                       r.Field("segment_unmounts", Need::kOptional));
   if (unmounts.has_value()) {

@@ -18,6 +18,14 @@
 // rpc_timeout_ns after it was sent, as a real RPC deadline would; a request
 // lost on the way back has still run on the master.
 //
+// Master crashes (the scenario's master_crashes): the client reaches the
+// master through a SimMasterEndpoint, which says which master incarnation is
+// up. A request that arrives while the master is down, or at another
+// incarnation than the one up when it was sent (the crash broke the
+// connection), is answered UNAVAILABLE "master_down" without running; an
+// answer of an incarnation that crashed while the answer was on its way is
+// replaced by the same status when it arrives.
+//
 // One instance per caller host.
 // The MasterClient contract holds: `done` runs exactly once, later, as an
 // engine event.
@@ -27,12 +35,15 @@
 #define HEATSINK_SIM_SIM_MASTER_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/env/rng.h"
 #include "core/master/dynamic_copy_calls.h"
 #include "core/master/master_service.h"
@@ -60,16 +71,50 @@ struct ControlStats {
   uint64_t delayed = 0;
   uint64_t unreachable = 0;  // refused by a partitioned trunk
   uint64_t calls_timed_out = 0;
+  uint64_t master_down = 0;  // calls answered "master_down" (master_crashes)
+};
+
+// The prefix of the UNAVAILABLE message of a call the master could not
+// answer because it was down or crashed meanwhile.
+inline constexpr absl::string_view kMasterDownReason = "master_down";
+
+// Which master the simulated control plane reaches: the live incarnation's
+// MasterService and dynamic copy calls, or none while the master is down.
+class SimMasterEndpoint {
+ public:
+  using ReportHook = std::function<void(ClientId client, const ReportManifestRequest& req,
+                                        const absl::StatusOr<ReportManifestResponse>& result)>;
+
+  // A master (incarnation) comes up. `dynamic` may be null (the master's
+  // Leased* calls then serve the dynamic copy lifecycle). REQUIRES: down.
+  void Up(MasterService* master, DynamicCopyCalls* dynamic);
+  // The master goes down; its pointers are forgotten. REQUIRES: up.
+  void Down();
+  bool up() const { return master_ != nullptr; }
+  // Changes at every Up and Down.
+  uint64_t incarnation() const { return incarnation_; }
+  MasterService* master() const { return master_; }
+  DynamicCopyCalls* dynamic() const { return dynamic_; }
+
+  // Observers of ReportManifest calls: `applied` runs on the master right
+  // after the call, `answered` at the caller right after its `done`. Either
+  // may be empty.
+  ReportHook report_applied;
+  ReportHook report_answered;
+
+ private:
+  MasterService* master_ = nullptr;
+  DynamicCopyCalls* dynamic_ = nullptr;
+  uint64_t incarnation_ = 0;
 };
 
 class SimMasterClient final : public MasterClient {
  public:
-  // `dynamic` may be null (the master's Leased* calls then serve the dynamic
-  // copy lifecycle); `faults_rng` may be null when no fault is configured.
-  // Every pointer must outlive the client.
-  SimMasterClient(Engine* engine, Network* network, MasterService* master,
-                  DynamicCopyCalls* dynamic, int caller_host, int master_host,
-                  const ControlFaults& faults, Rng* faults_rng, ControlStats* stats);
+  // `faults_rng` may be null when no fault is configured. Every pointer must
+  // outlive the client.
+  SimMasterClient(Engine* engine, Network* network, const SimMasterEndpoint* endpoint,
+                  int caller_host, int master_host, const ControlFaults& faults, Rng* faults_rng,
+                  ControlStats* stats);
   SimMasterClient(const SimMasterClient&) = delete;
   SimMasterClient& operator=(const SimMasterClient&) = delete;
 
@@ -130,10 +175,13 @@ class SimMasterClient final : public MasterClient {
   template <typename Result, typename Run, typename Done>
   void Call(Run run, Done done);
 
+  // The live master; only called while a request runs on it.
+  MasterService* master() const { return endpoint_->master(); }
+  DynamicCopyCalls* dynamic() const { return endpoint_->dynamic(); }
+
   Engine* const engine_;
   Network* const network_;
-  MasterService* const master_;
-  DynamicCopyCalls* const dynamic_;
+  const SimMasterEndpoint* const endpoint_;
   const int caller_host_;
   const int master_host_;
   const ControlFaults faults_;

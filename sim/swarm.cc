@@ -33,6 +33,11 @@ std::string CoreInvariantName(absl::string_view message) {
     return "core.dynamic_replication";
   }
   if (absl::StartsWith(message, "heat window")) return "core.heat_window";
+  // The run's own recovery checks (sim/internal/simulation_crash.cc):
+  // "recovery invariant <name>: ...".
+  if (absl::ConsumePrefix(&message, "recovery invariant ")) {
+    return std::string(message.substr(0, message.find(':')));
+  }
   return "run_error";
 }
 
@@ -50,6 +55,7 @@ SwarmSeedResult RunSwarmScenario(const Scenario& scenario, const SwarmCheckerOpt
   result.recent_events = observer.RecentEvents();
   result.leases_accepted = observer.leases_accepted();
   result.proposals_accepted = observer.proposals_accepted();
+  result.master_crashes = observer.master_crashes();
   result.copy_ends_accepted = observer.copy_ends_accepted();
   if (run.ok()) {
     result.passed = true;
@@ -127,7 +133,8 @@ std::string FormatSwarmSummary(const SwarmSummary& s) {
   std::string out = absl::StrCat("swarm: ", s.seeds_run, " seeds run, ", s.passed, " passed, ",
                                  s.failed, " failed, ", s.events, " events, ", s.wall_ms,
                                  " ms wall; ", s.leases_accepted, " leases, ", s.copy_ends_accepted,
-                                 " copies, ", s.proposals_accepted, " proposals granted");
+                                 " copies, ", s.proposals_accepted, " proposals granted, ",
+                                 s.master_crashes, " master crashes");
   if (s.budget_exhausted) absl::StrAppend(&out, " (time budget reached; later seeds not run)");
   return out;
 }
@@ -191,6 +198,7 @@ SwarmSummary RunSwarm(const SwarmOptions& options, std::ostream& out, std::ostre
     summary.leases_accepted += r.leases_accepted;
     summary.copy_ends_accepted += r.copy_ends_accepted;
     summary.proposals_accepted += r.proposals_accepted;
+    summary.master_crashes += r.master_crashes;
     std::string path;
     if (!options.out_dir.empty() && (!r.passed || options.keep_scenarios)) {
       path = JoinPath(options.out_dir, absl::StrCat(r.scenario_name, ".json"));

@@ -49,6 +49,7 @@ struct SwarmSeedResult {
   int64_t leases_accepted = 0;             // dynamic copy leases granted
   int64_t copy_ends_accepted = 0;          // dynamic copies completed
   int64_t proposals_accepted = 0;          // scripted proposal calls answered OK
+  int64_t master_crashes = 0;              // master_crash faults that struck
   std::string scenario_json;               // the scenario's text (generated seeds)
 };
 
@@ -89,6 +90,7 @@ struct SwarmSummary {
   int64_t leases_accepted = 0;  // over all seeds run
   int64_t copy_ends_accepted = 0;
   int64_t proposals_accepted = 0;
+  int64_t master_crashes = 0;
   int64_t wall_ms = 0;
   bool budget_exhausted = false;  // the time budget stopped the range early
 };
@@ -98,7 +100,8 @@ struct SwarmSummary {
 SwarmSummary RunSwarm(const SwarmOptions& options, std::ostream& out, std::ostream& err);
 
 // "swarm: N seeds run, P passed, F failed, E events, W ms wall; L leases,
-// C copies, G proposals granted" (+ a note when the budget stopped the range).
+// C copies, G proposals granted, M master crashes" (+ a note when the budget
+// stopped the range).
 std::string FormatSwarmSummary(const SwarmSummary& summary);
 
 }  // namespace heatsink::sim

@@ -179,6 +179,24 @@ void SwarmChecker::OnNote(TimeNs now_ns, absl::string_view what) {
   Remember(now_ns, std::string(what));
 }
 
+void SwarmChecker::OnMasterCrash(TimeNs now_ns) {
+  Remember(now_ns, "master crashed");
+  ++master_crashes_;
+  // Lease ids, proposals and heat belong to one master: the next one starts
+  // its own.
+  leases_before_crashes_ += static_cast<int64_t>(lease_accepted_ns_.size());
+  lease_accepted_ns_.clear();
+  missing_since_ns_.clear();
+  burst_leases_.clear();
+  last_heat_decision_ns_.clear();
+  mode_on_since_ns_ = -1;
+}
+
+void SwarmChecker::OnMasterRestart(TimeNs now_ns) {
+  Remember(now_ns, "master restarted");
+  restarted_ = true;
+}
+
 absl::Status SwarmChecker::CheckLeases(const RunWorld& world) {
   const ReplicatedMaster& rm = *world.master;
   const DurationNs ttl_ns = MsToNs(rm.replication_knobs().dynamic_replication_lease_ttl_ms);
@@ -298,6 +316,18 @@ absl::Status SwarmChecker::AfterEvent(const RunWorld& world) {
   if (bad_copy_end_.has_value()) {
     return Violate(world, "copy_end_with_live_lease", *bad_copy_end_);
   }
+  if (world.master == nullptr) return CheckTiering(world);  // the master is down
+  if (restarted_) {
+    restarted_ = false;
+    const size_t pending = world.master->replication().PendingActions().size();
+    const MasterStats stats = world.master->master().Stats();
+    const int64_t tasks = stats.tasks_pending + stats.tasks_processing;
+    if (pending != 0 || tasks != 0) {
+      return Violate(world, "recovery.no_lease_outlives_crash",
+                     absl::StrCat("the restarted master holds ", pending, " pending action(s) and ",
+                                  tasks, " task(s) before any admission"));
+    }
+  }
   if (absl::Status st = CheckLeases(world); !st.ok()) return st;
   if (absl::Status st = CheckReplicaLimit(world); !st.ok()) return st;
   if (absl::Status st = CheckSustainedHeat(world); !st.ok()) return st;
@@ -360,6 +390,7 @@ absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
 
 absl::Status SwarmChecker::AtEnd(const RunWorld& world) {
   if (absl::Status st = AfterEvent(world); !st.ok()) return st;
+  if (world.master == nullptr) return absl::OkStatus();  // never: runs end with a master
   const ReplicatedMaster& rm = *world.master;
   const std::vector<PendingActionView> pending = rm.replication().PendingActions();
   for (const PendingActionView& p : pending) {

@@ -51,6 +51,16 @@
 //                                per simulated second, and not once a
 //                                trigger or re-evaluation was lost to a full
 //                                table
+//   recovery.no_lease_outlives_crash
+//                                after a master_crash, the restarted master
+//                                starts with no lease, pending action or
+//                                task, and every lease seen afterwards was
+//                                granted by it (the leases of the crashed
+//                                master are forgotten; their copies may only
+//                                fail). The run itself checks the other
+//                                recovery.* invariants
+//                                (sim/internal/simulation_crash.cc); the
+//                                master's checks pause while it is down
 //   liveness.no_in_flight_lease  at the end: no copy in flight
 //   liveness.pending_actions_end at the end: no pending action
 //   liveness.no_processing_replica at the end: no PROCESSING replica, no
@@ -101,6 +111,8 @@ class SwarmChecker final : public RunObserver {
   void OnCopyEnd(const CopyEndObservation& copy_end) override;
   void OnProposal(const ProposalObservation& proposal) override;
   void OnNote(TimeNs now_ns, absl::string_view what) override;
+  void OnMasterCrash(TimeNs now_ns) override;
+  void OnMasterRestart(TimeNs now_ns) override;
   absl::Status AfterEvent(const RunWorld& world) override;
   absl::Status AtEnd(const RunWorld& world) override;
 
@@ -115,7 +127,10 @@ class SwarmChecker final : public RunObserver {
   // Events run and simulated time at the last check.
   uint64_t events_seen() const { return events_seen_; }
   TimeNs last_event_ns() const { return last_event_ns_; }
-  int64_t leases_accepted() const { return static_cast<int64_t>(lease_accepted_ns_.size()); }
+  int64_t leases_accepted() const {
+    return leases_before_crashes_ + static_cast<int64_t>(lease_accepted_ns_.size());
+  }
+  int64_t master_crashes() const { return master_crashes_; }
 
  private:
   void Remember(TimeNs t_ns, std::string what);
@@ -135,7 +150,8 @@ class SwarmChecker final : public RunObserver {
   // The current burst: leases granted, by proposal id.
   std::map<ProposalId, ReplicaActionLease> burst_leases_;
   int64_t proposals_accepted_ = 0;
-  std::map<LeaseId, TimeNs> lease_accepted_ns_;
+  std::map<LeaseId, TimeNs> lease_accepted_ns_;  // of the live master
+  int64_t leases_before_crashes_ = 0;
   // Keys whose object was seen missing while an action was pending, since when.
   std::map<ObjectName, TimeNs> missing_since_ns_;
   std::set<ObjectName> keys_;
@@ -145,6 +161,9 @@ class SwarmChecker final : public RunObserver {
   TimeNs mode_on_since_ns_ = -1;
   TimeNs last_heat_check_ns_ = 0;
   int64_t copy_ends_accepted_ = 0;
+  // A master restarted and not yet looked at (recovery.no_lease_outlives_crash).
+  bool restarted_ = false;
+  int64_t master_crashes_ = 0;
   uint64_t events_seen_ = 0;
   TimeNs last_event_ns_ = 0;
 };

@@ -497,6 +497,34 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
     }
     faults["trunk_faults"] = std::move(trunk_faults);
   }
+  // Master crashes in a fifth of the seeds (one, sometimes two), from their
+  // own stream so that the other seeds' scenarios do not change. The
+  // restarted master recovers for up to restart_grace_ms (1 s) after its
+  // restart; the liveness phase covers it.
+  int64_t recovery_ms = 0;
+  {
+    Rng crash = root.Fork("swarm/master_crash");
+    if (Coin(crash, 1, 5)) {
+      Json crashes = Json::array();
+      const int64_t count = Coin(crash, 1, 4) ? 2 : 1;
+      int64_t from_ms = 100;
+      for (int64_t c = 0; c < count; ++c) {
+        const int64_t last_ms = faults_end_ms - 100 - (count - 1 - c) * 400;
+        if (from_ms > last_ms - 100) break;
+        const int64_t at_ms = crash.UniformRange(from_ms, last_ms - 100);
+        const int64_t restart_ms = std::min(last_ms, at_ms + crash.UniformRange(1, 800));
+        crashes.push_back(Json{{"at_s", Seconds(at_ms)}, {"restart_at_s", Seconds(restart_ms)}});
+        from_ms = restart_ms + 1;
+      }
+      if (!crashes.empty()) {
+        faults["master_crashes"] = std::move(crashes);
+        // The stores report within a heartbeat (at most 300 ms here); a
+        // store that is down holds the recovery for the whole grace period.
+        recovery_ms = 1'000;
+        knobs["restart_grace_ms"] = recovery_ms;
+      }
+    }
+  }
 
   // ---------------------------------------------------------- liveness
   // After the faults end: every lease ends within its TTL (twice, for one
@@ -506,7 +534,7 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
       std::max({2 * lease_ttl_ms, task_timeout_sec * 1000, put_discard_timeout_sec * 1000});
   out.faults_end_ms = faults_end_ms;
   out.liveness_ms = timeouts_ms + 2 * sweep_interval_ms + copy_delay_max_ms + rpc_timeout_ms +
-                    warmup_drain_ms + 500;
+                    warmup_drain_ms + recovery_ms + 500;
 
   Json scenario = Json::object();
   scenario["format_version"] = 1;

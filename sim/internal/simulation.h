@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -191,6 +192,30 @@ NetworkTopology BuildNetworkTopology(const Scenario& scenario);
 
 class Simulation;
 
+// The executor of one master incarnation: forwards to the engine's, and once
+// Kill()ed (the master crashed) the work it had posted does nothing when it
+// comes due, so a crashed master's timers never reach freed memory.
+class IncarnationExecutor final : public Executor {
+ public:
+  explicit IncarnationExecutor(Executor* inner) : inner_(inner) {}
+  void Post(absl::AnyInvocable<void() &&> fn) override {
+    inner_->Post([alive = alive_, fn = std::move(fn)]() mutable {
+      if (*alive) std::move(fn)();
+    });
+  }
+  TimerId PostAfter(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn) override {
+    return inner_->PostAfter(delay_ns, [alive = alive_, fn = std::move(fn)]() mutable {
+      if (*alive) std::move(fn)();
+    });
+  }
+  bool Cancel(TimerId id) override { return inner_->Cancel(id); }
+  void Kill() { *alive_ = false; }
+
+ private:
+  Executor* const inner_;
+  const std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
 // Copies of the store workers go through the network model (SimDataMover);
 // this layer adds the scripted fault hooks (fail_copy, delay_copies) and tells
 // the simulation where copied bytes landed.
@@ -262,6 +287,17 @@ class Simulation {
     DurationNs copy_delay_ns = 0;
     std::unique_ptr<NumaHostModel> numa;
     std::unique_ptr<SimMasterClient> master_client;
+    int64_t worker_starts = 0;  // StartWorker calls: which StoreWorker object runs
+  };
+  // A store's manifest report to the master that restarted last
+  // (master_crashes): the ranges its entries took, by (segment, offset)
+  // (a report retried after a lost answer names them again), checked
+  // against the segments' used bytes once its last report is applied.
+  struct StoreReportRt {
+    std::map<std::pair<SegmentId, uint64_t>, uint64_t> claimed_ranges;
+    bool applied = false;   // the master applied its last report
+    bool answered = false;  // the store has the answer to its last report
+    bool checked = false;   // recovery.objects_readable ran for it
   };
   struct ClientRt {
     std::string full_name;
@@ -281,6 +317,7 @@ class Simulation {
     int client = 0;
     std::optional<size_t> request_row;
     int64_t keys_outstanding = 0;
+    int64_t master_retries = 0;  // retries because the master was unavailable
   };
   using ReadHandle = std::shared_ptr<ReadRt>;
   // A read waiting for puts in flight: it reads `names` once `waiting` puts
@@ -309,6 +346,29 @@ class Simulation {
   // Setup.
   absl::Status BuildHosts();
   absl::Status BuildMaster();
+  // Builds a master incarnation and connects the control plane to it.
+  // `restarted`: after a master_crash (the recovery knobs apply).
+  absl::Status StartMaster(bool restarted);
+  // master_crashes (sim/internal/simulation_crash.cc).
+  void ScheduleMasterCrashes();
+  void CrashMaster();
+  void RestartMaster();
+  void OnReportApplied(ClientId client, const ReportManifestRequest& req,
+                       const absl::StatusOr<ReportManifestResponse>& result);
+  void OnReportAnswered(ClientId client, const absl::StatusOr<ReportManifestResponse>& result);
+  // The recovery invariants of the stores whose report was answered, once
+  // the master no longer recovers (after every event).
+  absl::Status CheckRecovery();
+  absl::Status CheckStoreRecovered(int host);
+  // Whether a live store's manifest holds `name` complete (a NOT_FOUND for
+  // it is a lost object).
+  bool HeldCompleteByLiveStore(const ObjectName& name) const;
+  std::optional<int> HostOfClient(ClientId client) const {
+    for (const HostRt& h : hosts_) {
+      if (h.worker_id == client) return h.index;
+    }
+    return std::nullopt;
+  }
   void StartWorker(HostRt& host);
   void ScheduleTrunkFaults();
   void ScheduleSamples();
@@ -347,6 +407,8 @@ class Simulation {
   size_t IntervalIndex(TimeNs t) const;
   IntervalSample& IntervalAt(TimeNs t);
   void Sample(size_t interval);
+  // The NUMA models' part of a sample.
+  void CloseNumaInterval(size_t interval);
   void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }
   absl::Status CheckInvariants();
   void Note(absl::string_view what) {
@@ -356,7 +418,7 @@ class Simulation {
     RunWorld world;
     world.now_ns = env_.NowNs();
     world.events = env_.engine().events_run();
-    world.master = replicated_.get();
+    world.master = replicated_.get();  // null while the master is down
     world.numa_hosts = &numa_hosts_;
     return world;
   }
@@ -369,6 +431,7 @@ class Simulation {
     return it->second.host;
   }
   MasterService& master() { return replicated_->master(); }
+  bool master_up() const { return replicated_ != nullptr; }
 
   const Scenario& scenario_;
   const RunOptions& options_;
@@ -381,6 +444,16 @@ class Simulation {
   LineFile decisions_file_;
   LineFile reads_file_;
   std::unique_ptr<DecisionRecorder> decisions_;
+  // The master and what reaches it. With master_crashes the master runs on
+  // its own incarnation executor and Env (same clock and Rng); without, on
+  // env_.env() as always.
+  SimMasterEndpoint endpoint_;
+  std::unique_ptr<IncarnationExecutor> master_executor_;
+  Env master_env_;
+  bool master_crashes_ = false;  // the scenario has master_crashes
+  // The live dynamic_replication_mode (set_knob), which a restarted master
+  // starts in.
+  DynamicReplicationMode mode_ = DynamicReplicationMode::kOff;
   std::unique_ptr<ReplicatedMaster> replicated_;
   std::unique_ptr<ObserverTee> tee_;
   std::unique_ptr<ObservedCopyCalls> observed_copy_calls_;
@@ -402,6 +475,23 @@ class Simulation {
   // waiters run in registration order.
   absl::flat_hash_map<ObjectName, absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1>>
       puts_in_flight_;
+
+  // master_crashes bookkeeping (sim/internal/simulation_crash.cc).
+  int64_t master_restarts_ = 0;
+  // Copies under way (by start order) and those that were under way when the
+  // master crashed: none may leave a readable replica.
+  std::map<uint64_t, CopyRange> copies_in_flight_;
+  uint64_t next_copy_ = 0;
+  std::vector<CopyRange> copies_at_crash_;
+  // Since the last restart: replicas removed, by (segment, offset), and the
+  // bytes removed from each segment.
+  std::set<std::pair<SegmentId, uint64_t>> removed_since_restart_;
+  std::map<SegmentId, uint64_t> removed_bytes_since_restart_;
+  // Hosts whose StoreWorker ran through the last crash (by host index, the
+  // worker_starts of the one that ran), and their report to the new master.
+  std::map<int, int64_t> workers_at_crash_;
+  std::map<int, StoreReportRt> reports_;
+  bool recovery_checked_ = true;  // copies_at_crash_ checked since the restart
 
   // Scripted copy faults.
   int64_t fail_any_copies_ = 0;

@@ -10,6 +10,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
@@ -126,8 +127,11 @@ absl::Status Simulation::Execute(SimOp& op) {
       return ScriptedPropose(op);
     case SimOpKind::kWarmup: {
       // An operator's warmup request for a domain (internal control plane,
-      // like propose). Refusals (warmup disabled, mode off) are counted.
-      absl::StatusOr<WarmupRequestResult> r = replicated_->RequestWarmup(op.requester_domain);
+      // like propose). Refusals (warmup disabled, mode off, master down)
+      // are counted.
+      absl::StatusOr<WarmupRequestResult> r =
+          master_up() ? replicated_->RequestWarmup(op.requester_domain)
+                      : absl::UnavailableError(absl::StrCat(kMasterDownReason, ": master is down"));
       CountMetric(r.ok() ? "sim_warmups_requested_total" : "sim_warmups_refused_total");
       if (options_.observer != nullptr) {
         options_.observer->OnNote(env_.NowNs(),
@@ -143,8 +147,11 @@ absl::Status Simulation::Execute(SimOp& op) {
       // An operator command to the master (not a worker RPC): replicas on a
       // drained segment stay readable, nothing new is placed there and it
       // sources no dynamic copy.
-      const absl::Status st = replicated_->master().SetSegmentAllocatable(
-          ClientId(), segment_by_name_.at(op.segment), op.kind == SimOpKind::kUndrain);
+      const absl::Status st =
+          master_up() ? replicated_->master().SetSegmentAllocatable(
+                            ClientId(), segment_by_name_.at(op.segment),
+                            op.kind == SimOpKind::kUndrain)
+                      : absl::UnavailableError(absl::StrCat(kMasterDownReason, ": master is down"));
       CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
       return absl::OkStatus();
     }
@@ -360,35 +367,68 @@ void Simulation::EndPut(const ObjectName& name) {
   }
 }
 
+namespace {
+
+// An answer that says the master cannot serve the key now (it is down, or
+// it recovers after a restart): the reader retries with backoff.
+bool MasterUnavailable(const absl::Status& st) {
+  return st.code() == absl::StatusCode::kUnavailable &&
+         (absl::StartsWith(st.message(), kMasterDownReason) ||
+          absl::StartsWith(st.message(), "master_recovering"));
+}
+
+// Retry k (0-based) of a read the master could not serve waits
+// read_retry_ms * 2^min(k, kMasterRetryDoublingsMax).
+constexpr int64_t kMasterRetryDoublingsMax = 8;
+
+}  // namespace
+
 void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt) {
   const ClientRt& client = clients_[static_cast<size_t>(read->client)];
   SimMasterClient* mc = hosts_[static_cast<size_t>(client.host)].master_client.get();
-  // Keys still being written are read again after read_retry_ms.
-  auto retry_or_fail = [this, read, attempt](std::vector<ObjectName> again) {
+  // Keys still being written are read again after read_retry_ms; keys the
+  // master could not serve (down or recovering) after a backoff that doubles
+  // with each such retry of the read.
+  auto retry_or_fail = [this, read, attempt](std::vector<ObjectName> again, bool backoff) {
     if (again.empty()) return;
     if (attempt >= knobs_.driver.read_retries_max) {
       for (size_t i = 0; i < again.size(); ++i) {
         CountMetric("sim_reads_failed_total");
+        if (backoff) CountMetric("sim_reads_gave_up_master_unavailable_total");
         FinishKey(read, false, 0, Distance::kSameHost);
       }
       return;
     }
     CountMetric("sim_read_retries_total", static_cast<int64_t>(again.size()));
-    env_.engine().ScheduleAfter(MsToNs(knobs_.driver.read_retry_ms),
-                                [this, read, again = std::move(again), attempt]() mutable {
-                                  ReadKeys(read, std::move(again), attempt + 1);
-                                });
+    DurationNs delay = MsToNs(knobs_.driver.read_retry_ms);
+    if (backoff) {
+      CountMetric("sim_read_retries_master_unavailable_total",
+                  static_cast<int64_t>(again.size()));
+      delay <<= std::min(read->master_retries, kMasterRetryDoublingsMax);
+      ++read->master_retries;
+    }
+    env_.engine().ScheduleAfter(delay, [this, read, again = std::move(again), attempt]() mutable {
+      ReadKeys(read, std::move(again), attempt + 1);
+    });
   };
+  // `again`: keys to read again; `backoff`: one of them met an unavailable
+  // master.
   auto on_result = [this, read](const ObjectName& name,
                                 const absl::StatusOr<GetReplicaListResponse>& r,
-                                std::vector<ObjectName>* again) {
+                                std::vector<ObjectName>* again, bool* backoff) {
     if (r.ok()) {
       ReadReplica(read, name, *r);
     } else if (r.status().code() == absl::StatusCode::kUnavailable) {
       again->push_back(name);
+      if (MasterUnavailable(r.status())) *backoff = true;
     } else {
-      CountMetric(r.status().code() == absl::StatusCode::kNotFound ? "sim_read_misses_total"
-                                                                   : "sim_reads_failed_total");
+      const bool miss = r.status().code() == absl::StatusCode::kNotFound;
+      CountMetric(miss ? "sim_read_misses_total" : "sim_reads_failed_total");
+      // After a master crash: a miss of an object a live store holds
+      // complete is an object the restart lost.
+      if (miss && master_restarts_ > 0 && HeldCompleteByLiveStore(name)) {
+        CountMetric("sim_read_misses_of_stored_objects_total");
+      }
       FinishKey(read, false, 0, Distance::kSameHost);
     }
   };
@@ -400,8 +440,9 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
     mc->GetReplicaList(req, [name = names.front(), on_result,
                              retry_or_fail](absl::StatusOr<GetReplicaListResponse> r) mutable {
       std::vector<ObjectName> again;
-      on_result(name, r, &again);
-      retry_or_fail(std::move(again));
+      bool backoff = false;
+      on_result(name, r, &again, &backoff);
+      retry_or_fail(std::move(again), backoff);
     });
     return;
   }
@@ -412,6 +453,10 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
   mc->BatchGetReplicaList(req, [this, read, names = std::move(names), on_result, retry_or_fail](
                                    absl::StatusOr<BatchGetReplicaListResponse> r) mutable {
     if (!r.ok()) {
+      if (MasterUnavailable(r.status())) {
+        retry_or_fail(std::move(names), /*backoff=*/true);
+        return;
+      }
       for (size_t i = 0; i < names.size(); ++i) {
         CountMetric("sim_reads_failed_total");
         FinishKey(read, false, 0, Distance::kSameHost);
@@ -419,8 +464,9 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
       return;
     }
     std::vector<ObjectName> again;
-    for (size_t i = 0; i < names.size(); ++i) on_result(names[i], r->results[i], &again);
-    retry_or_fail(std::move(again));
+    bool backoff = false;
+    for (size_t i = 0; i < names.size(); ++i) on_result(names[i], r->results[i], &again, &backoff);
+    retry_or_fail(std::move(again), backoff);
   });
 }
 
@@ -596,7 +642,9 @@ absl::Status Simulation::SetKnob(const SimOp& op) {
     return absl::InvalidArgumentError(
         absl::StrCat(op.where, ": set_knob ", op.knob_name, ": ", st.message()));
   }
-  replicated_->SetDynamicReplicationMode(knobs.dynamic_replication_mode);
+  // A master that is down starts in the new mode (its configuration).
+  mode_ = knobs.dynamic_replication_mode;
+  if (master_up()) replicated_->SetDynamicReplicationMode(mode_);
   CountMetric("sim_mode_changes_total");
   Note(absl::StrCat("dynamic_replication_mode set to ", op.knob_value));
   return absl::OkStatus();
@@ -605,6 +653,10 @@ absl::Status Simulation::SetKnob(const SimOp& op) {
 absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
   HostRt& host = hosts_[static_cast<size_t>(host_index_.at(op.host))];
   const ObjectName name{op.tenant, op.keys.front()};
+  if (!master_up()) {
+    CountMetric("sim_scripted_copy_starts_without_lease_total");
+    return absl::OkStatus();
+  }
   const std::vector<PendingActionView> pending = replicated_->replication().PendingActions();
   const PendingActionView* found = nullptr;
   for (const PendingActionView& p : pending) {
@@ -636,6 +688,11 @@ absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
 absl::Status Simulation::ScriptedPropose(const SimOp& op) {
   HS_CHECK(op.proposal != nullptr);
   const ScriptedProposal& spec = *op.proposal;
+  if (!master_up()) {
+    // No master to take the burst: every call fails.
+    CountMetric("sim_proposals_rejected_total", spec.count);
+    return absl::OkStatus();
+  }
   ReplicaActionProposal proposal;
   proposal.name = ObjectName{op.tenant, op.keys.front()};
   proposal.requester_domain = spec.requester_domain;
@@ -683,7 +740,9 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
   const std::optional<int> src = HostOfSegment(range.source_segment);
   const std::optional<int> dst = HostOfSegment(range.target_segment);
   const DurationNs delay = src.has_value() ? hosts_[static_cast<size_t>(*src)].copy_delay_ns : 0;
-  sim_mover_->StartCopy(range, [this, range, doomed, src, dst, delay,
+  const uint64_t copy = next_copy_++;
+  if (master_crashes_) copies_in_flight_.emplace(copy, range);
+  sim_mover_->StartCopy(range, [this, range, doomed, src, dst, delay, copy,
                                 done = std::move(done)](absl::Status status) mutable {
     if (status.ok() && doomed) {
       status = absl::UnavailableError("copy failed by the scenario (fail_copy)");
@@ -715,9 +774,12 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
       ++result_.copies_failed;
     }
     if (delay > 0) {
-      env_.engine().ScheduleAfter(
-          delay, [done = std::move(done), status]() mutable { std::move(done)(status); });
+      env_.engine().ScheduleAfter(delay, [this, copy, done = std::move(done), status]() mutable {
+        copies_in_flight_.erase(copy);
+        std::move(done)(status);
+      });
     } else {
+      copies_in_flight_.erase(copy);
       std::move(done)(status);
     }
   });
@@ -744,6 +806,10 @@ void Simulation::OnKeyRead(const ReadObservation& read) {
 
 void Simulation::OnReplicaRemoved(const ReplicaRemoval& removal) {
   const SegmentId segment = removal.replica.segment_id;
+  if (master_restarts_ > 0) {
+    removed_since_restart_.emplace(segment, removal.replica.offset);
+    removed_bytes_since_restart_[segment] += removal.replica.size_bytes;
+  }
   if (removal.replica.status != ReplicaStatus::kComplete) return;
   const std::optional<int> host = HostOfSegment(segment);
   if (host.has_value()) {

@@ -19,6 +19,9 @@ namespace {
 
 constexpr uint64_t kPpm = 1'000'000;
 constexpr uint64_t kStoreClientIdBase = 1'000'000;
+// restart_grace_ms of a master restarted after a master_crash when the
+// scenario leaves it 0 (docs/master-crash.md).
+constexpr int64_t kMasterCrashRestartGraceDefaultMs = 2'000;
 
 uint64_t ProbabilityPpm(double p) {
   return static_cast<uint64_t>(std::llround(std::clamp(p, 0.0, 1.0) * 1e6));
@@ -100,18 +103,56 @@ absl::Status Simulation::Build() {
 
 absl::Status Simulation::BuildMaster() {
   decisions_ = std::make_unique<DecisionRecorder>(&decisions_file_, options_.observer);
-  HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env_.env(), knobs_.master,
-                                                            knobs_.replication, decisions_.get()));
+  master_crashes_ = !scenario_.faults.master_crashes.empty();
+  mode_ = knobs_.replication.dynamic_replication_mode;
+  return StartMaster(/*restarted=*/false);
+}
+
+absl::Status Simulation::StartMaster(bool restarted) {
+  MasterKnobs master_knobs = knobs_.master;
+  Env* env = env_.env();
+  if (master_crashes_) {
+    // A master of its own executor, so that a crash can silence its timers.
+    master_executor_ = std::make_unique<IncarnationExecutor>(env_.env()->executor);
+    master_env_ = *env_.env();
+    master_env_.executor = master_executor_.get();
+    env = &master_env_;
+    if (restarted) {
+      if (master_knobs.restart_grace_ms == 0) {
+        master_knobs.restart_grace_ms = kMasterCrashRestartGraceDefaultMs;
+      }
+      if (master_knobs.restart_expected_stores == 0) {
+        // The stores that are up: their reports end the recovery early.
+        for (const HostRt& h : hosts_) {
+          if (h.worker_up && !h.segments.empty()) ++master_knobs.restart_expected_stores;
+        }
+      }
+    } else {
+      // The cluster's first master starts empty and knows it: no recovery.
+      master_knobs.restart_grace_ms = 0;
+    }
+  }
+  HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env, master_knobs, knobs_.replication,
+                                                            decisions_.get()));
+  if (replicated_->dynamic_replication_mode() != mode_) {
+    replicated_->SetDynamicReplicationMode(mode_);
+  }
   tee_ =
       std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
   master().SetReadObserver(tee_.get());
   master().SetReplicaRemovalObserver(tee_.get());
-  // The simulated master never restarts: it keeps no store manifests.
-  master().DisableManifestJournal();
+  // A master that never crashes keeps no store manifests (they would only
+  // cost time: the journal is about a tenth of a trace replay's work).
+  if (!master_crashes_) master().DisableManifestJournal();
+  observed_copy_calls_.reset();
   if (options_.observer != nullptr) {
     observed_copy_calls_ =
         std::make_unique<ObservedCopyCalls>(&env_.engine(), replicated_.get(), options_.observer);
   }
+  DynamicCopyCalls* copy_calls = observed_copy_calls_ != nullptr
+                                     ? static_cast<DynamicCopyCalls*>(observed_copy_calls_.get())
+                                     : replicated_.get();
+  endpoint_.Up(&master(), copy_calls);
   return absl::OkStatus();
 }
 
@@ -165,12 +206,9 @@ absl::Status Simulation::BuildHosts() {
     master_host_ = it->second;
   }
   for (HostRt& host : hosts_) {
-    DynamicCopyCalls* copy_calls = observed_copy_calls_ != nullptr
-                                       ? static_cast<DynamicCopyCalls*>(observed_copy_calls_.get())
-                                       : replicated_.get();
     host.master_client = std::make_unique<SimMasterClient>(
-        &env_.engine(), network_.get(), &master(), copy_calls, host.index, master_host_,
-        control_faults_, &env_.faults_rng(), &control_stats_);
+        &env_.engine(), network_.get(), &endpoint_, host.index, master_host_, control_faults_,
+        &env_.faults_rng(), &control_stats_);
     if (knobs_.driver.numa_model && !host.segments.empty()) {
       NumaCosts costs;
       costs.scan_ns_per_head = knobs_.driver.tiering_scan_ns_per_head;
@@ -195,23 +233,26 @@ void Simulation::StartWorker(HostRt& host) {
   options.fetch_batch_max =
       std::min<int64_t>(options.fetch_batch_max, knobs_.master.fetch_tasks_batch_max);
   options.copies_in_flight_max = knobs_.driver.worker_copies_in_flight_max;
-  // The simulated master never restarts (no master_crash fault yet), so the
-  // workers keep their manifests from FetchTasks but do not report them:
-  // a report is extra control messages, which would move every existing
-  // scenario's timing.
-  options.report_manifest = false;
+  // Only a scenario whose master crashes has the workers report their
+  // manifests when they register: a report is extra control messages, which
+  // would move every other scenario's timing.
+  options.report_manifest = master_crashes_;
   // The host is up when it joins: register and mount directly, so the
   // scenario's first operations at the join time find its segments. The
   // worker then registers and mounts again through the control plane (both
-  // idempotent) and keeps heartbeating.
-  RegisterClientRequest registration;
-  registration.client_id = host.worker_id;
-  registration.host = host.name;
-  registration.domain = host.domain;
-  if (absl::Status st = master().RegisterClient(registration); !st.ok()) Fail(st);
-  for (const MountSegmentRequest& s : host.segments) {
-    if (absl::Status st = master().MountSegment(host.worker_id, s); !st.ok()) Fail(st);
+  // idempotent) and keeps heartbeating. A worker that starts while the
+  // master is down or recovering goes through the control plane only.
+  if (master_up() && !master().Recovering()) {
+    RegisterClientRequest registration;
+    registration.client_id = host.worker_id;
+    registration.host = host.name;
+    registration.domain = host.domain;
+    if (absl::Status st = master().RegisterClient(registration); !st.ok()) Fail(st);
+    for (const MountSegmentRequest& s : host.segments) {
+      if (absl::Status st = master().MountSegment(host.worker_id, s); !st.ok()) Fail(st);
+    }
   }
+  ++host.worker_starts;
   host.worker = std::make_unique<StoreWorker>(env_.env(), host.master_client.get(), &mover_,
                                               std::move(options));
   host.worker_up = true;

@@ -333,6 +333,39 @@ TEST(ScenarioErrors, ScriptTimingAndFaultWindows) {
             "s.json:22:49: $.faults.trunk_faults[0].to_s: must be later than from_s");
 }
 
+TEST(Scenario, MasterCrashesRestartOneSecondLaterByDefaultInTimeOrder) {
+  absl::StatusOr<Scenario> s = Load(Base(R"("faults": {"master_crashes": [
+      {"at_s": 20, "restart_at_s": 21.5}, {"at_s": 12.5}]})"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->faults.master_crashes.size(), 2u);
+  EXPECT_EQ(s->faults.master_crashes[0].at_ns, 12'500'000'000);
+  EXPECT_EQ(s->faults.master_crashes[0].restart_at_ns, 13'500'000'000);
+  EXPECT_EQ(s->faults.master_crashes[1].at_ns, 20'000'000'000);
+  EXPECT_EQ(s->faults.master_crashes[1].restart_at_ns, 21'500'000'000);
+  absl::StatusOr<Scenario> none = Load(Base());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->faults.master_crashes.empty());
+}
+
+TEST(ScenarioErrors, MasterCrashesNameTheirJsonPath) {
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": [
+      {"at_s": 5, "restart_at_s": 8}, {"at_s": 7}]})")),
+            "s.json:22:39: $.faults.master_crashes[1]: the master is already down at "
+            "7000000000 ns (an earlier crash overlaps)");
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": [{"at_s": 5, "restart_at_s": 5}]})")),
+            "s.json:21:61: $.faults.master_crashes[0].restart_at_s: must be later than at_s");
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": [{"at_s": 29.5}]})")),
+            "s.json:21:42: $.faults.master_crashes[0].at_s: the master must restart before the "
+            "end of the run (30000000000 ns); without restart_at_s it restarts 1 s later");
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": [{"restart_at_s": 5}]})")),
+            "s.json:21:33: $.faults.master_crashes[0]: missing required field \"at_s\"");
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": [{"at_s": 1, "host": "hb"}]})")),
+            "s.json:21:45: $.faults.master_crashes[0].host: unknown field \"host\" (known "
+            "fields: at_s, restart_at_s)");
+  EXPECT_EQ(ErrorOf(Base(R"("faults": {"master_crashes": {"at_s": 1}})")),
+            "s.json:21:32: $.faults.master_crashes: expected an array, got object");
+}
+
 TEST(ScenarioErrors, TopologyRules) {
   EXPECT_EQ(ErrorOf(Base("", {{"\"domains\": [", "\"default_trunk\": null,\n    \"domains\": ["}})),
             "s.json:5:15: $.topology: domain \"b\" is not connected to \"a\" by any trunk");
