@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -375,6 +376,12 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
     std::fprintf(stderr, "heatsink-master: %s\n", master.status().ToString().c_str());
     return 2;
   }
+  // Task and lease ids of this incarnation start above IdBase(id epoch), so
+  // a copy that outlived an earlier master (a crash, a failover) carries ids
+  // this one never hands out: the etcd leader's epoch, else a random one.
+  const uint32_t id_epoch =
+      epoch != 0 ? static_cast<uint32_t>(epoch) : static_cast<uint32_t>(std::random_device{}());
+  (*master)->SetIdEpoch(id_epoch);
   // With tenants bound, a manifest entry naming any other tenant is refused.
   if (tenants.enabled()) (*master)->master().SetKnownTenants(tenants.Tenants());
   runtime::MasterServiceHandler handler(&(*master)->master(), master->get());

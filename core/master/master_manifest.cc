@@ -47,6 +47,8 @@ void MasterService::RaiseVersionAbove(Version v) {
   }
 }
 
+void MasterService::SetIdEpoch(uint32_t epoch) { tasks_.SetFirstId(IdBase(epoch) + 1); }
+
 void MasterService::DisableManifestJournal() {
   HS_CHECK_MSG(segments_.segment_count() == 0, "DisableManifestJournal after a segment was mounted");
   journal_enabled_ = false;

@@ -150,6 +150,17 @@ class MasterService {
   // master crash): the journal is about a tenth of a trace replay's work.
   // REQUIRES: called before any segment is mounted.
   void DisableManifestJournal();
+  // Copy task ids start at IdBase(epoch) + 1, so the tasks of one master
+  // incarnation never carry the ids of an earlier one's: a copy that
+  // outlived a crash cannot end a new task of the same key. The driver
+  // gives each incarnation its own epoch (the runtime: the etcd leader's
+  // epoch or the start time; the simulator: the number of restarts); epoch
+  // 0, the default, keeps ids from 1. REQUIRES: no task created yet.
+  void SetIdEpoch(uint32_t epoch);
+  static constexpr int kIdEpochShift = 40;
+  static uint64_t IdBase(uint32_t epoch) {
+    return (uint64_t{epoch} & ((uint64_t{1} << (64 - kIdEpochShift)) - 1)) << kIdEpochShift;
+  }
 
   // --- Segments -----------------------------------------------------------
   // Mounts a segment owned by `client` (which must be registered: NOT_FOUND

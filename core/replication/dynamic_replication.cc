@@ -123,6 +123,13 @@ DynamicReplication::~DynamicReplication() {
   lease_timers_.clear();
 }
 
+void DynamicReplication::SetFirstLeaseId(uint64_t first) {
+  HS_CHECK(first > 0);
+  uint64_t expected = 1;
+  HS_CHECK_MSG(next_lease_id_.compare_exchange_strong(expected, first),
+               "SetFirstLeaseId after the first lease");
+}
+
 void DynamicReplication::SetMode(DynamicReplicationMode mode) {
   {
     MutexLock control(&control_mu_);

@@ -271,6 +271,9 @@ class DynamicReplication final : public ReadObserver,
   // poll, when warmup is enabled). Observe <-> enforce changes only what
   // admission does with a complete decision.
   void SetMode(DynamicReplicationMode mode);
+  // Lease ids start at `first` (ReplicatedMaster::SetIdEpoch).
+  // REQUIRES: no lease granted yet (HS_CHECK), first > 0.
+  void SetFirstLeaseId(uint64_t first);
 
   // --- Observers (called by the master) ------------------------------------
   // The heat observation: appends the read to the read buffer (see "Read

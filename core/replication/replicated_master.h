@@ -60,6 +60,15 @@ class ReplicatedMaster final : public DynamicCopyCalls {
   DynamicReplicationMode dynamic_replication_mode() const { return replication_->mode(); }
   void SetDynamicReplicationMode(DynamicReplicationMode mode) { replication_->SetMode(mode); }
   const MasterKnobs& master_knobs() const { return master_->knobs(); }
+  // Task and lease ids of this incarnation start above
+  // MasterService::IdBase(epoch): a copy that outlived an earlier master
+  // (a crash, a failover) carries ids this one never hands out, so its
+  // CopyEnd or CopyRevoke is refused. REQUIRES: before the first task or
+  // lease.
+  void SetIdEpoch(uint32_t epoch) {
+    master_->SetIdEpoch(epoch);
+    replication_->SetFirstLeaseId(MasterService::IdBase(epoch) + 1);
+  }
 
   // Internal control-plane entry; see DynamicReplication.
   [[nodiscard]] absl::StatusOr<ReplicaActionLease> SubmitReplicaActionProposal(

@@ -134,6 +134,10 @@ absl::Status Simulation::StartMaster(bool restarted) {
   }
   HS_ASSIGN_OR_RETURN(replicated_, ReplicatedMaster::Create(env, master_knobs, knobs_.replication,
                                                             decisions_.get()));
+  // A restarted master's task and lease ids start above the earlier
+  // incarnations' (MasterService::SetIdEpoch): a copy that outlived the
+  // crash cannot end a task of the new master.
+  if (restarted) replicated_->SetIdEpoch(static_cast<uint32_t>(master_restarts_ + 1));
   if (replicated_->dynamic_replication_mode() != mode_) {
     replicated_->SetDynamicReplicationMode(mode_);
   }

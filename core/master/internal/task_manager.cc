@@ -9,6 +9,13 @@ namespace heatsink::master_internal {
 
 TaskManager::TaskManager(const MasterKnobs& knobs) : knobs_(knobs) {}
 
+void TaskManager::SetFirstId(uint64_t first) {
+  HS_CHECK(first > 0);
+  MutexLock lock(&mu_);
+  HS_CHECK_MSG(next_id_ == 1 && tasks_.empty(), "SetFirstId after the first task");
+  next_id_ = first;
+}
+
 absl::StatusOr<TaskId> TaskManager::Submit(ClientId client, const ReplicaCopyPayload& payload,
                                            std::shared_ptr<SegmentHandle> source,
                                            std::shared_ptr<SegmentHandle> target, TimeNs now) {

@@ -62,6 +62,10 @@ class TaskManager {
   TaskManager(const TaskManager&) = delete;
   TaskManager& operator=(const TaskManager&) = delete;
 
+  // Task ids start at `first` (MasterService::SetIdEpoch).
+  // REQUIRES: no task submitted yet (HS_CHECK), first > 0.
+  void SetFirstId(uint64_t first);
+
   // Queues a task for `client`. RESOURCE_EXHAUSTED at tasks_max or
   // pending_tasks_per_client_max. Ids increase in submission order.
   [[nodiscard]] absl::StatusOr<TaskId> Submit(ClientId client, const ReplicaCopyPayload& payload,

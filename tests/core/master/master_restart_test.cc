@@ -270,6 +270,63 @@ TEST_F(MasterRestartTest, StoresRebuildEveryCompleteObjectAndNothingInFlight) {
   HS_EXPECT_OK(second_->CheckInvariants());
 }
 
+// A copy that outlives the crash must not end a task of the new master. The
+// first master's copy of "b" (its task 1) is held mid-transfer; the new
+// master, restarted with id epoch 1, creates its own copy of "b" to the same
+// segment. When the old copy lands, its CopyEnd names task 1, which the new
+// master never handed out (its ids start above IdBase(1)), so only the new
+// copy, once its own bytes land, makes a second readable replica. Without
+// the epoch both masters' first task would be task 1 and the old copy's
+// CopyEnd would mark the new target, never written, readable.
+TEST_F(MasterRestartTest, ACopyFromTheCrashedMasterCannotEndTheNewMastersTask) {
+  Version vb = 0;
+  HS_ASSERT_OK(PutComplete(*first_, "b", 3000, {SegmentId(11)}, &vb));
+  absl::StatusOr<CopyTaskResponse> old_task =
+      first_->CreateCopyTask(CopyTaskRequest{Name("b"), SegmentId(12), SegmentId()});
+  HS_ASSERT_OK(old_task);
+  EXPECT_EQ(old_task->task_id, TaskId(1));
+  env_.AdvanceBy(MsToNs(200));  // fetched, CopyStart'ed, transfer held
+  ASSERT_EQ(mover_.pending.size(), 1u);
+
+  Restart();
+  second_->SetIdEpoch(1);
+  env_.AdvanceBy(MsToNs(600));  // the stores report; the recovery ends
+  ASSERT_FALSE(second_->Recovering());
+  absl::StatusOr<CopyTaskResponse> new_task =
+      second_->CreateCopyTask(CopyTaskRequest{Name("b"), SegmentId(12), SegmentId()});
+  HS_ASSERT_OK(new_task);
+  EXPECT_EQ(new_task->task_id, TaskId(MasterService::IdBase(1) + 1));
+  env_.AdvanceBy(MsToNs(200));
+  ASSERT_EQ(mover_.pending.size(), 2u);
+
+  // The old copy lands first: refused, nothing becomes readable.
+  std::move(mover_.pending.front())(absl::OkStatus());
+  mover_.pending.pop_front();
+  env_.AdvanceBy(MsToNs(100));
+  absl::StatusOr<GetReplicaListResponse> b = Read(*second_, "b");
+  HS_ASSERT_OK(b);
+  ASSERT_EQ(b->replicas.size(), 1u);
+  EXPECT_EQ(b->replicas[0].segment_id, SegmentId(11));
+  // The new copy lands: a second readable replica, on segment 12.
+  std::move(mover_.pending.front())(absl::OkStatus());
+  mover_.pending.pop_front();
+  env_.AdvanceBy(MsToNs(100));
+  b = Read(*second_, "b");
+  HS_ASSERT_OK(b);
+  EXPECT_EQ(b->version, vb);
+  ASSERT_EQ(b->replicas.size(), 2u);
+  HS_EXPECT_OK(second_->CheckInvariants());
+}
+
+TEST(MasterIdEpoch, IdBasesOfDifferentEpochsNeverOverlapAndEpochZeroKeepsIdsFromOne) {
+  EXPECT_EQ(MasterService::IdBase(0), 0u);
+  EXPECT_EQ(MasterService::IdBase(1), uint64_t{1} << MasterService::kIdEpochShift);
+  // Epochs wrap at 2^24: the etcd revision or a random epoch keeps its low bits.
+  EXPECT_EQ(MasterService::IdBase(uint32_t{1} << 24), 0u);
+  EXPECT_EQ(MasterService::IdBase((uint32_t{1} << 24) - 1),
+            ~uint64_t{0} - ((uint64_t{1} << MasterService::kIdEpochShift) - 1));
+}
+
 // A master without workers: reports are fed by hand.
 // A store's read rules map a range to the objects it lies in with the
 // worker's manifest (StoreWorker::ManifestOverlapping), and a read that
