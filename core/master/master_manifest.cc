@@ -5,6 +5,7 @@
 // manifest current (FetchTasks carries the changes). Rules: docs/runtime.md,
 // "Master restart".
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,12 @@ void MasterService::RaiseVersionAbove(Version v) {
 }
 
 void MasterService::SetIdEpoch(uint32_t epoch) { tasks_.SetFirstId(IdBase(epoch) + 1); }
+
+void MasterService::SetReportedDynamicReplicaCap(int64_t max_memory_replicas, bool per_domain) {
+  HS_CHECK(max_memory_replicas >= 0);
+  reported_dynamic_cap_ = max_memory_replicas;
+  reported_dynamic_cap_per_domain_ = per_domain;
+}
 
 void MasterService::DisableManifestJournal() {
   HS_CHECK_MSG(segments_.segment_count() == 0, "DisableManifestJournal after a segment was mounted");
@@ -222,9 +229,44 @@ absl::Status MasterService::ApplyManifestEntry(ClientId client, const ObjectName
           "the object has replicas_per_object_max (", knobs_.replicas_per_object_max,
           ") replicas"));
     }
+    // The dynamic replica cap (a store that reports late, after others
+    // brought the object back to its cap).
+    std::optional<size_t> dynamic_to_drop;
+    if (refused.ok() && reported_dynamic_cap_ > 0) {
+      const Domain& domain = a.segment->location.domain;
+      int64_t readable = 0;
+      bool has_dynamic = e.dynamic;
+      for (size_t i = 0; i < meta.replicas.size(); ++i) {
+        const ReplicaRecord& x = meta.replicas[i];
+        // Readable replicas, and dynamic copies in flight, which admission
+        // counted when it started them.
+        const bool in_flight = x.dynamic && x.holds_reserved();
+        if (x.status != ReplicaStatus::kComplete && !in_flight) continue;
+        if (reported_dynamic_cap_per_domain_ && x.segment->location.domain != domain) continue;
+        ++readable;
+        if (x.dynamic) {
+          has_dynamic = true;
+          if (!in_flight) dynamic_to_drop = i;  // the last complete one listed
+        }
+      }
+      if (!has_dynamic || readable < reported_dynamic_cap_) {
+        dynamic_to_drop.reset();
+      } else if (e.dynamic) {
+        refused = absl::ResourceExhaustedError(absl::StrCat(
+            "the object holds dynamic_replication_max_memory_replicas (", reported_dynamic_cap_,
+            ") readable replicas", reported_dynamic_cap_per_domain_ ? " in domain " : "",
+            reported_dynamic_cap_per_domain_ ? domain : "",
+            ": the reported dynamic replica is freed"));
+      }
+    }
     if (!refused.ok()) {
       ReleaseClaimed(a, now);
       return refused;
+    }
+    if (dynamic_to_drop.has_value()) {
+      // Ordinary data is never dropped for an optional copy: the dynamic
+      // replica goes instead.
+      RemoveReplicaLocked(name, meta, *dynamic_to_drop, RemovalCause::kSuperseded, removals);
     }
     meta.replicas.push_back(std::move(r));
     return absl::OkStatus();

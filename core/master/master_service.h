@@ -157,6 +157,15 @@ class MasterService {
   // epoch or the start time; the simulator: the number of restarts); epoch
   // 0, the default, keeps ids from 1. REQUIRES: no task created yet.
   void SetIdEpoch(uint32_t epoch);
+  // The dynamic replica cap a manifest report respects
+  // (dynamic_replication_max_memory_replicas, counted per domain when
+  // `per_domain`; ReplicatedMaster sets it). A reported complete replica of
+  // an object that already holds `max_memory_replicas` readable replicas
+  // (in the replica's domain): a dynamic one is refused and freed; an
+  // ordinary one is taken and a dynamic replica of the object (in that
+  // domain) goes instead, so unique data never loses to an optional copy.
+  // 0, the default: no cap (a master without dynamic replication).
+  void SetReportedDynamicReplicaCap(int64_t max_memory_replicas, bool per_domain);
   static constexpr int kIdEpochShift = 40;
   static uint64_t IdBase(uint32_t epoch) {
     return (uint64_t{epoch} & ((uint64_t{1} << (64 - kIdEpochShift)) - 1)) << kIdEpochShift;
@@ -432,6 +441,9 @@ class MasterService {
   master_internal::ManifestJournal journal_;
   // False after DisableManifestJournal (set before any concurrent call).
   bool journal_enabled_ = true;
+  // SetReportedDynamicReplicaCap; set before serving.
+  int64_t reported_dynamic_cap_ = 0;
+  bool reported_dynamic_cap_per_domain_ = false;
 
   std::atomic<Version> next_version_{1};
   std::atomic<uint64_t> next_replica_id_{1};

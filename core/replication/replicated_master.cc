@@ -24,6 +24,9 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
   m->master_->SetReadObserver(m->replication_.get());
   m->master_->SetReplicaRemovalObserver(m->replication_.get());
   m->master_->SetOptionalReplicaRanker(m->replication_.get());
+  m->master_->SetReportedDynamicReplicaCap(
+      replication_knobs.dynamic_replication_max_memory_replicas,
+      replication_knobs.dynamic_replication_domain_aware);
   return m;
 }
 

@@ -510,6 +510,41 @@ TEST_F(ManifestReportTest, DynamicReplicasComeBackDynamicWithoutALease) {
   EXPECT_EQ(master_->GetObjectView(Name("hot"))->replicas.size(), 1u);
 }
 
+// The dynamic replica cap holds for late reports (found by the swarm: a
+// store that reports after the others brought an object back to its cap).
+// With a cap of one: a reported dynamic replica beyond it is refused and
+// freed; a reported ordinary replica beyond it is taken and the dynamic one
+// goes instead (unique data never loses to an optional copy).
+TEST_F(ManifestReportTest, LateReportsRespectTheDynamicReplicaCapAndOrdinaryDataWins) {
+  master_->SetReportedDynamicReplicaCap(1, /*per_domain=*/false);
+  ManifestEntry original = Entry("a", 2, 11, 0, 64);
+  ManifestEntry copy = Entry("a", 2, 12, 0, 64);
+  copy.origin = ReplicaOrigin::kCopy;
+  copy.dynamic = true;
+  EXPECT_TRUE(Report(1, {original}, false).results[0].ok());
+  const absl::Status refused = Report(2, {copy}, false).results[0];
+  HS_EXPECT_CODE(refused, kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(refused.message(), "dynamic_replication_max_memory_replicas"))
+      << refused;
+  absl::StatusOr<ObjectView> a = master_->GetObjectView(Name("a"));
+  HS_ASSERT_OK(a);
+  ASSERT_EQ(a->replicas.size(), 1u);
+  EXPECT_EQ(a->replicas[0].segment_id, SegmentId(11));
+
+  // The other order: the dynamic replica first, then the original.
+  ManifestEntry copy_b = Entry("b", 2, 12, 64, 64);
+  copy_b.origin = ReplicaOrigin::kCopy;
+  copy_b.dynamic = true;
+  EXPECT_TRUE(Report(2, {copy_b}, true).results[0].ok());
+  EXPECT_TRUE(Report(1, {Entry("b", 2, 11, 64, 64)}, true).results[0].ok());
+  absl::StatusOr<ObjectView> b = master_->GetObjectView(Name("b"));
+  HS_ASSERT_OK(b);
+  ASSERT_EQ(b->replicas.size(), 1u);
+  EXPECT_EQ(b->replicas[0].segment_id, SegmentId(11));
+  EXPECT_FALSE(b->replicas[0].dynamic);
+  HS_EXPECT_OK(master_->CheckInvariants());
+}
+
 // A master without the manifest journal (the simulator's) carries no
 // manifest changes to its stores; with it (the default), every replica
 // change is pending for the store that owns the segment until fetched.
