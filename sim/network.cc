@@ -217,6 +217,10 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   flow.dst_nic = spec.dst_nic;
   flow.distance = DistanceBetween(spec.src_host, spec.dst_host);
   flow.bytes = spec.bytes;
+  // Under `equal` sharing background flows are ordinary ones.
+  flow.background = spec.traffic_class == TrafficClass::kBackground;
+  flow.background_class =
+      flow.background && knobs_.background_sharing != NetworkKnobs::BackgroundSharing::kEqual;
   flow.done = std::move(done);
   const DurationNs setup_ns =
       knobs_.transfer_overhead_ns + RouteLatencyNs(src_domain, dst_domain) + spec.source_delay_ns;
@@ -259,16 +263,19 @@ void Network::Activate(uint32_t slot, FlowId id) {
     Complete(slot);
     return;
   }
-  const uint32_t route_class = FindOrAddClass(route_scratch_);
+  const uint32_t route_class = FindOrAddClass(route_scratch_, flow.background_class);
   Join(slot, route_class);
   RequestReshare(classes_[route_class].resources);
 }
 
-uint32_t Network::FindOrAddClass(const ResourceList& route) {
-  auto [it, added] = class_index_.try_emplace(route, static_cast<uint32_t>(classes_.size()));
+uint32_t Network::FindOrAddClass(const ResourceList& route, bool background) {
+  ResourceList key = route;
+  if (background) key.push_back(kBackgroundKey);
+  auto [it, added] = class_index_.try_emplace(key, static_cast<uint32_t>(classes_.size()));
   if (added) {
     classes_.emplace_back();
     classes_.back().resources = route;
+    classes_.back().background = background;
   }
   return it->second;
 }
@@ -291,7 +298,10 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
   } else {
     Settle(c);
   }
-  for (uint32_t r : c.resources) ++resources_[r].flows;
+  for (uint32_t r : c.resources) {
+    ++resources_[r].flows;
+    if (c.background) ++resources_[r].background_flows;
+  }
   flow.moving = true;
   flow.route_class = route_class;
   flow.target_work = c.clock + static_cast<Work>(flow.bytes) * kWorkPerByte;
@@ -312,6 +322,7 @@ void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
   --c.members;
   for (uint32_t r : c.resources) {
     --resources_[r].flows;
+    if (c.background) --resources_[r].background_flows;
     touched.push_back(r);
   }
   if (c.members > 0) {
@@ -405,6 +416,7 @@ void Network::CountProgress(Flow& flow, Work remaining) {
   counters_.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
   counters_.host_bytes_sent[flow.src_host] += delta;
   counters_.host_bytes_received[flow.dst_host] += delta;
+  if (flow.background) counters_.background_bytes += delta;
 }
 
 TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const {
@@ -653,6 +665,7 @@ NetworkCounters Network::Counters() const {
     out.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
     out.host_bytes_sent[flow.src_host] += delta;
     out.host_bytes_received[flow.dst_host] += delta;
+    if (flow.background) out.background_bytes += delta;
   }
   return out;
 }
@@ -719,21 +732,44 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
 
 void Network::Solve() {
   // Progressive filling over route classes: repeatedly take the resource with
-  // the smallest fair share per flow (capacity left / flows not yet fixed;
-  // ties to the lower resource index), give that share to the flows of its
-  // unfixed classes, and charge it to their other resources, once per flow.
-  // Every quantity is the one a per-flow fill computes (charging k flows of
-  // share s at once is max(0, c - k*s), as k charges of s clamped at 0
-  // each), so the rates are the same to the byte per second. A component has
-  // a few dozen resources, so the smallest share is found by a scan of the
-  // resources that still have unfixed flows.
+  // the smallest fair share per weight unit (capacity left / units not yet
+  // fixed; ties to the lower resource index), give each of its unfixed
+  // classes floor(capacity * weight / units) per flow, and charge that to the
+  // class's resources, once per flow. With one weight for every flow this is
+  // the share a per-flow fill computes (charging k flows of share s at once
+  // is max(0, c - k*s), as k charges of s clamped at 0 each), so the rates
+  // are the same to the byte per second. A component has a few dozen
+  // resources, so the smallest share is found by a scan of the resources that
+  // still have unfixed flows. Traffic classes: see the header.
+  switch (knobs_.background_sharing) {
+    case NetworkKnobs::BackgroundSharing::kEqual:  // no flow is background
+    case NetworkKnobs::BackgroundSharing::kStrict:
+      SolvePass(1, 0);
+      SolvePass(0, 1);
+      return;
+    case NetworkKnobs::BackgroundSharing::kWeighted: {
+      constexpr int64_t kForegroundUnits = int64_t{1} << 20;
+      const double scaled = knobs_.background_weight * static_cast<double>(kForegroundUnits);
+      const int64_t background_units =
+          std::clamp<int64_t>(static_cast<int64_t>(scaled + 0.5), 1, kForegroundUnits);
+      SolvePass(kForegroundUnits, background_units);
+      return;
+    }
+  }
+}
+
+void Network::SolvePass(int64_t foreground_units, int64_t background_units) {
+  const bool first_pass = foreground_units > 0;
   solve_active_.clear();
   for (uint32_t r : component_resources_) {
     Resource& res = resources_[r];
-    res.solve_capacity = res.capacity_bytes_per_sec;
-    res.solve_unfixed = res.flows;
+    if (first_pass) res.solve_capacity = res.capacity_bytes_per_sec;
+    // Flow counts of at most flows_max times at most 2^20 units fit easily.
+    res.solve_unfixed = (res.flows - res.background_flows) * foreground_units +
+                        res.background_flows * background_units;
     if (res.solve_unfixed > 0) solve_active_.push_back(r);
   }
+  if (solve_active_.empty()) return;
   // a's share < b's share, exactly: a.capacity / a.unfixed < b.capacity / b.unfixed.
   auto smaller = [this](uint32_t a, uint32_t b) {
     const Resource& ra = resources_[a];
@@ -761,22 +797,26 @@ void Network::Solve() {
     if (kept == 0) break;
     const uint32_t bottleneck_index = solve_active_[best];
     Resource& bottleneck = resources_[bottleneck_index];
-    const int64_t share =
-        std::max<int64_t>(1, bottleneck.solve_capacity / bottleneck.solve_unfixed);
+    const int64_t capacity = bottleneck.solve_capacity;
+    const int64_t unfixed = bottleneck.solve_unfixed;
     for (uint32_t k : bottleneck.classes) {
       RouteClass& c = classes_[k];
       if (c.fixed_epoch == epoch_) continue;
+      const int64_t units = c.background ? background_units : foreground_units;
+      if (units == 0) continue;  // rated by a later pass
       c.fixed_epoch = epoch_;
+      const int64_t share = std::max<int64_t>(
+          1, static_cast<int64_t>(static_cast<__int128>(capacity) * units / unfixed));
       c.next_rate_bytes_per_sec = share;
       const int64_t members = c.members;
       const __int128 charge = static_cast<__int128>(share) * members;
+      // The bottleneck is charged too: a later pass shares what is left.
       for (uint32_t r : c.resources) {
-        if (r == bottleneck_index) continue;
         Resource& other = resources_[r];
         other.solve_capacity = charge >= other.solve_capacity
                                    ? 0
                                    : static_cast<int64_t>(other.solve_capacity - charge);
-        other.solve_unfixed -= members;
+        if (r != bottleneck_index) other.solve_unfixed -= members * units;
       }
     }
     bottleneck.solve_unfixed = 0;

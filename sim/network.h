@@ -13,6 +13,23 @@
 // first; each flow's share is rounded down, so a resource may keep a few bytes
 // per second unused (at least 1 B/s per flow is always granted).
 //
+// Traffic classes (foreground first): every flow is foreground (reads, puts)
+// or background (replica copies of any kind, warmup). NetworkKnobs::
+// background_sharing chooses how they share a resource:
+//   strict   -- foreground flows are filled first, exactly as if no
+//               background flow existed; background flows then share, max-min
+//               fair, what foreground left (at least 1 B/s each, so a
+//               background flow crawls rather than stops);
+//   weighted -- one weighted max-min fill: a background flow counts as
+//               `background_weight` (in (0, 1]) of a foreground flow. Weights
+//               are integers (foreground 2^20 units, background
+//               max(1, round(weight * 2^20))); a class at the bottleneck gets
+//               floor(capacity * its weight / unfixed units), which for
+//               foreground-only resources is exactly capacity / flows;
+//   equal    -- background flows are ordinary flows (the model before traffic
+//               classes; for comparison).
+// With no background flow moving, all three give the same rates to the byte.
+//
 // Route classes: moving flows over the same resources (after NIC choice)
 // always get the same max-min rate, so they are kept as one route class. A
 // class holds one virtual-progress clock (work units, below) that advances by
@@ -91,6 +108,9 @@ using FlowId = uint64_t;  // 0 is never issued
 // flow's slot (sim/inline_function.h).
 using FlowDone = InlineFunction<void(absl::Status), 64>;
 
+// See the file comment ("Traffic classes").
+enum class TrafficClass : uint8_t { kForeground, kBackground };
+
 struct FlowSpec {
   int src_host = -1;  // host indices, see Network::FindHost
   int dst_host = -1;
@@ -101,6 +121,7 @@ struct FlowSpec {
   // of its memory: a head on a far NUMA node), added to setup.
   // 0..kSourceDelayMaxNs.
   DurationNs source_delay_ns = 0;
+  TrafficClass traffic_class = TrafficClass::kForeground;
 
   static constexpr DurationNs kSourceDelayMaxNs = DurationNs{3'600} * 1'000'000'000;
 };
@@ -128,6 +149,7 @@ struct NetworkCounters {
   uint64_t flows_completed = 0;
   uint64_t flows_failed = 0;
   std::array<uint64_t, kDistanceCount> control_messages_by_distance{};
+  uint64_t background_bytes = 0;  // of bytes_by_distance, moved by background flows
 };
 
 class Network {
@@ -199,9 +221,11 @@ class Network {
     int64_t capacity_bytes_per_sec = 0;
     std::vector<uint32_t> classes;  // route classes with moving flows over it
     int64_t flows = 0;              // moving flows over it (all its classes)
+    int64_t background_flows = 0;   // of which background
     uint32_t visit_epoch = 0;
     bool reshare_pending = false;  // in pending_seeds_
-    // Progressive-filling scratch, valid during Solve().
+    // Progressive-filling scratch, valid during Solve(): capacity left and
+    // weight units of the flows not yet fixed.
     int64_t solve_capacity = 0;
     int64_t solve_unfixed = 0;
   };
@@ -215,6 +239,7 @@ class Network {
   // file comment ("Route classes").
   struct RouteClass {
     ResourceList resources;
+    bool background = false;  // the traffic class of its flows
     ResourceList positions;  // index in resources_[r].classes, while it has flows
     // The member flows, a min-heap on (target_work, join_order). Entries
     // carry their keys, so the heap is walked without touching the flows; a
@@ -247,6 +272,8 @@ class Network {
     Distance distance = Distance::kSameHost;
     int64_t bytes = 0;
     bool moving = false;
+    bool background = false;        // TrafficClass::kBackground (accounting)
+    bool background_class = false;  // shares as background (not under `equal`)
     uint32_t route_class = 0;  // while moving
     Work target_work = 0;      // class clock at which the last byte lands
     uint64_t join_order = 0;   // ties between equal targets; unique
@@ -284,7 +311,7 @@ class Network {
   void CompleteFirst(uint32_t route_class);
   // Ends a flow whose last byte landed (or that had none): `done` runs inline.
   void Complete(uint32_t slot);
-  uint32_t FindOrAddClass(const ResourceList& route);
+  uint32_t FindOrAddClass(const ResourceList& route, bool background);
   // Puts a flow into its class (the class clock settled to now first).
   void Join(uint32_t slot, uint32_t route_class);
   // Takes a moving flow out of its class, re-arming the class timer if the
@@ -316,6 +343,10 @@ class Network {
   // it, as a zero-delay event, if there is none yet).
   void RequestReshare(absl::Span<const uint32_t> seeds);
   void Solve();
+  // One progressive fill over the component's unfixed classes, a flow of a
+  // foreground class counting `foreground_units` and one of a background
+  // class `background_units` (0: the class waits for a later pass).
+  void SolvePass(int64_t foreground_units, int64_t background_units);
   TimeNs CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const;
 
   Engine* const engine_;
@@ -335,9 +366,11 @@ class Network {
   int64_t flows_alive_ = 0;
   uint64_t next_join_order_ = 0;
 
-  // Route classes, kept (empty) once created; lookup only by route.
+  // Route classes, kept (empty) once created; lookup only by route (a
+  // background class's key ends with kBackgroundKey).
   std::vector<RouteClass> classes_;
   absl::flat_hash_map<ResourceList, uint32_t> class_index_;
+  static constexpr uint32_t kBackgroundKey = ~uint32_t{0};
 
   // Settled accounting (see Counters() for the unsettled part).
   NetworkCounters counters_;

@@ -202,6 +202,9 @@ absl::Status NetworkKnobs::Validate() const {
   if (control_jitter_percent < 0 || control_jitter_percent > 1000) {
     return Invalid("control_jitter_percent must be in [0, 1000]");
   }
+  if (!(background_weight > 0 && background_weight <= 1)) {
+    return Invalid(absl::StrCat("background_weight must be in (0, 1], got ", background_weight));
+  }
   return absl::OkStatus();
 }
 
@@ -224,7 +227,37 @@ const KnobRegistry<NetworkKnobs>& NetworkKnobs::Registry() {
         .Field("control_jitter_percent", "uniform jitter bound as a percent of the latency",
                [](NetworkKnobs& k) -> int64_t& { return k.control_jitter_percent; })
         .Field("selective_update", "recompute only the flows sharing a resource with a change",
-               [](NetworkKnobs& k) -> bool& { return k.selective_update; });
+               [](NetworkKnobs& k) -> bool& { return k.selective_update; })
+        .Custom(
+            "background_sharing",
+            "how background flows (copies, warmup) share with foreground ones: strict "
+            "(foreground first), weighted (background_weight each) or equal",
+            KnobType::kString,
+            [](NetworkKnobs& k, absl::string_view v) -> absl::Status {
+              if (v == "strict") {
+                k.background_sharing = NetworkKnobs::BackgroundSharing::kStrict;
+              } else if (v == "weighted") {
+                k.background_sharing = NetworkKnobs::BackgroundSharing::kWeighted;
+              } else if (v == "equal") {
+                k.background_sharing = NetworkKnobs::BackgroundSharing::kEqual;
+              } else {
+                return Invalid(absl::StrCat(
+                    "background_sharing must be strict, weighted or equal, got '", v, "'"));
+              }
+              return absl::OkStatus();
+            },
+            [](const NetworkKnobs& k) -> std::string {
+              switch (k.background_sharing) {
+                case NetworkKnobs::BackgroundSharing::kStrict: return "strict";
+                case NetworkKnobs::BackgroundSharing::kWeighted: return "weighted";
+                case NetworkKnobs::BackgroundSharing::kEqual: return "equal";
+              }
+              return "strict";
+            })
+        .Field("background_weight",
+               "with background_sharing=weighted, a background flow's weight against a "
+               "foreground flow's 1, in (0, 1]",
+               [](NetworkKnobs& k) -> double& { return k.background_weight; });
     return r;
   }();
   return *registry;

@@ -98,6 +98,13 @@ struct NetworkKnobs {
   // false recomputes every flow's rate on every change instead of only the
   // flows sharing a resource with the change; for checking and benchmarks.
   bool selective_update = true;
+  // How background flows (replica copies, warmup) share a resource with
+  // foreground ones (reads, puts); see sim/network.h, "Traffic classes".
+  enum class BackgroundSharing { kStrict, kWeighted, kEqual };
+  BackgroundSharing background_sharing = BackgroundSharing::kStrict;
+  // With kWeighted: a background flow's weight against a foreground flow's 1.
+  // In (0, 1].
+  double background_weight = 0.1;
 
   [[nodiscard]] absl::Status Validate() const;
   static const KnobRegistry<NetworkKnobs>& Registry();

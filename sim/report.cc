@@ -253,8 +253,13 @@ std::string RenderTimeseriesCsv(const RunResult& run, const RunStats& stats) {
                  "host_load_max_bytes", "host_load_mean_bytes", "host_load_max_over_mean",
                  "replica_count", "dynamic_replica_count", "extra_memory_bytes", "copies",
                  "copy_bytes", "numa_reads", "numa_local_reads", "local_hit_fraction",
-                 "numa_oracle_local_reads", "local_hit_oracle"});
+                 "numa_oracle_local_reads", "local_hit_oracle", "background_bytes",
+                 "latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms"});
   const int decimals = SecondsDecimalsFor(IntervalStarts(run));
+  // Empty latency cells for an interval without reads.
+  auto ms = [](const LatencyPercentiles& p, TimeNs v) {
+    return p.count > 0 ? FormatNsAsMs(v, 6) : std::string();
+  };
   for (size_t i = 0; i < run.intervals.size(); ++i) {
     const IntervalSample& s = run.intervals[i];
     const IntervalStats& d = stats.intervals[i];
@@ -266,7 +271,10 @@ std::string RenderTimeseriesCsv(const RunResult& run, const RunStats& stats) {
                 absl::StrCat(s.extra_memory_bytes), absl::StrCat(s.copies_completed),
                 absl::StrCat(s.copy_bytes), absl::StrCat(s.numa_reads),
                 absl::StrCat(s.numa_local_reads), FractionCell(d.local_hit_fraction),
-                absl::StrCat(s.numa_oracle_local_reads), FractionCell(d.local_hit_oracle)});
+                absl::StrCat(s.numa_oracle_local_reads), FractionCell(d.local_hit_oracle),
+                absl::StrCat(s.background_bytes), ms(d.latency, d.latency.p50_ns),
+                ms(d.latency, d.latency.p99_ns), ms(d.latency, d.latency.p999_ns),
+                ms(d.latency, d.latency.max_ns)});
   }
   return csv.text();
 }

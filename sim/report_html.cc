@@ -174,6 +174,35 @@ std::string ReplicaChart(const RunResult& run) {
       {dynamic, all});
 }
 
+// Read latency percentiles per interval with the copies' bytes behind them,
+// so tail latency and copy bursts can be lined up.
+std::string LatencyOverTimeChart(const RunResult& run, const RunStats& stats) {
+  const std::vector<double> x = IntervalSeconds(run);
+  PlotSeries p50{.name = "p50", .x = x, .y = {}};
+  PlotSeries p99{.name = "p99", .x = x, .y = {}};
+  PlotSeries p999{.name = "p99.9", .x = x, .y = {}};
+  PlotSeries max{.name = "max", .x = x, .y = {}};
+  auto ms = [](const LatencyPercentiles& p, TimeNs v) {
+    return p.count > 0 ? static_cast<double>(v) / 1e6 : kNaN;
+  };
+  for (const IntervalStats& s : stats.intervals) {
+    p50.y.push_back(ms(s.latency, s.latency.p50_ns));
+    p99.y.push_back(ms(s.latency, s.latency.p99_ns));
+    p999.y.push_back(ms(s.latency, s.latency.p999_ns));
+    max.y.push_back(ms(s.latency, s.latency.max_ns));
+  }
+  LineChartOptions options{.title = "Read latency per interval, copy traffic behind it",
+                           .x_label = "time (s)",
+                           .y_label = "ms"};
+  options.bars_name = "copy bytes moved";
+  options.bars_unit = "MB/s";
+  options.bars_x = x;
+  for (const IntervalSample& s : run.intervals) {
+    options.bars_y.push_back(MegabytesPerSecond(s.background_bytes, run.time_step_ns));
+  }
+  return RenderLineChartSvg(options, {p50, p99, p999, max});
+}
+
 std::string LocalHitChart(const RunResult& run, const RunStats& stats) {
   PlotSeries fraction{.name = "local-hit fraction", .x = IntervalSeconds(run), .y = {}};
   PlotSeries oracle{.name = "oracle (whole blocks)", .x = IntervalSeconds(run), .y = {}};
@@ -246,6 +275,9 @@ std::string RenderRunReportHtml(const RunResult& run, const RunStats& stats) {
       RenderLineChartSvg(CdfOptions(), {LatencyCdfSeries("", stats.sorted_latencies_ns)}),
       absl::StrCat("Every object read (", stats.latency.count, " samples)."));
   body += RenderFigure(CrossDomainChart(run), "");
+  body += RenderFigure(LatencyOverTimeChart(run, stats),
+                       "Object reads completed in each interval; gaps mark intervals without "
+                       "reads. Grey bars: bytes every kind of copy moved in the interval.");
   body += RenderFigure(ReplicaChart(run), "Readable MEMORY replicas at the end of each interval.");
   body += RenderFigure(LocalHitChart(run, stats),
                        "Head reads served from the preferred NUMA node; gaps mark intervals "

@@ -216,10 +216,27 @@ RunStats ComputeRunStats(const RunResult& run) {
   stats.local_hit_oracle = LocalHitFraction(run.numa_reads, run.numa_oracle_local_reads);
   stats.admissions = CountAdmissions(run.decisions_by_outcome);
   stats.intervals.reserve(run.intervals.size());
+  // Latencies are in completion order and every completed read is counted in
+  // the interval it completed in, so each interval's reads are one run of
+  // them (a result from elsewhere whose counts do not add up has none).
+  uint64_t counted = 0;
+  for (const IntervalSample& sample : run.intervals) counted += static_cast<uint64_t>(sample.reads);
+  const bool split_latencies = counted == run.read_latencies_ns.size();
+  size_t first_read = 0;
+  std::vector<TimeNs> interval_latencies;
   for (size_t i = 0; i < run.intervals.size(); ++i) {
     const IntervalSample& sample = run.intervals[i];
+    LatencyPercentiles latency;
+    if (split_latencies && sample.reads > 0) {
+      const auto begin = run.read_latencies_ns.begin() + static_cast<ptrdiff_t>(first_read);
+      interval_latencies.assign(begin, begin + sample.reads);
+      std::sort(interval_latencies.begin(), interval_latencies.end());
+      latency = PercentilesOfSorted(interval_latencies);
+      first_read += static_cast<size_t>(sample.reads);
+    }
     IntervalStats interval{
         .host_load = ComputeHostLoad(sample.host_bytes_served),
+        .latency = latency,
         .local_hit_fraction = LocalHitFraction(sample.numa_reads, sample.numa_local_reads),
         .local_hit_oracle = LocalHitFraction(sample.numa_reads, sample.numa_oracle_local_reads),
     };
@@ -277,6 +294,12 @@ std::vector<CompareRow> BuildCompareRows(const std::vector<RunResult>& runs,
   add("latency p90 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p90_ns); });
   add("latency p99 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p99_ns); });
   add("latency p999 (ms)", [](R, S s) { return FormatNsAsMs(s.latency.p999_ns); });
+  add("latency max (ms)", [](R, S s) { return FormatNsAsMs(s.latency.max_ns); });
+  add("worst interval p99 (ms)", [](R, S s) {
+    TimeNs worst = 0;
+    for (const IntervalStats& i : s.intervals) worst = std::max(worst, i.latency.p99_ns);
+    return FormatNsAsMs(worst);
+  });
   add("reads", [](R r, S) { return absl::StrCat(r.reads); });
   add("bytes cross-domain", [](R r, S) { return FormatBytesIec(r.bytes_read.cross_domain); });
   // Limit lines (sim/limit_lines.h): the split, the removal against off and

@@ -94,6 +94,9 @@ AdmissionCounts CountAdmissions(const std::map<std::string, int64_t>& decisions_
 // Per-interval derived values, parallel to RunResult::intervals.
 struct IntervalStats {
   HostLoad host_load;
+  // The reads completed in the interval (count 0 without any, or when the
+  // run's latencies do not split by interval).
+  LatencyPercentiles latency;
   std::optional<double> local_hit_fraction;
   // The oracle line: the whole-block oracle's local reads / head reads
   // (nullopt without head reads).

@@ -295,6 +295,30 @@ std::string RenderLineChartSvg(const LineChartOptions& options,
               right, bottom);
   auto px_x = [&](double v) { return left + x_axis.Fraction(v) * (right - left); };
   auto px_y = [&](double v) { return bottom - y_axis.Fraction(v) * (bottom - top); };
+  HS_CHECK(options.bars_x.size() == options.bars_y.size());
+  if (!options.bars_x.empty() && !options.log_x) {
+    double bars_max = 0;
+    for (double v : options.bars_y) {
+      if (std::isfinite(v)) bars_max = std::max(bars_max, v);
+    }
+    for (size_t i = 0; i < options.bars_x.size() && bars_max > 0; ++i) {
+      const double v = options.bars_y[i];
+      if (!std::isfinite(v) || v <= 0 || !std::isfinite(options.bars_x[i])) continue;
+      const double x0 = std::clamp(px_x(options.bars_x[i]), left, right);
+      const double next =
+          i + 1 < options.bars_x.size()
+              ? options.bars_x[i + 1]
+              : options.bars_x[i] + (i > 0 ? options.bars_x[i] - options.bars_x[i - 1] : 1);
+      const double x1 = std::clamp(px_x(next), left, right);
+      const double h = v / bars_max * (bottom - top);
+      absl::StrAppend(&svg, "<rect x=\"", Px(x0), "\" y=\"", Px(bottom - h), "\" width=\"",
+                      Px(std::max(0.0, x1 - x0)), "\" height=\"", Px(h), "\" fill=\"#d9d9d9\"/>\n");
+    }
+    absl::StrAppend(&svg, "<text x=\"", Px(right), "\" y=\"", Px(top - 4),
+                    "\" text-anchor=\"end\" font-size=\"11\" fill=\"#666666\">grey bars: ",
+                    HtmlEscape(options.bars_name), ", top = ", FormatFixed(bars_max, 1), " ",
+                    HtmlEscape(options.bars_unit), "</text>\n");
+  }
   for (size_t s = 0; s < series.size(); ++s) {
     const PlotSeries& line = series[s];
     const std::string color = SeriesColor(s);

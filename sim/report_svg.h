@@ -50,6 +50,14 @@ struct LineChartOptions {
   std::optional<double> y_max = std::nullopt;
   // A dot at every point (for sparse sweeps), not only isolated ones.
   bool markers = false;
+  // Optional bars behind the lines, on their own scale (0 to their largest
+  // value, printed at the top right with `bars_unit`): one bar per x, as
+  // wide as the gap to the next x. Used to overlay copy traffic on read
+  // latency. REQUIRES: bars_x.size() == bars_y.size().
+  std::string bars_name = {};
+  std::string bars_unit = {};
+  std::vector<double> bars_x = {};
+  std::vector<double> bars_y = {};
 };
 
 // A line chart; with more than one series (or one named series) a legend

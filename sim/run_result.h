@@ -41,6 +41,9 @@ struct IntervalSample {
   uint64_t stored_bytes = 0;               // bytes held by everything else (ordinary replicas, puts)
   int64_t copies_completed = 0;            // REPLICA_COPY completions in the interval
   uint64_t copy_bytes = 0;
+  // Bytes background flows (every copy) moved in the interval, as the
+  // network counts them (partial progress of moving copies included).
+  uint64_t background_bytes = 0;
   int64_t numa_reads = 0;                  // head reads inside worker hosts
   int64_t numa_local_reads = 0;            // of which served from the preferred (local) node
   // The oracle line: local reads of the best whole-block placement for this

@@ -50,6 +50,10 @@ void Simulation::CloseNumaInterval(size_t interval) {
 
 void Simulation::Sample(size_t interval) {
   IntervalSample& s = result_.intervals[interval];
+  // The last interval is sampled again at the end of the run.
+  if (interval >= sampled_intervals_) background_bytes_base_ = background_bytes_sampled_;
+  background_bytes_sampled_ = network_->Counters().background_bytes;
+  s.background_bytes = background_bytes_sampled_ - background_bytes_base_;
   if (!master_up()) {
     // The master is down (master_crashes): the figures it holds stay those
     // of the last sample, and no audit runs.

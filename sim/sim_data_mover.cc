@@ -65,6 +65,8 @@ void SimDataMover::StartCopy(const CopyRange& range,
   spec.src_host = *src;
   spec.dst_host = *dst;
   spec.bytes = static_cast<int64_t>(range.size_bytes);
+  // Every copy (dynamic, ordinary replica, warmup) yields to reads and puts.
+  spec.traffic_class = TrafficClass::kBackground;
   absl::StatusOr<FlowId> flow =
       network_->StartFlow(spec, [this, copy](absl::Status status) { Finish(copy, std::move(status)); });
   auto it = in_flight_.find(copy);

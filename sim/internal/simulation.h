@@ -509,6 +509,10 @@ class Simulation {
   int64_t synthetic_requests_ = 0;
   std::map<std::string, int64_t> counters_;
   uint64_t extra_memory_peak_ = 0;
+  // Background bytes the network had moved at the last sample, and at the
+  // end of the interval before the one last sampled.
+  uint64_t background_bytes_sampled_ = 0;
+  uint64_t background_bytes_base_ = 0;
   uint64_t extra_memory_now_ = 0;
   std::shared_ptr<LimitLineRecorder> limit_lines_ = std::make_shared<LimitLineRecorder>();
   size_t sampled_intervals_ = 0;

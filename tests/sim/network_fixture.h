@@ -72,8 +72,10 @@ class NetworkHarness {
 
   // Starts a flow named `label` and records its outcome; returns its id.
   FlowId Start(const std::string& label, absl::string_view src, absl::string_view dst,
-               int64_t bytes, DurationNs source_delay_ns = 0) {
+               int64_t bytes, DurationNs source_delay_ns = 0,
+               TrafficClass traffic_class = TrafficClass::kForeground) {
     FlowSpec spec;
+    spec.traffic_class = traffic_class;
     spec.src_host = H(src);
     spec.dst_host = H(dst);
     spec.bytes = bytes;

@@ -58,7 +58,7 @@ TEST(NetworkKnobs, RegistryNamesEveryKnob) {
   ASSERT_TRUE(r.Set(k, "selective_update", "false").ok());
   EXPECT_EQ(k.transfer_overhead_ns, 123);
   EXPECT_FALSE(k.selective_update);
-  EXPECT_EQ(r.Dump(k).size(), 8u);
+  EXPECT_EQ(r.Dump(k).size(), 10u);
 }
 
 TEST(Routes, PicksTheLowestLatencyPathOverSeveralTrunks) {

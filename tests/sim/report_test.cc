@@ -115,6 +115,7 @@ RunResult MakeRun(const std::string& label = "enforce") {
     IntervalSample s;
     s.t_start_ns = i * kNsPerSec;
     s.reads = 2 + (i % 2);
+    s.background_bytes = static_cast<uint64_t>(1000 * i);
     s.bytes = {.same_host = 25, .same_domain = 50, .cross_domain = 75};
     s.host_bytes_served = {static_cast<uint64_t>(100 + 10 * i), 25, 25};
     s.replica_count = 1 + i;
@@ -280,11 +281,22 @@ TEST(ReportCsv, TimeseriesHeaderAndRows) {
             "t_s,reads,bytes_same_host,bytes_same_domain,bytes_cross_domain,host_load_max_bytes,"
             "host_load_mean_bytes,host_load_max_over_mean,replica_count,dynamic_replica_count,"
             "extra_memory_bytes,copies,copy_bytes,numa_reads,numa_local_reads,local_hit_fraction,"
-            "numa_oracle_local_reads,local_hit_oracle");
-  EXPECT_EQ(lines[1], "0.000,2,25,50,75,100,50.000,2.000000,1,0,0,0,0,2,1,0.500000,2,1.000000");
+            "numa_oracle_local_reads,local_hit_oracle,background_bytes,latency_p50_ms,"
+            "latency_p99_ms,latency_p999_ms,latency_max_ms");
+  // Interval 0 completed the first two reads (10 and 9 ms).
+  EXPECT_EQ(lines[1],
+            "0.000,2,25,50,75,100,50.000,2.000000,1,0,0,0,0,2,1,0.500000,2,1.000000,0,"
+            "9.000000,10.000000,10.000000,10.000000");
   // No NUMA reads in interval 2: both fractions are empty, not zero (and
-  // never a division by zero).
-  EXPECT_TRUE(absl::EndsWith(lines[3], ",0,0,,0,"));
+  // never a division by zero). Its reads are the 6th and 7th (5 and 4 ms).
+  EXPECT_TRUE(absl::EndsWith(lines[3], ",0,0,,0,,2000,4.000000,5.000000,5.000000,5.000000"))
+      << lines[3];
+  // Latencies that do not add up to the intervals' reads give empty cells.
+  RunResult short_run = run;
+  short_run.read_latencies_ns.pop_back();
+  const std::vector<std::string> short_lines =
+      Lines(RenderTimeseriesCsv(short_run, ComputeRunStats(short_run)));
+  EXPECT_TRUE(absl::EndsWith(short_lines[1], ",0,,,,")) << short_lines[1];
 
   const std::vector<std::string> host = Lines(RenderHostLoadCsv(run));
   ASSERT_EQ(host.size(), 5u);
@@ -425,8 +437,11 @@ TEST(ReportSummary, ScenarioEchoAndKnobTyping) {
 TEST(ReportHtml, OneSvgPerPlotAndNoNetworkReferences) {
   const RunResult run = MakeRun();
   const std::string html = RenderRunReportHtml(run, ComputeRunStats(run));
-  EXPECT_EQ(Count(html, "<svg"), 5u);
-  EXPECT_EQ(Count(html, "</svg>"), 5u);
+  EXPECT_EQ(Count(html, "<svg"), 6u);
+  EXPECT_EQ(Count(html, "</svg>"), 6u);
+  EXPECT_TRUE(absl::StrContains(html, "Read latency per interval, copy traffic behind it"));
+  // Intervals 1..3 moved copy bytes: three grey bars.
+  EXPECT_EQ(Count(html, "fill=\"#d9d9d9\""), 3u);
   EXPECT_FALSE(absl::StrContains(html, "http://"));
   EXPECT_FALSE(absl::StrContains(html, "https://"));
   EXPECT_FALSE(absl::StrContains(html, "<script"));
