@@ -201,7 +201,8 @@ absl::StatusOr<ValidationReport> CompareRuns(const Scenario& scenario, const Run
                                              const std::vector<DecisionRecord>& sim_decisions,
                                              const RuntimeSummary& runtime,
                                              const std::vector<DecisionRecord>& runtime_decisions,
-                                             const std::string& runtime_summary_path) {
+                                             const std::string& runtime_summary_path,
+                                             bool calibrated) {
   if (runtime.host_bytes_served.size() != sim.hosts.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         runtime_summary_path, ": $.host_load.hosts: ", runtime.host_bytes_served.size(),
@@ -275,11 +276,13 @@ absl::StatusOr<ValidationReport> CompareRuns(const Scenario& scenario, const Run
   row("extra_memory_bytes.final", static_cast<double>(sim.extra_memory_final_bytes),
       static_cast<double>(runtime.extra_memory_final_bytes));
   std::vector<int64_t> latencies(sim.read_latencies_ns.begin(), sim.read_latencies_ns.end());
-  row("reads.latency_ns.p50 (uncalibrated)", static_cast<double>(NearestRank(latencies, 50)),
+  report.calibrated = calibrated;
+  const char* const tag = calibrated ? " (calibrated)" : " (uncalibrated)";
+  row(absl::StrCat("reads.latency_ns.p50", tag), static_cast<double>(NearestRank(latencies, 50)),
       static_cast<double>(runtime.latency_p50_ns));
-  row("reads.latency_ns.p99 (uncalibrated)", static_cast<double>(NearestRank(latencies, 99)),
+  row(absl::StrCat("reads.latency_ns.p99", tag), static_cast<double>(NearestRank(latencies, 99)),
       static_cast<double>(runtime.latency_p99_ns));
-  row("reads.latency_ns.p999 (uncalibrated)", static_cast<double>(NearestRank(latencies, 99.9)),
+  row(absl::StrCat("reads.latency_ns.p999", tag), static_cast<double>(NearestRank(latencies, 99.9)),
       static_cast<double>(runtime.latency_p999_ns));
   return report;
 }
@@ -311,6 +314,7 @@ std::string ValidationJson(const ValidationReport& r) {
   j["format_version"] = 1;
   j["scenario"] = r.scenario;
   j["seed"] = r.seed;
+  j["calibrated"] = r.calibrated;
   j["admissions"] = {{"sim_accepted", r.sim_accepted},
                      {"runtime_accepted", r.runtime_accepted},
                      {"common", r.common_accepted},
@@ -335,7 +339,8 @@ std::string ValidationJson(const ValidationReport& r) {
 }
 
 absl::StatusOr<ValidationReport> ValidateAgainstRuntime(const Scenario& scenario,
-                                                        const std::string& runtime_dir) {
+                                                        const std::string& runtime_dir,
+                                                        const Calibration* calibration) {
   const std::string summary_path = (std::filesystem::path(runtime_dir) / "summary.json").string();
   const std::string decisions_path =
       (std::filesystem::path(runtime_dir) / "decisions.jsonl").string();
@@ -355,8 +360,11 @@ absl::StatusOr<ValidationReport> ValidateAgainstRuntime(const Scenario& scenario
   options.seed = runtime.seed;
   options.keep_scenario_echo = false;
   options.observer = &collector;
-  HS_ASSIGN_OR_RETURN(const RunResult sim, RunScenario(scenario, options));
-  return CompareRuns(scenario, sim, collector.records, runtime, runtime_decisions, summary_path);
+  Scenario simulated = scenario;
+  if (calibration != nullptr) ApplyCalibration(*calibration, &simulated);
+  HS_ASSIGN_OR_RETURN(const RunResult sim, RunScenario(simulated, options));
+  return CompareRuns(scenario, sim, collector.records, runtime, runtime_decisions, summary_path,
+                     calibration != nullptr);
 }
 
 }  // namespace heatsink::sim

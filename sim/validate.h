@@ -18,9 +18,11 @@
 //     (dynamic_replication_copy_tasks_completed_total in both worlds), extra
 //     memory (peak, final) and reads; undefined (null) when sim is 0 and the
 //     runtime is not;
-//   - read latency p50/p99/p999: reported side by side; the simulator's
-//     network is not calibrated to this machine yet, so their errors measure
-//     the model, not the decisions.
+//   - read latency p50/p99/p999 with their relative errors. Without a
+//     calibration (sim/calibration.h, `heatsink-replay calibrate`) the
+//     simulator's network is the scenario's, not this machine's, so these
+//     errors measure the model, not the decisions; with one, the scenario's
+//     network is set to the machine's loopback costs first.
 //
 // Inputs that cannot be read, do not parse, or belong to another scenario or
 // seed are errors naming the file (and the line for JSON), INVALID_ARGUMENT
@@ -36,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "core/env/time.h"
 #include "core/replication/decision.h"
+#include "sim/calibration.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
 
@@ -106,23 +109,27 @@ struct ValidationReport {
   LagStats lag;
   std::vector<ValidationRow> rows;
   std::optional<double> host_share_error_max;  // largest relative error of a host's share
+  bool calibrated = false;                     // the simulation ran with a calibration applied
 };
 
 // Compares a simulation with a replay of the same scenario and seed.
 // INVALID_ARGUMENT when the replay's hosts are not the scenario's.
 [[nodiscard]] absl::StatusOr<ValidationReport> CompareRuns(
-    const Scenario& scenario, const RunResult& sim, const std::vector<DecisionRecord>& sim_decisions,
-    const RuntimeSummary& runtime, const std::vector<DecisionRecord>& runtime_decisions,
-    const std::string& runtime_summary_path);
+    const Scenario& scenario, const RunResult& sim,
+    const std::vector<DecisionRecord>& sim_decisions, const RuntimeSummary& runtime,
+    const std::vector<DecisionRecord>& runtime_decisions, const std::string& runtime_summary_path,
+    bool calibrated = false);
 
 std::string FormatValidationTable(const ValidationReport& report);
 std::string ValidationJson(const ValidationReport& report);
 
 // The whole job: reads DIR/summary.json and DIR/decisions.jsonl, runs the
 // simulation with the replay's seed (checking that it is the scenario the
-// replay ran), and compares.
+// replay ran), and compares. With `calibration`, the simulation runs on the
+// scenario with ApplyCalibration.
 [[nodiscard]] absl::StatusOr<ValidationReport> ValidateAgainstRuntime(
-    const Scenario& scenario, const std::string& runtime_dir);
+    const Scenario& scenario, const std::string& runtime_dir,
+    const Calibration* calibration = nullptr);
 
 }  // namespace heatsink::sim
 

@@ -7,6 +7,11 @@
 //   heatsink-replay SCENARIO --out DIR [--time-scale X] [--binaries DIR]
 //       [--seed N] [--threads N] [--ops-in-flight-max N] [--hosts-max N]
 //       [--run-time-max-s S] [--plan-only]
+//   heatsink-replay calibrate --out FILE [--samples N] [--warmup N]
+//       [--large-bytes N] [--binaries DIR]
+//       measures this machine's loopback read costs and writes the simulator
+//       network parameters that match them (tools/replay/calibrate.h), for
+//       `heatsink-sim validate --calibration FILE`.
 //
 // Exit codes: 0 the replay ran; 2 an error (a scenario the runtime cannot
 // honour, named by its JSON field; a process that did not start); 128 +
@@ -25,7 +30,10 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "sim/calibration.h"
+#include "sim/report_format.h"
 #include "sim/runner.h"
+#include "tools/replay/calibrate.h"
 #include "tools/replay/replay_plan.h"
 #include "tools/replay/replay_run.h"
 
@@ -74,11 +82,67 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+int Calibrate(int argc, char** argv, const SignalWatcher& signals) {
+  using namespace heatsink;
+  replay::CalibrateOptions options;
+  options.binaries_dir = ExecutableDir();
+  options.stop = signals.stop();
+  std::string out;
+  CLI::App app{
+      "heatsink-replay calibrate: time GetReplicaList and whole reads of a small and a large "
+      "object on a loopback cluster (one heatsink-master, two heatsink-store), and write the "
+      "simulator network parameters that give the same medians (control latency, transfer "
+      "overhead, link bandwidth; sim/calibration.h) for `heatsink-sim validate --calibration`.",
+      "heatsink-replay calibrate"};
+  app.add_option("--out", out, "calibration JSON file to write")->required();
+  app.add_option("--samples", options.samples, "timed rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", options.warmup, "untimed rounds first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--large-bytes", options.large_bytes, "size of the large object")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{64} << 10, int64_t{128} << 20));
+  app.add_option("--binaries", options.binaries_dir,
+                 "directory of heatsink-master and heatsink-store (default: this program's)");
+  CLI11_PARSE(app, argc, argv);
+  options.logs_dir = out + ".logs";
+  absl::StatusOr<sim::Calibration> c;
+  try {
+    c = replay::RunCalibration(options);
+  } catch (const std::exception& e) {  // std::filesystem, allocation: the boundary
+    c = absl::InternalError(e.what());
+  }
+  if (signals.signal() != 0) {
+    std::cerr << "heatsink-replay calibrate: stopped by signal " << signals.signal() << "\n";
+    return 128 + signals.signal();
+  }
+  if (!c.ok()) {
+    std::cerr << "heatsink-replay calibrate: " << c.status().message() << "\n";
+    return kExitError;
+  }
+  if (absl::Status st = sim::WriteTextFile(out, sim::CalibrationJson(*c)); !st.ok()) {
+    std::cerr << "heatsink-replay calibrate: " << st.message() << "\n";
+    return kExitError;
+  }
+  std::cout << "heatsink-replay calibrate: " << c->samples << " rounds: GetReplicaList "
+            << c->rpc_round_trip_p50_ns / 1000 << " us, read of " << c->small_bytes << " B "
+            << c->read_small_p50_ns / 1000 << " us, of " << c->large_bytes << " B "
+            << c->read_large_p50_ns / 1000 << " us (medians) -> control latency "
+            << c->control_latency_ns / 1000 << " us, transfer overhead "
+            << c->transfer_overhead_ns / 1000 << " us, link " << c->link_bytes_per_s / 1'000'000
+            << " MB/s; written: " << out << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace heatsink;
   SignalWatcher signals;  // before any other thread starts
+  if (argc > 1 && std::string(argv[1]) == "calibrate")
+    return Calibrate(argc - 1, argv + 1, signals);
   std::string scenario_path;
   replay::ReplayOptions options;
   replay::ReplayLimits limits;
@@ -89,7 +153,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "heatsink-replay: replay a scenario against a real loopback cluster (heatsink-master and "
       "one heatsink-store per host) through the client library, in real time; writes "
-      "decisions.jsonl, reads.jsonl and summary.json for `heatsink-sim validate`."};
+      "decisions.jsonl, reads.jsonl and summary.json for `heatsink-sim validate`. "
+      "`heatsink-replay calibrate --help`: measure this machine's read costs for the "
+      "simulator."};
   app.add_option("scenario", scenario_path, "scenario JSON file")->required();
   app.add_option("--out", options.out_dir, "output directory")->required();
   app.add_option("--time-scale", options.time_scale,

@@ -1,6 +1,7 @@
 #include "tools/sim_validate_command.h"
 
 #include <iostream>
+#include <optional>
 
 #include "sim/report_format.h"
 #include "sim/runner.h"
@@ -16,14 +17,18 @@ CLI::App* AddValidateCommand(CLI::App* app, ValidateArgs* args) {
       "validate",
       "Compare the simulation of SCENARIO with a heatsink-replay run of it (--runtime DIR, same "
       "seed): Jaccard of accepted admissions, admission time lag, relative errors of bytes by "
-      "distance, host-load shares, copies, extra memory; read latency side by side (not "
-      "calibrated). Prints a table; --out writes JSON.");
+      "distance, host-load shares, copies, extra memory; read latency side by side, with the "
+      "scenario's network set to this machine's loopback costs when --calibration names a file "
+      "from `heatsink-replay calibrate`. Prints a table; --out writes JSON.");
   validate->add_option("scenario", args->scenario, "Scenario JSON file the replay ran")
       ->required();
   validate->add_option("--runtime", args->runtime_dir,
                        "Output directory of heatsink-replay (summary.json, decisions.jsonl)")
       ->required();
   validate->add_option("--out", args->out, "Also write the comparison as JSON to this file");
+  validate->add_option("--calibration", args->calibration,
+                       "Calibration JSON (heatsink-replay calibrate): simulate with this machine's "
+                       "loopback control latency, transfer overhead and bandwidth");
   return validate;
 }
 
@@ -34,8 +39,18 @@ int RunValidate(const ValidateArgs& args) {
     std::cerr << "heatsink-sim validate: " << scenario.status().message() << "\n";
     return kExitError;
   }
-  absl::StatusOr<heatsink::sim::ValidationReport> report =
-      heatsink::sim::ValidateAgainstRuntime(*scenario, args.runtime_dir);
+  std::optional<heatsink::sim::Calibration> calibration;
+  if (!args.calibration.empty()) {
+    absl::StatusOr<heatsink::sim::Calibration> c =
+        heatsink::sim::ReadCalibrationFile(args.calibration);
+    if (!c.ok()) {
+      std::cerr << "heatsink-sim validate: --calibration: " << c.status().message() << "\n";
+      return kExitError;
+    }
+    calibration = *c;
+  }
+  absl::StatusOr<heatsink::sim::ValidationReport> report = heatsink::sim::ValidateAgainstRuntime(
+      *scenario, args.runtime_dir, calibration.has_value() ? &*calibration : nullptr);
   if (!report.ok()) {
     std::cerr << "heatsink-sim validate: " << report.status().message() << "\n";
     return kExitError;

@@ -17,6 +17,7 @@ struct ValidateArgs {
   std::string scenario;
   std::string runtime_dir;
   std::string out;
+  std::string calibration;  // empty: none
 };
 
 // Adds the subcommand to `app`, its flags bound to `args` (which must outlive

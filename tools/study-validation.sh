@@ -5,31 +5,38 @@
 # loopback cluster and compared with its simulation by `heatsink-sim
 # validate`; prints one Markdown table row per scenario on stdout.
 #
-#   tools/study-validation.sh [--build DIR] [--out DIR] [--time-scale X] [SCENARIO...]
+#   tools/study-validation.sh [--build DIR] [--out DIR] [--time-scale X]
+#                             [--no-calibration] [SCENARIO...]
 #
 #   --build DIR      build tree with tools/heatsink-replay and tools/heatsink-sim
 #                    (default: build/release)
 #   --out DIR        outputs, one directory per scenario (default: out/study-validation)
 #   --time-scale X   passed to heatsink-replay (default 1)
+#   --no-calibration compare read latency with the scenarios' own network;
+#                    by default `heatsink-replay calibrate` measures this
+#                    machine first (OUT/calibration.json) and every
+#                    validation simulates with it
 #   SCENARIO...      default: scenarios/*.json scenarios/admission/*.json
 #                    scenarios/study/*.json tests/replay/replay-small.json
 #
 # Columns: accepted admissions (sim / runtime / both), Jaccard, admission lag
 # (median, p90, ms, runtime minus sim), relative errors of cross-domain bytes,
 # total bytes, copies and peak extra memory, the largest host-share error,
-# p50 read latency (sim / runtime, ms; the simulator is not calibrated).
+# p50 read latency (sim / runtime, ms) and its relative error.
 # Exit codes: 0 done, 2 a bad argument or a replay that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/release
 out=out/study-validation
 scale=1
+calibrate=1
 scenarios=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --time-scale) scale="$2"; shift 2 ;;
+    --no-calibration) calibrate=0; shift ;;
     -*) echo "study-validation.sh: unknown flag $1" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
@@ -41,8 +48,13 @@ fi
 replay="$build/tools/heatsink-replay"
 sim="$build/tools/heatsink-sim"
 mkdir -p "$out"
-echo "| scenario | accepted sim/rt/both | Jaccard | lag median / p90 ms | cross-domain bytes err | total bytes err | copies err | extra peak err | host share err max | p50 ms sim / rt |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+calibration=()
+if [[ $calibrate -eq 1 ]]; then
+  "$replay" calibrate --out "$out/calibration.json" >&2
+  calibration=(--calibration "$out/calibration.json")
+fi
+echo "| scenario | accepted sim/rt/both | Jaccard | lag median / p90 ms | cross-domain bytes err | total bytes err | copies err | extra peak err | host share err max | p50 ms sim / rt | p50 err |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 refused=()
 for s in "${scenarios[@]}"; do
   name=$(basename "$s" .json)
@@ -57,7 +69,7 @@ for s in "${scenarios[@]}"; do
     exit 2
   fi
   "$sim" validate "$s" --runtime "$out/$name" --out "$out/$name/validate.json" \
-      > "$out/$name/validate.txt"
+      "${calibration[@]}" > "$out/$name/validate.txt"
   python3 - "$name" "$out/$name/validate.json" <<'PY'
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
@@ -69,12 +81,14 @@ def err(k):
     e = r["relative_error"]
     return "n/a" if e is None else f"{e:.3f}"
 a = v["admissions"]; lag = v["admission_lag_ns"]
-p50 = m["reads.latency_ns.p50 (uncalibrated)"]
+p50 = m.get("reads.latency_ns.p50 (calibrated)") or m["reads.latency_ns.p50 (uncalibrated)"]
 hs = v["host_share_error_max"]
+p50_err = "n/a" if p50["relative_error"] is None else f"{p50['relative_error']:.3f}"
 print(f"| {name} | {a['sim_accepted']}/{a['runtime_accepted']}/{a['common']} | {a['jaccard']:.3f} | "
       f"{lag['median']/1e6:.1f} / {lag['p90']/1e6:.1f} | {err('bytes_read.cross_domain')} | "
       f"{err('bytes_read.total')} | {err('copies.completed')} | {err('extra_memory_bytes.peak')} | "
-      f"{'n/a' if hs is None else f'{hs:.3f}'} | {p50['sim']/1e6:.2f} / {p50['runtime']/1e6:.2f} |")
+      f"{'n/a' if hs is None else f'{hs:.3f}'} | {p50['sim']/1e6:.2f} / {p50['runtime']/1e6:.2f} | "
+      f"{p50_err} |")
 PY
 done
 echo

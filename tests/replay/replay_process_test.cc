@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "sim/calibration.h"
 #include "sim/decision_log.h"
 #include "tools/replay/child_process.h"
 
@@ -263,6 +264,48 @@ TEST_F(ReplayProcessTest, AScenarioItCannotHonourIsRefusedBeforeAnythingStarts) 
   EXPECT_NE(Log("replay.log").find("$.topology.domains[0].hosts.numa_nodes"), std::string::npos)
       << Log("replay.log");
   EXPECT_FALSE(fs::exists(dir_ / "out" / "logs")) << "nothing was started";
+}
+
+// Processes whose command line mentions `needle` (the test's directory).
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) != std::string::npos && pid != getpid()) out.push_back(pid);
+  }
+  return out;
+}
+
+TEST_F(ReplayProcessTest, CalibrateMeasuresTheLoopbackAndLeavesNothingRunning) {
+  const fs::path cal = dir_ / "cal.json";
+  absl::StatusOr<std::unique_ptr<ChildProcess>> p = ChildProcess::Start(
+      {Tool("heatsink-replay"), "calibrate", "--out", cal.string(), "--samples", "20", "--warmup",
+       "5", "--large-bytes", "4194304", "--binaries", HEATSINK_TOOLS_DIR},
+      (dir_ / "calibrate.log").string());
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ((*p)->Wait(120'000), 0) << Log("calibrate.log");
+  const absl::StatusOr<sim::Calibration> c = sim::ReadCalibrationFile(cal.string());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->samples, 20);
+  EXPECT_EQ(c->large_bytes, 4194304);
+  EXPECT_GT(c->rpc_round_trip_p50_ns, 0);
+  EXPECT_GT(c->read_large_p50_ns, c->read_small_p50_ns);
+  EXPECT_GT(c->link_bytes_per_s, 0);
+  EXPECT_NE(Log("calibrate.log").find("link"), std::string::npos);
+  // The master and the two stores were stopped (their logs are under the
+  // test's directory, so their command lines name it).
+  EXPECT_TRUE(WaitFor([&] { return ProcessesMentioning(dir_.string()).empty(); }));
+  // A bad option is refused before anything starts.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> bad = ChildProcess::Start(
+      {Tool("heatsink-replay"), "calibrate", "--out", cal.string(), "--samples", "0"},
+      (dir_ / "bad.log").string());
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE((*bad)->Wait(30'000), 0);
+  EXPECT_NE(Log("bad.log").find("--samples"), std::string::npos) << Log("bad.log");
 }
 
 }  // namespace

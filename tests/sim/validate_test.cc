@@ -210,6 +210,23 @@ TEST_F(ValidateDirTest, ComparesAgainstTheSimulationOfTheScenario) {
   }
   EXPECT_TRUE(saw_total);
   EXPECT_NE(FormatValidationTable(*r).find("Jaccard 1.0000"), std::string::npos);
+  EXPECT_FALSE(r->calibrated);
+  EXPECT_NE(ValidationJson(*r).find("reads.latency_ns.p50 (uncalibrated)"), std::string::npos);
+}
+
+TEST_F(ValidateDirTest, ACalibrationIsAppliedAndNamedInTheLatencyRows) {
+  Write("summary.json", kSummary);
+  Write("decisions.jsonl", "");
+  const absl::StatusOr<Calibration> c =
+      DeriveCalibration(10, 4096, 1 << 20, 200'000, 300'000, 700'000);
+  ASSERT_TRUE(c.ok());
+  const absl::StatusOr<ValidationReport> r = ValidateAgainstRuntime(OneHost(), dir_.string(), &*c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->calibrated);
+  const std::string json = ValidationJson(*r);
+  EXPECT_NE(json.find("\"calibrated\": true"), std::string::npos);
+  EXPECT_NE(json.find("reads.latency_ns.p50 (calibrated)"), std::string::npos);
+  EXPECT_EQ(json.find("(uncalibrated)"), std::string::npos);
 }
 
 }  // namespace
