@@ -4,9 +4,10 @@
 // domain to another and neither copies within a domain nor the other
 // direction; an object larger than a budget goes through alone and the next
 // one follows (no deadlock); the bytes are released exactly once on CopyEnd,
-// CopyRevoke, a processing timeout, a failed report before CopyStart and an
-// unmount; the metrics (bytes in flight, deferred fetches). The master's
-// CheckInvariants recounts the budgets from the tasks after every step.
+// CopyRevoke, a processing timeout, a failed report before CopyStart, an
+// unmount and a client's expiry; the metrics (bytes in flight, deferred
+// fetches). The master's CheckInvariants recounts the budgets from the tasks
+// after every step.
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 
@@ -215,6 +216,22 @@ TEST_F(MasterCopyPacingTest, UnmountReleasesTheBytes) {
   EXPECT_EQ(InFlight(), 0);
   EXPECT_EQ(Fetch(1), std::vector<TaskId>{y});
   HS_EXPECT_OK(master().CheckInvariants());
+}
+
+TEST_F(MasterCopyPacingTest, ClientExpiryReleasesTheBytes) {
+  Build(PacingKnobs(int64_t{1} << 40, /*trunk_bytes=*/150));
+  const TaskId first = PutAndCopy("first", 100, 2, 3);  // a -> b from host 2
+  const TaskId next = PutAndCopy("next", 100, 1, 4);    // a -> b from host 1
+  EXPECT_EQ(Fetch(2), std::vector<TaskId>{first});
+  HS_ASSERT_OK(master().CopyStart(ClientId(2), FenceOf(first)));
+  EXPECT_TRUE(Fetch(1).empty());
+  // Host 2's store dies: the sweep unmounts its segment and drops its task.
+  h_->StopHeartbeats(2);
+  h_->Advance(master().knobs().client_live_ttl_ns() + 2 * master().knobs().sweep_interval_ns());
+  EXPECT_FALSE(master().GetTask(first).has_value());
+  EXPECT_EQ(InFlight(), 0);
+  EXPECT_EQ(Fetch(1), std::vector<TaskId>{next});
+  RunCopy(1, next);
 }
 
 TEST_F(MasterCopyPacingTest, SourceBudgetCountsTheHostNotTheSegment) {
