@@ -186,6 +186,12 @@ absl::StatusOr<RunResult> Simulation::Run() {
   for (const auto& [name, value] : counters_) result_.metrics[name] = value;
   const MasterStats master_stats = master().Stats();
   result_.metrics["sim_master_evicted_objects_total"] = master_stats.evicted_objects_total;
+  // Only when copy pacing held a task back, so runs with unpaced budgets
+  // keep their outputs.
+  if (master_stats.copy_fetches_deferred_total > 0) {
+    result_.metrics["sim_master_copy_fetches_deferred_total"] =
+        master_stats.copy_fetches_deferred_total;
+  }
   result_.metrics["sim_master_evicted_dynamic_replicas_total"] =
       master_stats.evicted_dynamic_replicas_total;
   result_.metrics["sim_master_released_dynamic_replicas_total"] =
@@ -260,6 +266,50 @@ absl::StatusOr<RunResult> RunScenario(const Scenario& scenario, const RunOptions
     }
   }
   return result;
+}
+
+int64_t LargestObjectBytes(const Scenario& scenario) {
+  int64_t largest = 0;
+  for (const Workload& w : scenario.workloads) {
+    switch (w.type) {
+      case WorkloadType::kTrace:
+        largest = std::max(largest, w.trace.tokens_per_block * w.trace.kv_bytes_per_token);
+        break;
+      case WorkloadType::kZipf:
+        largest = std::max(largest, w.zipf.object_size_bytes);
+        break;
+      case WorkloadType::kCrossDomainReuse:
+        largest = std::max(largest, w.cross_domain_reuse.object_size_bytes);
+        break;
+      case WorkloadType::kColdStart:
+        largest = std::max(largest, w.cold_start.object_size_bytes);
+        break;
+      case WorkloadType::kScripted:
+        for (const ScriptOp& op : w.scripted.ops) largest = std::max(largest, op.size_bytes);
+        break;
+    }
+  }
+  return largest;
+}
+
+absl::StatusOr<std::vector<std::string>> ScenarioNotes(const Scenario& scenario,
+                                                       const RunOptions& options) {
+  HS_ASSIGN_OR_RETURN(const runner_internal::KnobSet knobs,
+                      runner_internal::ResolveKnobs(scenario, options));
+  const int64_t largest = LargestObjectBytes(scenario);
+  std::vector<std::string> notes;
+  const std::pair<const char*, int64_t> budgets[] = {
+      {"copy_budget_per_source_bytes", knobs.master.copy_budget_per_source_bytes},
+      {"copy_budget_per_trunk_bytes", knobs.master.copy_budget_per_trunk_bytes},
+  };
+  for (const auto& [name, budget] : budgets) {
+    if (budget >= largest) continue;
+    notes.push_back(absl::StrCat(
+        name, " (", budget, " bytes) is smaller than the largest object (", largest,
+        " bytes): copies of larger objects go through one at a time on their ",
+        absl::string_view(name) == "copy_budget_per_source_bytes" ? "source" : "trunk"));
+  }
+  return notes;
 }
 
 }  // namespace heatsink::sim

@@ -206,6 +206,20 @@ struct RunOptions {
 [[nodiscard]] absl::StatusOr<RunResult> RunScenario(const Scenario& scenario,
                                                     const RunOptions& options);
 
+// The largest object the scenario's workloads put, as far as it is known
+// before a run: synthetic workloads' object_size_bytes, scripted put and
+// batch_put sizes, a trace's block (tokens_per_block x kv_bytes_per_token).
+// 0 when no workload names a size.
+int64_t LargestObjectBytes(const Scenario& scenario);
+
+// Notes on a run's knobs for the user, printed before the run (heatsink-sim
+// run and compare, on stderr): a copy budget (copy_budget_per_source_bytes,
+// copy_budget_per_trunk_bytes) smaller than LargestObjectBytes, whose larger
+// copies then go through one at a time on their source or trunk. Errors: as
+// RunScenario's for knobs that do not parse or validate.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> ScenarioNotes(const Scenario& scenario,
+                                                                     const RunOptions& options);
+
 // The outcome of one scenario check (Scenario::checks) against a run.
 struct CheckOutcome {
   std::string name;

@@ -88,6 +88,12 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
   AppendScalar(out, "master_tasks_pending", "Copy tasks not yet fetched.", kG, s.tasks_pending);
   AppendScalar(out, "master_tasks_processing", "Copy tasks fetched, not finished.", kG,
                s.tasks_processing);
+  AppendScalar(out, "master_copy_bytes_in_flight",
+               "Bytes of fetched copies not yet ended or revoked (copy pacing).", kG,
+               s.copy_bytes_in_flight);
+  AppendScalar(out, "master_copy_fetches_deferred_total",
+               "Pending copy tasks a FetchTasks held back for the copy budgets.", kC,
+               s.copy_fetches_deferred_total);
   AppendScalar(out, "master_capacity_bytes", "Capacity of mounted segments.", kG,
                static_cast<int64_t>(s.capacity_bytes));
   AppendScalar(out, "master_used_bytes", "Bytes used in mounted segments.", kG,

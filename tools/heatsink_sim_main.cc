@@ -204,6 +204,14 @@ bool ReportChecks(const Scenario& scenario, const RunResult& run) {
   return ok;
 }
 
+// Prints the scenario's knob notes (sim/runner.h ScenarioNotes) on stderr
+// before a run. A knob error is left for the run to report.
+void PrintNotes(const char* command, const Scenario& scenario, const RunOptions& options) {
+  absl::StatusOr<std::vector<std::string>> notes = heatsink::sim::ScenarioNotes(scenario, options);
+  if (!notes.ok()) return;
+  for (const std::string& note : *notes) std::cerr << command << ": note: " << note << "\n";
+}
+
 int RunOne(const CommonArgs& args) {
   absl::StatusOr<Scenario> scenario = heatsink::sim::LoadScenarioForRun(args.scenario_path);
   if (!scenario.ok()) {
@@ -224,6 +232,7 @@ int RunOne(const CommonArgs& args) {
   std::cout << "seed: " << *options.seed << "\n"
             << "replay: " << options.replay_command << "\n";
   std::cout.flush();
+  PrintNotes("heatsink-sim run", *scenario, options);
   Progress progress(scenario->name);
   options.progress = progress.Fn();
   absl::StatusOr<RunResult> run = heatsink::sim::RunScenario(*scenario, options);
@@ -302,6 +311,7 @@ int RunCompare(const CommonArgs& args, const std::string& modes_text, int jobs_a
   }
   std::cout << (jobs > 1 ? absl::StrCat(jobs, " runs at once\n") : "");
   std::cout.flush();
+  PrintNotes("heatsink-sim compare", *scenario, options[0]);
   SharedProgress progress(modes);
   for (size_t i = 0; i < modes.size(); ++i) options[i].progress = progress.Fn(i);
   std::vector<absl::StatusOr<RunResult>> results(modes.size());  // each set by its run

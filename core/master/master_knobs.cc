@@ -69,6 +69,8 @@ absl::Status MasterKnobs::Validate() const {
       {"discarded_puts_max", discarded_puts_max},
       {"manifest_changes_per_fetch_max", manifest_changes_per_fetch_max},
       {"manifest_entries_per_report_max", manifest_entries_per_report_max},
+      {"copy_budget_per_source_bytes", copy_budget_per_source_bytes},
+      {"copy_budget_per_trunk_bytes", copy_budget_per_trunk_bytes},
   };
   for (const Positive& p : positives) {
     if (absl::Status s = CheckPositive(p.name, p.value); !s.ok()) return s;
@@ -159,6 +161,12 @@ const KnobRegistry<MasterKnobs>& MasterKnobs::Registry() {
                [](K& k) -> int64_t& { return k.processing_task_timeout_sec; })
         .Field("copy_task_timeout_sec", "alias of processing_task_timeout_sec",
                [](K& k) -> int64_t& { return k.processing_task_timeout_sec; })
+        .Field("copy_budget_per_source_bytes",
+               "copy bytes in flight from one source host (an object larger goes alone)",
+               [](K& k) -> int64_t& { return k.copy_budget_per_source_bytes; })
+        .Field("copy_budget_per_trunk_bytes",
+               "copy bytes in flight from one domain to another (an object larger goes alone)",
+               [](K& k) -> int64_t& { return k.copy_budget_per_trunk_bytes; })
         .Field("sweep_interval_ms", "period of the master's background sweep",
                [](K& k) -> int64_t& { return k.sweep_interval_ms; })
         .Field("metadata_shards", "independently locked object metadata shards",
@@ -236,6 +244,8 @@ MasterKnobs MasterKnobs::TestMin() {
   k.discarded_puts_max = 2;
   k.manifest_changes_per_fetch_max = 4;
   k.manifest_entries_per_report_max = 4;
+  // The copy budgets stay unpaced: a tiny budget would serialise every copy
+  // of the master tests; the pacing tests set their own.
   return k;
 }
 

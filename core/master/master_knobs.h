@@ -74,6 +74,24 @@ struct MasterKnobs {
   // it is revoked. Also registered as `copy_task_timeout_sec`.
   int64_t processing_task_timeout_sec = 300;
 
+  // --- Copy pacing (background bytes in flight; FetchTasks enforces) ------
+  // A REPLICA_COPY task counts its object's bytes (payload size_bytes) from
+  // the FetchTasks that hands it out until its CopyEnd, CopyRevoke or removal
+  // (MarkTaskComplete, timeout, cancel, unmount, client expiry). A pending
+  // task is handed out only while its bytes fit both budgets below, or when
+  // nothing is in flight on the budget it would exceed: an object larger
+  // than a budget goes through alone, never waits forever. Every copy task
+  // is background traffic (ordinary, dynamic and warmup copies alike).
+  //
+  // Bytes in flight whose source is one host: the source segment's host,
+  // or the source segment itself when its store gave no host.
+  int64_t copy_budget_per_source_bytes = int64_t{1} << 40;  // 1 TiB: unpaced
+  // Bytes in flight from one domain to another (the ordered pair source
+  // segment's domain -> target segment's domain, one direction of the
+  // trunks between them; the master does not know the route). Copies within
+  // a domain do not count.
+  int64_t copy_budget_per_trunk_bytes = int64_t{1} << 40;  // 1 TiB: unpaced
+
   // --- Background sweep ---------------------------------------------------
   // Period of the sweep that reaps dead clients, stuck puts, timed-out tasks
   // and runs eviction above the watermark.

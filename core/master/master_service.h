@@ -242,7 +242,11 @@ class MasterService {
                                             RemovalCause cause = RemovalCause::kCopyCancelled);
 
   // Up to `batch_max` of the client's pending tasks, oldest first; they become
-  // PROCESSING. RESOURCE_EXHAUSTED when batch_max > fetch_tasks_batch_max,
+  // PROCESSING. Copy pacing: a task whose object's bytes do not fit
+  // copy_budget_per_source_bytes or copy_budget_per_trunk_bytes next to the
+  // copies already in flight stays pending for a later fetch, unless
+  // nothing is in flight on that source or trunk (master_knobs.h).
+  // RESOURCE_EXHAUSTED when batch_max > fetch_tasks_batch_max,
   // INVALID_ARGUMENT when batch_max is 0.
   [[nodiscard]] absl::StatusOr<FetchTasksResponse> FetchTasks(ClientId client, size_t batch_max);
   // The same, also acknowledging the caller's manifest changes up to

@@ -400,6 +400,9 @@ struct MasterStats {
   int64_t clients = 0;
   int64_t tasks_pending = 0;
   int64_t tasks_processing = 0;
+  // Bytes of fetched copies not yet ended or revoked (copy pacing,
+  // copy_budget_per_*_bytes).
+  int64_t copy_bytes_in_flight = 0;
   uint64_t capacity_bytes = 0;
   uint64_t used_bytes = 0;
   uint64_t reserved_bytes = 0;
@@ -426,6 +429,8 @@ struct MasterStats {
   int64_t tasks_failed_total = 0;
   int64_t tasks_timed_out_total = 0;
   int64_t tasks_cancelled_total = 0;
+  // Pending copy tasks a FetchTasks held back for the copy budgets.
+  int64_t copy_fetches_deferred_total = 0;
   int64_t clients_reaped_total = 0;
   // Restart: manifests rebuilt from (ReportManifest).
   bool recovering = false;

@@ -62,6 +62,9 @@ MasterStats MasterService::Stats() const {
   const master_internal::TaskCounts tasks = tasks_.Counts();
   s.tasks_pending = tasks.pending;
   s.tasks_processing = tasks.processing;
+  const master_internal::CopyPacingCounts pacing = tasks_.PacingCounts();
+  s.copy_bytes_in_flight = pacing.copy_bytes_in_flight;
+  s.copy_fetches_deferred_total = pacing.copy_fetches_deferred_total;
   const master_internal::UsageTotals totals = segments_.Totals();
   s.capacity_bytes = totals.capacity_bytes;
   s.used_bytes = totals.used_bytes;

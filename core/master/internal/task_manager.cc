@@ -20,6 +20,7 @@ absl::StatusOr<TaskId> TaskManager::Submit(ClientId client, const ReplicaCopyPay
                                            std::shared_ptr<SegmentHandle> source,
                                            std::shared_ptr<SegmentHandle> target, TimeNs now) {
   HS_CHECK(client.valid());
+  HS_CHECK(source != nullptr && target != nullptr);
   MutexLock lock(&mu_);
   if (static_cast<int64_t>(tasks_.size()) >= knobs_.tasks_max) {
     return absl::ResourceExhaustedError(
@@ -48,23 +49,116 @@ absl::StatusOr<TaskId> TaskManager::Submit(ClientId client, const ReplicaCopyPay
   return id;
 }
 
+TaskManager::SourceKey TaskManager::SourceOf(const TaskRecord& r) {
+  const SegmentLocation& source = r.source->location;
+  if (!source.host.empty()) return SourceKey(source.host, 0);
+  return SourceKey(HostId(), source.id.value);
+}
+
+std::optional<TaskManager::TrunkKey> TaskManager::TrunkOf(const TaskRecord& r) {
+  const Domain& from = r.source->location.domain;
+  const Domain& to = r.target->location.domain;
+  if (from == to) return std::nullopt;
+  return TrunkKey(from, to);
+}
+
+namespace {
+
+// Whether `bytes` more fit `budget` with `in_flight` already out. Nothing in
+// flight always fits, so an object larger than the budget goes alone.
+bool FitsBudget(int64_t in_flight, int64_t bytes, int64_t budget) {
+  return in_flight == 0 || in_flight <= budget - bytes;
+}
+
+template <typename Map>
+int64_t InFlight(const Map& map, const typename Map::key_type& key) {
+  auto it = map.find(key);
+  return it == map.end() ? 0 : it->second;
+}
+
+template <typename Map>
+void AddInFlight(Map& map, const typename Map::key_type& key, int64_t bytes) {
+  int64_t& v = map[key];
+  v += bytes;
+  HS_CHECK_MSG(v >= 0, "copy budget released more bytes than it held");
+  if (v == 0) map.erase(key);
+}
+
+}  // namespace
+
+bool TaskManager::FitsSourceBudgetLocked(const TaskRecord& r) const {
+  return FitsBudget(InFlight(source_bytes_in_flight_, SourceOf(r)),
+                    static_cast<int64_t>(r.task.copy.size_bytes),
+                    knobs_.copy_budget_per_source_bytes);
+}
+
+bool TaskManager::FitsTrunkBudgetLocked(const TaskRecord& r) const {
+  const std::optional<TrunkKey> trunk = TrunkOf(r);
+  return !trunk.has_value() || FitsBudget(InFlight(trunk_bytes_in_flight_, *trunk),
+                                          static_cast<int64_t>(r.task.copy.size_bytes),
+                                          knobs_.copy_budget_per_trunk_bytes);
+}
+
+void TaskManager::ChargeCopyBudgetsLocked(TaskRecord& r) {
+  HS_CHECK(!r.holds_copy_budget);
+  const int64_t bytes = static_cast<int64_t>(r.task.copy.size_bytes);
+  AddInFlight(source_bytes_in_flight_, SourceOf(r), bytes);
+  if (std::optional<TrunkKey> trunk = TrunkOf(r)) {
+    AddInFlight(trunk_bytes_in_flight_, *trunk, bytes);
+  }
+  copy_bytes_in_flight_ += bytes;
+  r.holds_copy_budget = true;
+}
+
+void TaskManager::ReleaseCopyBudgetsLocked(TaskRecord& r) {
+  if (!r.holds_copy_budget) return;
+  const int64_t bytes = static_cast<int64_t>(r.task.copy.size_bytes);
+  AddInFlight(source_bytes_in_flight_, SourceOf(r), -bytes);
+  if (std::optional<TrunkKey> trunk = TrunkOf(r)) {
+    AddInFlight(trunk_bytes_in_flight_, *trunk, -bytes);
+  }
+  copy_bytes_in_flight_ -= bytes;
+  HS_CHECK(copy_bytes_in_flight_ >= 0);
+  r.holds_copy_budget = false;
+}
+
 std::vector<Task> TaskManager::Fetch(ClientId client, size_t max, TimeNs now) {
   MutexLock lock(&mu_);
   std::vector<Task> out;
   auto qit = queues_.find(client);
   if (qit == queues_.end()) return out;
   ClientQueues& q = qit->second;
+  // Tasks held back by the budgets, in queue order; they go back in front.
+  std::deque<TaskId> deferred;
+  // A source or trunk on which a task was held back: later tasks of this
+  // queue on it wait too (first in, first out per source and trunk).
+  absl::btree_set<SourceKey> blocked_sources;
+  absl::btree_set<TrunkKey> blocked_trunks;
   while (out.size() < max && !q.pending.empty() &&
          static_cast<int64_t>(q.processing.size()) < knobs_.processing_tasks_per_client_max) {
     const TaskId id = q.pending.front();
     q.pending.pop_front();
     TaskRecord& r = tasks_.at(id);
+    const SourceKey source = SourceOf(r);
+    const std::optional<TrunkKey> trunk = TrunkOf(r);
+    const bool source_blocked = blocked_sources.contains(source) || !FitsSourceBudgetLocked(r);
+    const bool trunk_blocked =
+        trunk.has_value() && (blocked_trunks.contains(*trunk) || !FitsTrunkBudgetLocked(r));
+    if (source_blocked || trunk_blocked) {
+      deferred.push_back(id);
+      if (source_blocked) blocked_sources.insert(source);
+      if (trunk_blocked) blocked_trunks.insert(*trunk);
+      ++copy_fetches_deferred_total_;
+      continue;
+    }
+    ChargeCopyBudgetsLocked(r);
     r.task.status = TaskStatus::kProcessing;
     r.task.updated_ns = now;
     r.fetched_ns = now;
     q.processing.insert(id);
     out.push_back(r.task);
   }
+  q.pending.insert(q.pending.begin(), deferred.begin(), deferred.end());
   return out;
 }
 
@@ -91,6 +185,8 @@ bool TaskManager::SetPhase(TaskId id, CopyPhase from, CopyPhase to, TimeNs now) 
   if (it == tasks_.end() || it->second.phase != from) return false;
   it->second.phase = to;
   it->second.task.updated_ns = now;
+  // The bytes stopped moving: the next copy of the source or trunk may go.
+  if (to == CopyPhase::kEnded || to == CopyPhase::kRevoked) ReleaseCopyBudgetsLocked(it->second);
   return true;
 }
 
@@ -98,6 +194,7 @@ std::optional<TaskRecord> TaskManager::Remove(TaskId id) {
   MutexLock lock(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return std::nullopt;
+  ReleaseCopyBudgetsLocked(it->second);
   TaskRecord r = std::move(it->second);
   tasks_.erase(it);
   auto qit = queues_.find(r.task.assigned_client);
@@ -140,6 +237,11 @@ TaskCounts TaskManager::Counts() const {
     c.processing += static_cast<int64_t>(q.processing.size());
   }
   return c;
+}
+
+CopyPacingCounts TaskManager::PacingCounts() const {
+  MutexLock lock(&mu_);
+  return CopyPacingCounts{copy_bytes_in_flight_, copy_fetches_deferred_total_};
 }
 
 TaskCounts TaskManager::CountsFor(ClientId client) const {
@@ -189,6 +291,30 @@ absl::Status TaskManager::CheckQueues() const {
   }
   if (static_cast<int64_t>(tasks_.size()) > knobs_.tasks_max) {
     return absl::InternalError("task table over tasks_max");
+  }
+  return CheckCopyBudgetsLocked();
+}
+
+absl::Status TaskManager::CheckCopyBudgetsLocked() const {
+  absl::btree_map<SourceKey, int64_t> sources;
+  absl::btree_map<TrunkKey, int64_t> trunks;
+  int64_t total = 0;
+  for (const auto& [id, r] : tasks_) {
+    if (!r.holds_copy_budget) continue;
+    if (r.task.status != TaskStatus::kProcessing ||
+        (r.phase != CopyPhase::kNotStarted && r.phase != CopyPhase::kStarted)) {
+      return absl::InternalError(
+          absl::StrCat("task ", id.value, " holds copy budget while not copying"));
+    }
+    const int64_t bytes = static_cast<int64_t>(r.task.copy.size_bytes);
+    sources[SourceOf(r)] += bytes;
+    if (std::optional<TrunkKey> trunk = TrunkOf(r)) trunks[*trunk] += bytes;
+    total += bytes;
+  }
+  if (sources != source_bytes_in_flight_ || trunks != trunk_bytes_in_flight_ ||
+      total != copy_bytes_in_flight_) {
+    return absl::InternalError(absl::StrCat("copy bytes in flight ", copy_bytes_in_flight_,
+                                            " differ from the fetched copies' ", total));
   }
   return absl::OkStatus();
 }

@@ -39,6 +39,12 @@ TEST(MasterKnobs, RegistrySetsFieldsAndAliases) {
             absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(r.Set(k, "objects_max", "7").ok());
   EXPECT_EQ(k.objects_max, 7);
+  EXPECT_EQ(k.copy_budget_per_source_bytes, int64_t{1} << 40);  // unpaced by default
+  EXPECT_EQ(k.copy_budget_per_trunk_bytes, int64_t{1} << 40);
+  ASSERT_TRUE(r.Set(k, "copy_budget_per_source_bytes", "1048576").ok());
+  EXPECT_EQ(k.copy_budget_per_source_bytes, 1 << 20);
+  ASSERT_TRUE(r.Set(k, "copy_budget_per_trunk_bytes", "2097152").ok());
+  EXPECT_EQ(k.copy_budget_per_trunk_bytes, 2 << 20);
   EXPECT_EQ(r.Set(k, "no_such_knob", "1").code(), absl::StatusCode::kNotFound);
 }
 
@@ -78,6 +84,14 @@ TEST(MasterKnobs, ValidateRejectsWithTheKnobsName) {
   expect_bad([](MasterKnobs& k) { k.eviction_high_watermark_ratio = 1.5; },
              "eviction_high_watermark_ratio");
   expect_bad([](MasterKnobs& k) { k.objects_max = 0; }, "objects_max");
+  expect_bad([](MasterKnobs& k) { k.copy_budget_per_source_bytes = 0; },
+             "copy_budget_per_source_bytes");
+  expect_bad([](MasterKnobs& k) { k.copy_budget_per_source_bytes = -1; },
+             "copy_budget_per_source_bytes");
+  expect_bad([](MasterKnobs& k) { k.copy_budget_per_trunk_bytes = 0; },
+             "copy_budget_per_trunk_bytes");
+  expect_bad([](MasterKnobs& k) { k.copy_budget_per_trunk_bytes = -4096; },
+             "copy_budget_per_trunk_bytes");
   expect_bad([](MasterKnobs& k) { k.client_live_ttl_sec = -1; }, "client_live_ttl_sec");
   expect_bad([](MasterKnobs& k) { k.put_start_release_timeout_sec = 10; },
              "put_start_release_timeout_sec");
