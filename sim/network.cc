@@ -20,6 +20,8 @@ constexpr TimeNs kFarFutureNs = int64_t{1} << 62;
 constexpr int kFlowSlotBits = 24;
 constexpr uint64_t kFlowSlotMask = (uint64_t{1} << kFlowSlotBits) - 1;
 constexpr FlowId kFlowIdMax = (FlowId{1} << (64 - kFlowSlotBits)) - 1;
+// Flow slots (and a class heap's entries) kept once nothing uses them.
+constexpr size_t kFlowSlotsKeepMax = size_t{1} << 14;
 
 // std heap comparator for a min-heap on (target_work, join_order).
 struct MemberAfter {
@@ -200,6 +202,13 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
                                                "' to '", domain_name(dst_domain),
                                                "' crosses a partitioned trunk"));
   }
+  if (flows_alive_ == 0 && flows_.size() > kFlowSlotsKeepMax) {
+    // Nothing is alive: a burst's slots (and their lookup table) are given
+    // back instead of being kept for the rest of the run.
+    std::vector<Flow>().swap(flows_);
+    std::vector<uint32_t>().swap(free_flow_slots_);
+    flow_slot_ = {};
+  }
   uint32_t slot;
   if (!free_flow_slots_.empty()) {
     slot = free_flow_slots_.back();
@@ -284,8 +293,10 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
   RouteClass& c = classes_[route_class];
   Flow& flow = flows_[slot];
   if (c.members == 0) {
-    // A class starts afresh each time it gains its first flow.
+    // A class starts afresh each time it gains its first flow (a burst's
+    // heap storage is given back).
     c.heap.clear();
+    if (c.heap.capacity() > kFlowSlotsKeepMax) std::vector<Member>().swap(c.heap);
     c.clock = 0;
     c.settled_ns = engine_->NowNs();
     c.rate_bytes_per_sec = 0;

@@ -357,11 +357,20 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
   }
 }
 
+namespace {
+constexpr size_t kPutsInFlightKeepMax = size_t{1} << 14;
+}  // namespace
+
 void Simulation::EndPut(const ObjectName& name) {
   const auto it = puts_in_flight_.find(name);
   if (it == puts_in_flight_.end()) return;
   const absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1> waiters = std::move(it->second);
   puts_in_flight_.erase(it);
+  // A bulk put leaves a table sized for all its keys: give it back once the
+  // last put of a large burst ended.
+  if (puts_in_flight_.empty() && puts_in_flight_.capacity() > kPutsInFlightKeepMax) {
+    puts_in_flight_ = {};
+  }
   for (const std::shared_ptr<ReadWaitRt>& wait : waiters) {
     if (--wait->waiting == 0) ReadKeys(wait->read, std::move(wait->names), 0);
   }

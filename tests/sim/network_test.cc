@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/network_sampler.h"
 #include "tests/sim/network_fixture.h"
@@ -275,6 +276,32 @@ TEST(ControlLatency, SendControlDeliversAfterTheLatency) {
   h.Run();
   EXPECT_EQ(delivered, (std::vector<std::pair<std::string, TimeNs>>{
                            {"host", 5'000}, {"domain", 50'000}, {"cross", 120'000}}));
+}
+
+}  // namespace
+}  // namespace heatsink::sim
+
+namespace heatsink::sim {
+namespace {
+
+TEST(FlowSlots, AQuietNetworkAfterABurstStillRunsFlowsExactly) {
+  // More flows than the slots kept once nothing moves: after the burst the
+  // slab is given back, and later flows are timed as on a fresh network.
+  testing::NetworkHarness h(testing::TwoDomains(testing::kGBps, testing::kGBps));
+  std::vector<FlowId> burst;
+  for (int i = 0; i < 20'000; ++i) {
+    burst.push_back(h.Start(absl::StrCat("b", i), "a1", "a2", 1'000));
+  }
+  h.Run();
+  EXPECT_EQ(h.net().flows_alive(), 0);
+  EXPECT_EQ(h.outcome("b19999").code, absl::StatusCode::kOk);
+  const TimeNs quiet = h.engine().NowNs();
+  const FlowId next = h.Start("after", "a1", "a2", testing::kGBps);
+  EXPECT_FALSE(h.net().GetFlow(burst.front()).has_value());
+  EXPECT_TRUE(h.net().GetFlow(next).has_value());
+  h.Run();
+  EXPECT_EQ(h.outcome("after").t_ns, quiet + 1'000'000'000);
+  EXPECT_EQ(h.net().Counters().flows_completed, 20'001u);
 }
 
 }  // namespace
