@@ -104,6 +104,11 @@ int Calibrate(int argc, char** argv, const SignalWatcher& signals) {
   app.add_option("--large-bytes", options.large_bytes, "size of the large object")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{64} << 10, int64_t{128} << 20));
+  app.add_option("--round-gap-ms", options.round_gap_ms,
+                 "idle time before each round, so the costs of waking sleeping processes (as "
+                 "under a sparse load) are measured too")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
   app.add_option("--binaries", options.binaries_dir,
                  "directory of heatsink-master and heatsink-store (default: this program's)");
   CLI11_PARSE(app, argc, argv);

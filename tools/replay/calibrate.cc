@@ -44,6 +44,10 @@ absl::StatusOr<sim::Calibration> RunCalibration(const CalibrateOptions& options)
     return absl::InvalidArgumentError(
         absl::StrCat("--samples must be in [1, 100000], got ", options.samples));
   }
+  if (options.round_gap_ms < 0 || options.round_gap_ms > 10'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--round-gap-ms must be in [0, 10000], got ", options.round_gap_ms));
+  }
   if (options.warmup < 0 || options.warmup > 100'000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--warmup must be in [0, 100000], got ", options.warmup));
@@ -81,6 +85,10 @@ absl::StatusOr<sim::Calibration> RunCalibration(const CalibrateOptions& options)
 
   std::vector<int64_t> lookups, smalls, larges;
   for (int64_t round = 0; round < options.warmup + options.samples; ++round) {
+    if (options.round_gap_ms > 0 &&
+        !SleepUntil(SteadyNs() + options.round_gap_ms * 1'000'000, replay)) {
+      return absl::CancelledError("calibration stopped");
+    }
     if (Stopped(replay)) return absl::CancelledError("calibration stopped");
     const int64_t t0 = SteadyNs();
     HS_RETURN_IF_ERROR(reader->Lookup(small_key).status());

@@ -34,6 +34,9 @@ struct CalibrateOptions {
   int64_t small_bytes = 4 << 10;
   int64_t large_bytes = 16 << 20;  // > small_bytes, at most 256 MiB
   int64_t start_timeout_ms = 30'000;
+  // Idle time before each round (0..10000 ms): the processes sleep between
+  // reads as they do under a sparse load, so wake-up costs are measured too.
+  int64_t round_gap_ms = 0;
   const std::atomic<bool>* stop = nullptr;
 };
 
