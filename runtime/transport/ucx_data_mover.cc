@@ -8,8 +8,9 @@
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "runtime/env/notification.h"
-#include "runtime/transport/wire.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tls_stream.h"
+#include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
 
@@ -91,6 +92,9 @@ absl::Status UcxDataMover::BootstrapStatus(Copy& copy) {
   copy.scores = local_->CopyScores(r.source_segment, r.source_offset, r.size_bytes);
   HS_ASSIGN_OR_RETURN(copy.endpoint, resolver_->Resolve(r.target_segment));
   HS_ASSIGN_OR_RETURN(copy.socket, ConnectDataEndpoint(copy.endpoint, options_.tcp));
+  // Only the bootstrap and commit travel here; UCX's own connections carry
+  // the bytes and are not marked (docs/runtime.md, "Foreground first").
+  MarkCopyConnection(copy.socket, options_.tcp);
   copy.socket_tracked = active_.Add(&copy.socket);
   if (!copy.socket_tracked) return absl::UnavailableError("data mover shut down");
   const wire::RangeRequest request{r.target_segment, r.target_offset, r.size_bytes};

@@ -1,0 +1,70 @@
+#include "runtime/transport/foreground_traffic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "runtime/transport/wire.h"
+
+namespace heatsink::runtime {
+
+ForegroundTraffic::Scope ForegroundTraffic::Enter() {
+  std::unique_lock<std::mutex> lock(mu_);
+  in_progress_.fetch_add(1);
+  return Scope(this);
+}
+
+void ForegroundTraffic::Leave() {
+  bool idle = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle = in_progress_.fetch_sub(1) == 1;
+  }
+  if (idle) idle_cv_.notify_all();
+}
+
+bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms) {
+  // The unlocked look keeps the common case (no foreground) lock-free.
+  if (max_wait_ms <= 0 || in_progress_.load() == 0) return false;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (in_progress_.load() == 0) return false;
+  yields_.fetch_add(1);
+  const bool idle = idle_cv_.wait_for(lock, std::chrono::milliseconds(max_wait_ms),
+                                      [this] { return in_progress_.load() == 0; });
+  if (!idle) yields_timed_out_.fetch_add(1);
+  return true;
+}
+
+void MarkCopyConnection(const Socket& socket, const TcpTransportKnobs& knobs) {
+  if (knobs.copy_socket_priority == 0 && knobs.copy_dscp == 0) return;
+  const absl::Status marked = MarkBackground(socket, knobs.copy_socket_priority, knobs.copy_dscp);
+  if (marked.ok()) return;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::cerr << "heatsink: copy connections run unmarked (copy_socket_priority="
+              << knobs.copy_socket_priority << ", copy_dscp=" << knobs.copy_dscp
+              << "): " << marked.message() << "\n";
+  }
+}
+
+absl::Status SendCopyData(const Socket& socket, const uint8_t* data, uint64_t size,
+                          const TcpTransportKnobs& knobs) {
+  ForegroundTraffic* const foreground = knobs.foreground.get();
+  const uint64_t frame_max = std::min(knobs.chunk_bytes, knobs.copy_chunk_bytes);
+  uint64_t sent = 0;
+  while (sent < size) {
+    if (foreground != nullptr) foreground->YieldToForeground(knobs.copy_yield_max_ms);
+    const uint64_t chunk_end = std::min<uint64_t>(size, sent + knobs.copy_chunk_bytes);
+    while (sent < chunk_end) {
+      const uint32_t n = static_cast<uint32_t>(std::min(frame_max, chunk_end - sent));
+      uint8_t header[wire::kHeaderBytes];
+      wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
+      const absl::Status status = SendAll2(socket, header, sizeof(header), data + sent, n);
+      if (!status.ok()) return status;
+      sent += n;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace heatsink::runtime
