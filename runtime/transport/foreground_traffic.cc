@@ -1,7 +1,13 @@
 #include "runtime/transport/foreground_traffic.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "runtime/transport/wire.h"
@@ -19,20 +25,36 @@ void ForegroundTraffic::Leave() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     idle = in_progress_.fetch_sub(1) == 1;
+    if (idle) last_end_ = std::chrono::steady_clock::now();
   }
   if (idle) idle_cv_.notify_all();
 }
 
-bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms) {
+bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms, int64_t quiet_us) {
+  using SteadyTime = std::chrono::steady_clock::time_point;
   // The unlocked look keeps the common case (no foreground) lock-free.
-  if (max_wait_ms <= 0 || in_progress_.load() == 0) return false;
+  if (max_wait_ms <= 0 || (quiet_us <= 0 && in_progress_.load() == 0)) return false;
   std::unique_lock<std::mutex> lock(mu_);
-  if (in_progress_.load() == 0) return false;
+  // When the foreground counts as idle: never while a transfer is in
+  // progress, else quiet_us after the last one ended.
+  auto idle_at = [&]() -> SteadyTime {
+    if (in_progress_.load() > 0) return SteadyTime::max();
+    return last_end_ + std::chrono::microseconds(std::max<int64_t>(quiet_us, 0));
+  };
+  SteadyTime now = std::chrono::steady_clock::now();
+  if (idle_at() <= now) return false;
   yields_.fetch_add(1);
-  const bool idle = idle_cv_.wait_for(lock, std::chrono::milliseconds(max_wait_ms),
-                                      [this] { return in_progress_.load() == 0; });
-  if (!idle) yields_timed_out_.fetch_add(1);
-  return true;
+  const SteadyTime deadline = now + std::chrono::milliseconds(max_wait_ms);
+  while (true) {
+    const SteadyTime idle = idle_at();
+    now = std::chrono::steady_clock::now();
+    if (idle <= now) return true;
+    if (now >= deadline) {
+      yields_timed_out_.fetch_add(1);
+      return true;
+    }
+    idle_cv_.wait_until(lock, std::min(idle, deadline));
+  }
 }
 
 void MarkCopyConnection(const Socket& socket, const TcpTransportKnobs& knobs) {
@@ -47,13 +69,30 @@ void MarkCopyConnection(const Socket& socket, const TcpTransportKnobs& knobs) {
   }
 }
 
+void NiceCopyThread(const TcpTransportKnobs& knobs) {
+  thread_local bool niced = false;
+  if (niced || knobs.copy_thread_nice == 0) return;
+  niced = true;
+  // On Linux the nice value is per thread: PRIO_PROCESS with a thread id.
+  const id_t tid = static_cast<id_t>(::syscall(SYS_gettid));
+  if (::setpriority(PRIO_PROCESS, tid, knobs.copy_thread_nice) == 0) return;
+  const int err = errno;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::cerr << "heatsink: copy threads keep their priority (copy_thread_nice="
+              << knobs.copy_thread_nice << "): " << std::strerror(err) << "\n";
+  }
+}
+
 absl::Status SendCopyData(const Socket& socket, const uint8_t* data, uint64_t size,
                           const TcpTransportKnobs& knobs) {
   ForegroundTraffic* const foreground = knobs.foreground.get();
   const uint64_t frame_max = std::min(knobs.chunk_bytes, knobs.copy_chunk_bytes);
   uint64_t sent = 0;
   while (sent < size) {
-    if (foreground != nullptr) foreground->YieldToForeground(knobs.copy_yield_max_ms);
+    if (foreground != nullptr) {
+      foreground->YieldToForeground(knobs.copy_yield_max_ms, knobs.copy_yield_quiet_us);
+    }
     const uint64_t chunk_end = std::min<uint64_t>(size, sent + knobs.copy_chunk_bytes);
     while (sent < chunk_end) {
       const uint32_t n = static_cast<uint32_t>(std::min(frame_max, chunk_end - sent));

@@ -7,8 +7,10 @@
 // YieldToForeground() before each copy chunk, so a chunk of a copy waits
 // while foreground reads are in progress. The wait is bounded per chunk
 // (TcpTransportKnobs::copy_yield_max_ms), so a steady foreground load slows
-// copies down but can never starve them. Foreground transfers never wait
-// for background ones.
+// copies down but can never starve them. A transfer that ended less than
+// copy_yield_quiet_us ago still counts, so a stream of short reads keeps
+// copies waiting rather than letting them run in its gaps. Foreground
+// transfers never wait for background ones.
 //
 // One object per store, shared by its TCP data server and its mover
 // (TcpTransportKnobs::foreground); a server or mover without one has no
@@ -30,6 +32,7 @@
 #define HEATSINK_RUNTIME_TRANSPORT_FOREGROUND_TRAFFIC_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -64,11 +67,13 @@ class ForegroundTraffic {
 
   [[nodiscard]] Scope Enter();
 
-  // Returns at once when no foreground transfer is in progress; otherwise
-  // waits until none is or `max_wait_ms` passed (<= 0: never waits).
-  // Returns true when it waited. Counts yields and yields cut short by the
-  // bound.
-  bool YieldToForeground(int64_t max_wait_ms);
+  // Returns at once when no foreground transfer is in progress and none
+  // ended in the last `quiet_us`; otherwise waits until that holds or
+  // `max_wait_ms` passed (<= 0: never waits). Returns true when it waited.
+  // Counts yields and yields cut short by the bound. `quiet_us` > 0 treats
+  // a steady stream of short reads as the load it is, not as the gaps
+  // between its reads.
+  bool YieldToForeground(int64_t max_wait_ms, int64_t quiet_us = 0);
 
   int64_t in_progress() const { return in_progress_.load(); }
   // Copy chunks that found foreground in progress and waited.
@@ -82,6 +87,7 @@ class ForegroundTraffic {
 
   std::mutex mu_;  // pairs with idle_cv_; in_progress_ changes under it
   std::condition_variable idle_cv_;
+  std::chrono::steady_clock::time_point last_end_;  // guarded by mu_
   std::atomic<int64_t> in_progress_{0};
   std::atomic<uint64_t> yields_{0};
   std::atomic<uint64_t> yields_timed_out_{0};
@@ -92,6 +98,11 @@ class ForegroundTraffic {
 // A failure is not fatal: the copy runs unmarked, and the first failure of
 // the process is written to stderr once.
 void MarkCopyConnection(const Socket& socket, const TcpTransportKnobs& knobs);
+
+// Gives the calling thread (a copy thread) the nice value
+// knobs.copy_thread_nice, once per thread (nothing for 0). A failure is
+// written to stderr once per process.
+void NiceCopyThread(const TcpTransportKnobs& knobs);
 
 // Sends `size` bytes of a copy as DATA frames (wire.h) of at most
 // min(chunk_bytes, copy_chunk_bytes), yielding to knobs.foreground (when

@@ -84,6 +84,7 @@ void TcpDataMover::StartCopy(const CopyRange& range,
 }
 
 absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
+  NiceCopyThread(knobs_);
   if (!accepting_.load()) return absl::UnavailableError("data mover shut down");
   HS_ASSIGN_OR_RETURN(SegmentRegion source,
                       local_->Region(range.source_segment, range.source_offset, range.size_bytes));

@@ -23,8 +23,10 @@
 // can put foreground packets first; a failure of setsockopt is logged once
 // and the copy runs unmarked. The bytes go in copy_chunk_bytes pieces, and
 // before each piece the copy waits, at most copy_yield_max_ms, while the
-// store's data server is serving foreground reads (knobs.foreground, shared
-// with the server). A ReadRemote under a copy lease marks its connection
+// store's data server is serving foreground reads or served one less than
+// copy_yield_quiet_us ago (knobs.foreground, shared with the server). Copy
+// threads run at nice copy_thread_nice. A ReadRemote under a copy lease
+// marks its connection
 // the same way.
 //
 // Each copy (and each ReadRemote) uses its own short-lived connection: a

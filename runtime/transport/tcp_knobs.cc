@@ -24,6 +24,10 @@ absl::Status TcpTransportKnobs::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("copy_yield_max_ms ", copy_yield_max_ms, " must not be negative"));
   }
+  if (copy_yield_quiet_us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_yield_quiet_us ", copy_yield_quiet_us, " must not be negative"));
+  }
   if (copy_socket_priority < 0 || copy_socket_priority > 6) {
     return absl::InvalidArgumentError(
         absl::StrCat("copy_socket_priority ", copy_socket_priority, " out of range [0, 6]"));
@@ -31,6 +35,10 @@ absl::Status TcpTransportKnobs::Validate() const {
   if (copy_dscp < 0 || copy_dscp > 63) {
     return absl::InvalidArgumentError(
         absl::StrCat("copy_dscp ", copy_dscp, " out of range [0, 63]"));
+  }
+  if (copy_thread_nice < 0 || copy_thread_nice > 19) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_thread_nice ", copy_thread_nice, " out of range [0, 19]"));
   }
   if (connect_timeout_ms < 0 || io_timeout_ms < 0) {
     return absl::InvalidArgumentError("timeouts must not be negative");
@@ -80,10 +88,15 @@ const KnobRegistry<TcpTransportKnobs>& TcpTransportKnobs::Registry() {
         .Field("copy_yield_max_ms",
                "longest a copy chunk waits for foreground reads (0 = never waits)",
                [](K& k) -> int64_t& { return k.copy_yield_max_ms; })
+        .Field("copy_yield_quiet_us",
+               "time after the last foreground read that still counts as busy",
+               [](K& k) -> int64_t& { return k.copy_yield_quiet_us; })
         .Field("copy_socket_priority", "SO_PRIORITY of copy connections (0..6)",
                [](K& k) -> int& { return k.copy_socket_priority; })
         .Field("copy_dscp", "DSCP of copy connections (0..63; 8 = CS1)",
                [](K& k) -> int& { return k.copy_dscp; })
+        .Field("copy_thread_nice", "nice value of the TCP mover's copy threads (0..19)",
+               [](K& k) -> int& { return k.copy_thread_nice; })
         .Field("io_timeout_ms", "timeout of each blocking send or receive (0 = none)",
                [](K& k) -> int64_t& { return k.io_timeout_ms; });
     return r;

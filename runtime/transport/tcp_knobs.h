@@ -49,6 +49,14 @@ struct TcpTransportKnobs {
   // Longest one copy chunk waits for the store's foreground reads to end
   // (0 = copies never wait). Bounded so copies slow down but never starve.
   int64_t copy_yield_max_ms = 5;
+  // How long after the store's last foreground read ended the foreground
+  // still counts as busy (0 = only while a read is in progress). Under a
+  // steady stream of short reads, 0 lets copies run in the gaps between
+  // reads (measured no better than unpaced copies); the quiet time makes
+  // them wait out the stream, up to copy_yield_max_ms per chunk: under a
+  // foreground that never pauses a copy still moves copy_chunk_bytes per
+  // copy_yield_max_ms (about 50 MiB/s per copy at the defaults).
+  int64_t copy_yield_quiet_us = 1000;
   // SO_PRIORITY of copy connections: the qdisc band on the way out (0..6,
   // the range an unprivileged process may set; foreground connections keep
   // the default 0).
@@ -59,6 +67,11 @@ struct TcpTransportKnobs {
   // With copy_socket_priority = 0 and copy_dscp = 0 copy connections are
   // not marked at all.
   int copy_dscp = 8;
+  // Nice value the TCP mover's copy threads take on their first copy (0..19;
+  // 0 leaves them alone): the CPU share of background sends when the host
+  // is busy. Threads cannot raise it back without privilege, so only the
+  // mover's own copy threads take it.
+  int copy_thread_nice = 10;
 
   // TLS (tls_stream.h); not knobs: the processes set them from their PEM
   // flags. A data server with `tls_server` accepts only TLS connections and

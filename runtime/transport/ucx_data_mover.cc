@@ -144,7 +144,8 @@ void UcxDataMover::Bootstrap(std::unique_ptr<Copy> copy) {
   // Paced copies wait for the store's foreground reads before each piece,
   // here on a copy thread: the progress thread never waits.
   if (PieceBytes() < copy->range.size_bytes) {
-    options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms);
+    options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms,
+                                               options_.tcp.copy_yield_quiet_us);
   }
   worker_->Post([this, copy = std::move(copy)](bool live) mutable {
     Transfer(std::move(copy), live);
@@ -232,7 +233,8 @@ void UcxDataMover::RequestDone(Copy* copy, ucs_status_t status) {
     // The next piece, after the store's foreground reads (bounded wait, on
     // a copy thread).
     pool_.Post([this, owned = std::move(owned)]() mutable {
-      options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms);
+      options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms,
+                                                 options_.tcp.copy_yield_quiet_us);
       worker_->Post(
           [this, copy = std::move(owned)](bool live) mutable { Transfer(std::move(copy), live); });
     });

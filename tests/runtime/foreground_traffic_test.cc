@@ -14,10 +14,13 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -152,6 +155,34 @@ TEST(ForegroundTraffic, YieldIsBoundedUnderEndlessForeground) {
   EXPECT_EQ(traffic.yields_timed_out(), 1u);
 }
 
+TEST(ForegroundTraffic, AQuietTimeKeepsAStreamOfShortReadsBusy) {
+  ForegroundTraffic traffic;
+  { ForegroundTraffic::Scope read = traffic.Enter(); }
+  // Without a quiet time the gap after a read is idle; with one it is not.
+  EXPECT_FALSE(traffic.YieldToForeground(10000, 0));
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(traffic.YieldToForeground(10000, 50'000));
+  const absl::Duration waited = absl::Now() - start;
+  EXPECT_GE(waited, absl::Milliseconds(40));
+  EXPECT_LT(waited, absl::Seconds(5));
+  EXPECT_EQ(traffic.yields_timed_out(), 0u);
+  // Long after the last read: idle at once.
+  EXPECT_FALSE(traffic.YieldToForeground(10000, 50'000));
+  // A stream that never pauses for the quiet time: the bound ends the wait.
+  std::atomic<bool> stop{false};
+  std::thread stream([&] {
+    while (!stop.load()) {
+      ForegroundTraffic::Scope read = traffic.Enter();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(traffic.YieldToForeground(30, 50'000));
+  stop.store(true);
+  stream.join();
+  EXPECT_EQ(traffic.yields_timed_out(), 1u);
+}
+
 TEST(ForegroundTraffic, KnobsRejectBadValuesByName) {
   TcpTransportKnobs knobs;
   knobs.copy_chunk_bytes = 0;
@@ -159,6 +190,12 @@ TEST(ForegroundTraffic, KnobsRejectBadValuesByName) {
   knobs = TcpTransportKnobs();
   knobs.copy_yield_max_ms = -1;
   EXPECT_TRUE(absl::StrContains(knobs.Validate().message(), "copy_yield_max_ms"));
+  knobs = TcpTransportKnobs();
+  knobs.copy_yield_quiet_us = -1;
+  EXPECT_TRUE(absl::StrContains(knobs.Validate().message(), "copy_yield_quiet_us"));
+  knobs = TcpTransportKnobs();
+  knobs.copy_thread_nice = 20;
+  EXPECT_TRUE(absl::StrContains(knobs.Validate().message(), "copy_thread_nice"));
   knobs = TcpTransportKnobs();
   knobs.copy_socket_priority = 7;
   EXPECT_TRUE(absl::StrContains(knobs.Validate().message(), "copy_socket_priority"));
@@ -383,6 +420,22 @@ TEST_F(CopyPacingTest, TheBoundedWaitLetsACopyFinishUnderEndlessForeground) {
   EXPECT_EQ(Checksum(memory_b_, kTarget, 0, size), Checksum(memory_a_, kSource, 0, size));
   EXPECT_EQ(foreground().yields(), 16u);
   EXPECT_EQ(foreground().yields_timed_out(), 16u);
+}
+
+TEST_F(CopyPacingTest, CopyThreadsRunNiced) {
+  int nice = -100;
+  CopyResult copy;
+  mover_a_->StartCopy(CopyRange{kSource, 0, kTarget, 0, 4096},
+                      [&, done = copy.Callback()](absl::Status status) mutable {
+                        // `done` runs on the copy thread that ran the copy.
+                        errno = 0;
+                        nice =
+                            ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+                        std::move(done)(std::move(status));
+                      });
+  ASSERT_TRUE(copy.Wait().ok());
+  EXPECT_EQ(nice, knobs_.copy_thread_nice);
+  EXPECT_EQ(nice, 10);
 }
 
 TEST_F(CopyPacingTest, ForegroundReadsNeverWaitForCopies) {
