@@ -7,7 +7,8 @@
 // serving a foreground read (a real READ whose reader does not drain it)
 // defers its chunks until the read ends, and under a foreground that never
 // ends the bounded wait still lets the copy finish byte-exact; copy frames
-// stay within copy_chunk_bytes; the knobs reject bad values by name.
+// stay within copy_chunk_bytes; copy threads run niced; a mark that fails is
+// logged once and is not fatal; the knobs reject bad values by name.
 #include "runtime/transport/foreground_traffic.h"
 
 #include <arpa/inet.h>
@@ -181,6 +182,19 @@ TEST(ForegroundTraffic, AQuietTimeKeepsAStreamOfShortReadsBusy) {
   stop.store(true);
   stream.join();
   EXPECT_EQ(traffic.yields_timed_out(), 1u);
+}
+
+TEST(ForegroundTraffic, AFailedMarkIsLoggedOnceAndNotFatal) {
+  Socket closed;  // no descriptor: every setsockopt fails
+  EXPECT_EQ(MarkBackground(closed, 1, 8).code(), absl::StatusCode::kUnavailable);
+  ::testing::internal::CaptureStderr();
+  MarkCopyConnection(closed, TcpTransportKnobs());
+  MarkCopyConnection(closed, TcpTransportKnobs());
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::StrContains(logged, "copy connections run unmarked")) << logged;
+  EXPECT_EQ(logged.find("copy connections run unmarked"),
+            logged.rfind("copy connections run unmarked"))
+      << "logged more than once: " << logged;
 }
 
 TEST(ForegroundTraffic, KnobsRejectBadValuesByName) {

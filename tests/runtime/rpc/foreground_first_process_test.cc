@@ -16,7 +16,10 @@
 //
 // HEATSINK_FOREGROUND_TEST_STORE_SETS (space-separated name=value) adds
 // --set flags to both stores, to compare by hand, e.g.
-// "copy_yield_max_ms=0 copy_socket_priority=0 copy_dscp=0" for unpaced copies.
+// "copy_yield_max_ms=0 copy_socket_priority=0 copy_dscp=0 copy_thread_nice=0"
+// for unpaced copies; HEATSINK_FOREGROUND_TEST_NICE_B=1 starts store B under
+// `nice -n 19` (on one host B's receiving competes with A's readers for the
+// same cores, which a real target on another host does not).
 #include <signal.h>
 
 #include <algorithm>
