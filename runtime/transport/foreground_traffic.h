@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -87,7 +88,8 @@ class ForegroundTraffic {
 
   std::mutex mu_;  // pairs with idle_cv_; in_progress_ changes under it
   std::condition_variable idle_cv_;
-  std::chrono::steady_clock::time_point last_end_;  // guarded by mu_
+  // When the last foreground transfer ended (the epoch before the first).
+  std::chrono::steady_clock::time_point last_end_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> in_progress_{0};
   std::atomic<uint64_t> yields_{0};
   std::atomic<uint64_t> yields_timed_out_{0};
