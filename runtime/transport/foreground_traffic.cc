@@ -32,7 +32,7 @@ void ForegroundTraffic::Leave() {
 
 bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms, int64_t quiet_us) {
   using SteadyTime = std::chrono::steady_clock::time_point;
-  // The unlocked look keeps the common case (no foreground) lock-free.
+  // Without a quiet time, the unlocked look keeps the idle case lock-free.
   if (max_wait_ms <= 0 || (quiet_us <= 0 && in_progress_.load() == 0)) return false;
   std::unique_lock<std::mutex> lock(mu_);
   // When the foreground counts as idle: never while a transfer is in
