@@ -400,6 +400,10 @@ int main(int argc, char** argv) {
   options.segments = segments;
   options.segment_bytes = segment_mib << 20;
   options.tcp = tcp;
+  // One count of foreground reads for the TCP endpoint, the gRPC store
+  // service and the mover's copies (docs/runtime.md, "Foreground first").
+  options.tcp.foreground = std::make_shared<runtime::ForegroundTraffic>();
+  data_service.foreground = options.tcp.foreground;
   options.data_mover =
       data_mover == "ucx" ? runtime::StoreDataMover::kUcx : runtime::StoreDataMover::kTcp;
   options.ucx_put_chunk_bytes = ucx_put_chunk_mib << 20;

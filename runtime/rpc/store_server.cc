@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,12 @@ class StoreServer::Service final : public v1::Store::Service {
       HS_RETURN_IF_ERROR(AllowRead(*ctx, *req));
       HS_ASSIGN_OR_RETURN(SegmentRegion region, segments_->Region(SegmentId(req->segment_id()),
                                                                   req->offset(), req->length()));
+      // A client's read is foreground: the store's copies hold back while
+      // it streams. (A read under a copy lease is a copy's pull.)
+      std::optional<ForegroundTraffic::Scope> foreground;
+      if (options_.foreground != nullptr && req->copy_lease_id() == 0) {
+        foreground.emplace(options_.foreground->Enter());
+      }
       uint64_t sent = 0;
       v1::DataChunk chunk;
       while (sent < req->length()) {

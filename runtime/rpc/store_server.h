@@ -37,8 +37,9 @@
 #include "runtime/memory/segment_memory.h"
 #include "runtime/rpc/rpc_options.h"
 #include "runtime/rpc/server_tls_reloader.h"
-#include "runtime/transport/read_gate.h"
 #include "runtime/store/store_node.h"
+#include "runtime/transport/foreground_traffic.h"
+#include "runtime/transport/read_gate.h"
 
 namespace grpc {
 class Server;
@@ -50,6 +51,11 @@ struct StoreServiceOptions {
   // Largest data piece of one ReadObject or WriteObject message. Must leave
   // room for the message's other fields below RpcOptions::message_bytes_max.
   uint64_t data_chunk_bytes = uint64_t{1} << 20;
+  // The store's foreground traffic (runtime/transport/foreground_traffic.h),
+  // shared with its TCP data endpoint and mover: a ReadObject without a
+  // copy lease counts in it while it streams, so the store's copies yield
+  // to it. Null: reads here are not counted.
+  std::shared_ptr<ForegroundTraffic> foreground = nullptr;
 
   [[nodiscard]] absl::Status Validate(const RpcOptions& rpc) const;
 };

@@ -7,6 +7,7 @@
 #include "runtime/env/notification.h"
 #include "runtime/numa/mempolicy.h"
 #include "runtime/numa/numa_segment_allocator.h"
+#include "runtime/transport/foreground_traffic.h"
 
 namespace heatsink::runtime {
 
@@ -113,23 +114,27 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     node->memory_.set_score_keeper(head_pool);
     HS_RETURN_IF_ERROR(head_pool->Start());
   }
+  // Foreground first: the data server counts the store's foreground reads
+  // and the mover's copies yield to them, so both share one tracker.
+  TcpTransportKnobs tcp = options.tcp;
+  if (tcp.foreground == nullptr) tcp.foreground = std::make_shared<ForegroundTraffic>();
   if (options.data_mover == StoreDataMover::kUcx) {
     // The UCX worker first: the data endpoint grants peers remote writes
     // through it.
-    HS_ASSIGN_OR_RETURN(node->ucx_mover_,
-                        UcxDataMover::Create(&node->memory_, resolver,
-                                             UcxMoverOptions{options.ucx, options.tcp,
-                                                             options.ucx_put_chunk_bytes}));
+    HS_ASSIGN_OR_RETURN(
+        node->ucx_mover_,
+        UcxDataMover::Create(&node->memory_, resolver,
+                             UcxMoverOptions{options.ucx, tcp, options.ucx_put_chunk_bytes}));
     node->mover_ = node->ucx_mover_.get();
   }
-  HS_ASSIGN_OR_RETURN(node->server_,
-                      TcpDataServer::Start(&node->memory_, options.tcp, node->ucx_mover_.get(),
-                                           options.read_gate));
+  HS_ASSIGN_OR_RETURN(
+      node->server_,
+      TcpDataServer::Start(&node->memory_, tcp, node->ucx_mover_.get(), options.read_gate));
   if (data_service) {
     HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
   }
   if (node->mover_ == nullptr) {
-    node->tcp_mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, options.tcp);
+    node->tcp_mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, tcp);
     node->mover_ = node->tcp_mover_.get();
   }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tcp_data_mover.h"
 #include "runtime/transport/ucx_data_mover.h"
 
@@ -47,9 +48,15 @@ void DataPlane::Shutdown() {
   if (auto* ucx = dynamic_cast<UcxDataMover*>(mover_.get())) ucx->Shutdown();
 }
 
-absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const DataPlaneOptions& options,
+absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const DataPlaneOptions& plane_options,
                                                          SegmentMemory* local,
                                                          EndpointResolver* resolver) {
+  // The server's foreground reads and the mover's copies share one tracker
+  // (foreground_traffic.h).
+  DataPlaneOptions options = plane_options;
+  if (options.tcp.foreground == nullptr) {
+    options.tcp.foreground = std::make_shared<ForegroundTraffic>();
+  }
   HS_ASSIGN_OR_RETURN(TransportKind kind, ParseTransport(options.transport));
   HS_RETURN_IF_ERROR(options.tcp.Validate());
   if (kind == TransportKind::kTcp) {

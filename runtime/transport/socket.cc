@@ -161,6 +161,27 @@ absl::StatusOr<Socket> ConnectTcp(absl::string_view endpoint, int64_t timeout_ms
   return s;
 }
 
+absl::Status MarkBackground(const Socket& socket, int priority, int dscp) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    return ErrnoUnavailable("getsockname", errno);
+  }
+  const int tos = dscp << 2;  // the low two bits are ECN's
+  if (local.ss_family == AF_INET6) {
+    if (setsockopt(socket.fd(), IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)) != 0) {
+      return ErrnoUnavailable(absl::StrCat("setsockopt IPV6_TCLASS ", tos), errno);
+    }
+  } else if (setsockopt(socket.fd(), IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) != 0) {
+    return ErrnoUnavailable(absl::StrCat("setsockopt IP_TOS ", tos), errno);
+  }
+  // After IP_TOS, which on Linux also sets the priority from the TOS bits.
+  if (setsockopt(socket.fd(), SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)) != 0) {
+    return ErrnoUnavailable(absl::StrCat("setsockopt SO_PRIORITY ", priority), errno);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SendAll(const Socket& socket, const void* data, size_t size) {
   if (socket.secure() != nullptr) return socket.secure()->Send(data, size);
   const char* p = static_cast<const char*>(data);

@@ -91,6 +91,14 @@ struct HostPort {
                                                 int64_t io_timeout_ms);
 [[nodiscard]] absl::Status ConfigureStream(const Socket& socket, int64_t io_timeout_ms);
 
+// Marks a connected socket as background traffic: SO_PRIORITY `priority`
+// (the qdisc band its packets leave in) and DSCP `dscp` (IP_TOS, or
+// IPV6_TCLASS on an IPv6 socket; the TOS byte is dscp << 2). UNAVAILABLE
+// naming the option that failed (EPERM for priorities above 6 without
+// CAP_NET_ADMIN); options set before the failure stay set. The DSCP goes
+// first: on Linux setting IP_TOS also overwrites the socket's priority.
+[[nodiscard]] absl::Status MarkBackground(const Socket& socket, int priority, int dscp);
+
 // Sends/receives exactly `size` bytes. A closed peer, a reset or a timeout is
 // UNAVAILABLE. Never raises SIGPIPE.
 [[nodiscard]] absl::Status SendAll(const Socket& socket, const void* data, size_t size);

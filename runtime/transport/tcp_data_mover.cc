@@ -7,8 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
-#include "runtime/transport/wire.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tls_stream.h"
+#include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
 namespace {
@@ -83,11 +84,15 @@ void TcpDataMover::StartCopy(const CopyRange& range,
 }
 
 absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
+  NiceCopyThread(knobs_);
   if (!accepting_.load()) return absl::UnavailableError("data mover shut down");
   HS_ASSIGN_OR_RETURN(SegmentRegion source,
                       local_->Region(range.source_segment, range.source_offset, range.size_bytes));
   HS_ASSIGN_OR_RETURN(std::string endpoint, resolver_->Resolve(range.target_segment));
   HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs_));
+  // Background from here on: the marks apply to every later packet, the
+  // copy's bytes included (the connect and TLS handshake go unmarked).
+  MarkCopyConnection(socket, knobs_);
   ActiveGuard guard(&active_, &socket);
   if (!guard.added()) return absl::UnavailableError("data mover shut down");
 
@@ -102,15 +107,9 @@ absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
   // (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED) is returned as it came.
   HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));
 
-  uint64_t sent = 0;
-  while (sent < range.size_bytes) {
-    const uint32_t n =
-        static_cast<uint32_t>(std::min<uint64_t>(knobs_.chunk_bytes, range.size_bytes - sent));
-    uint8_t header[wire::kHeaderBytes];
-    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
-    HS_RETURN_IF_ERROR(SendAll2(socket, header, sizeof(header), source.data + sent, n));
-    sent += n;
-  }
+  // Background traffic: paced by the store's foreground reads, one
+  // copy_chunk_bytes at a time.
+  HS_RETURN_IF_ERROR(SendCopyData(socket, source.data, range.size_bytes, knobs_));
   uint64_t landed = 0;
   absl::Status acked = wire::RecvStatus(socket, &landed);
   if (!acked.ok()) {
@@ -141,6 +140,8 @@ absl::Status ReadRemoteInto(absl::string_view endpoint, SegmentId segment, uint6
                                                      knobs.read_bytes_max));
   }
   HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs));
+  // A read under a copy lease is a copy's pull: background on this side too.
+  if (copy_lease.valid()) MarkCopyConnection(socket, knobs);
   const wire::RangeRequest request{segment, offset, out.size()};
   HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kRead,
                                      wire::EncodeReadRange(request, copy_lease)));

@@ -16,6 +16,19 @@
 // scores, nothing without one), and the target raises the chunks the copy
 // landed in to them before it acknowledges (wire.h).
 //
+// Foreground first (docs/runtime.md): copies are background traffic. Each
+// copy connection is marked with SO_PRIORITY copy_socket_priority (default
+// 1; foreground connections keep 0) and DSCP copy_dscp (default 8, CS1, via
+// IP_TOS or IPV6_TCLASS), so the host's queueing discipline and the network
+// can put foreground packets first; a failure of setsockopt is logged once
+// and the copy runs unmarked. The bytes go in copy_chunk_bytes pieces, and
+// before each piece the copy waits, at most copy_yield_max_ms, while the
+// store's data server is serving foreground reads or served one less than
+// copy_yield_quiet_us ago (knobs.foreground, shared with the server). Copy
+// threads run at nice copy_thread_nice. A ReadRemote under a copy lease
+// marks its connection
+// the same way.
+//
 // Each copy (and each ReadRemote) uses its own short-lived connection: a
 // loopback or LAN connect costs far less than moving an object, and it keeps
 // a broken transfer from poisoning the next one.

@@ -6,9 +6,20 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tls_stream.h"
 
 namespace heatsink::runtime {
+namespace {
+
+// The server always counts its foreground reads; without a tracker shared
+// with the store's mover, only its own copy READs yield to them.
+TcpTransportKnobs WithForeground(TcpTransportKnobs knobs) {
+  if (knobs.foreground == nullptr) knobs.foreground = std::make_shared<ForegroundTraffic>();
+  return knobs;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(
     SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma,
@@ -23,10 +34,9 @@ absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(
 }
 
 TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs,
-                             RmaGrantProvider* rma, ReadGate* read_gate, Socket listener,
-                             int port)
+                             RmaGrantProvider* rma, ReadGate* read_gate, Socket listener, int port)
     : segments_(segments),
-      knobs_(knobs),
+      knobs_(WithForeground(knobs)),
       rma_(rma),
       read_gate_(read_gate),
       listener_(std::move(listener)),
@@ -216,15 +226,27 @@ bool TcpDataServer::HandleRead(const Socket& socket, const wire::ReadRange& read
   absl::StatusOr<SegmentRegion> region =
       segments_->Region(request.segment, request.offset, request.size);
   if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();
-  if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
-  uint64_t sent = 0;
-  while (sent < request.size) {
-    const uint32_t n = static_cast<uint32_t>(
-        std::min<uint64_t>(knobs_.chunk_bytes, request.size - sent));
-    uint8_t header[wire::kHeaderBytes];
-    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
-    if (!SendAll2(socket, header, sizeof(header), region->data + sent, n).ok()) return false;
-    sent += n;
+  const bool copy = read.copy_lease.valid();
+  if (copy) {
+    // A copy's pull: background, marked and paced like the mover's pushes.
+    MarkCopyConnection(socket, knobs_);
+    if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
+    if (!SendCopyData(socket, region->data, request.size, knobs_).ok()) return false;
+    copy_reads_completed_.fetch_add(1);
+  } else {
+    // Foreground: counted in progress until its last byte is sent, so the
+    // store's copies hold their next chunk meanwhile. Never waits itself.
+    ForegroundTraffic::Scope foreground = knobs_.foreground->Enter();
+    if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
+    uint64_t sent = 0;
+    while (sent < request.size) {
+      const uint32_t n =
+          static_cast<uint32_t>(std::min<uint64_t>(knobs_.chunk_bytes, request.size - sent));
+      uint8_t header[wire::kHeaderBytes];
+      wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, n}, header);
+      if (!SendAll2(socket, header, sizeof(header), region->data + sent, n).ok()) return false;
+      sent += n;
+    }
   }
   reads_completed_.fetch_add(1);
   segments_->NoteRead(request.segment, request.offset, request.size);

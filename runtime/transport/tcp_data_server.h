@@ -19,6 +19,15 @@
 // byte of the range is sent, it is counted (reads_refused) and the
 // connection stays open for the next request.
 //
+// Foreground first (docs/runtime.md): a READ without a copy lease is
+// foreground; it is counted in knobs.foreground while its bytes go out and
+// never waits for anything else. A READ under a copy lease is background:
+// its connection is marked low priority (copy_socket_priority, copy_dscp;
+// a failure of setsockopt is logged once and the read goes on unmarked)
+// and its bytes go in copy_chunk_bytes pieces, each waiting at most
+// copy_yield_max_ms while foreground reads are in progress. The frames on
+// the wire are the same as for any READ.
+//
 // Shutdown() closes the listener, breaks every connection (peers see the
 // connection drop mid-transfer) and joins every thread; the destructor calls
 // it. Thread-safe.
@@ -42,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/memory/segment_memory.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/read_gate.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -82,6 +92,11 @@ class TcpDataServer {
   uint64_t writes_completed() const { return writes_completed_.load(); }
   uint64_t bytes_written() const { return bytes_written_.load(); }
   uint64_t reads_completed() const { return reads_completed_.load(); }
+  // Of those, READs under a copy lease (background).
+  uint64_t copy_reads_completed() const { return copy_reads_completed_.load(); }
+  // The foreground traffic this server counts its reads in (the knobs' one,
+  // or its own when the knobs had none).
+  ForegroundTraffic& foreground() const { return *knobs_.foreground; }
   // READs the ReadGate refused.
   uint64_t reads_refused() const { return reads_refused_.load(); }
   uint64_t rma_grants() const { return rma_grants_.load(); }
@@ -130,6 +145,7 @@ class TcpDataServer {
   std::atomic<uint64_t> writes_completed_{0};
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> reads_completed_{0};
+  std::atomic<uint64_t> copy_reads_completed_{0};
   std::atomic<uint64_t> reads_refused_{0};
   std::atomic<uint64_t> rma_grants_{0};
   std::atomic<uint64_t> connections_rejected_{0};

@@ -19,6 +19,27 @@ absl::Status TcpTransportKnobs::Validate() const {
   }
   if (copy_threads < 1) return absl::InvalidArgumentError("copy_threads must be positive");
   if (read_bytes_max == 0) return absl::InvalidArgumentError("read_bytes_max must be positive");
+  if (copy_chunk_bytes == 0) return absl::InvalidArgumentError("copy_chunk_bytes must be positive");
+  if (copy_yield_max_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_yield_max_ms ", copy_yield_max_ms, " must not be negative"));
+  }
+  if (copy_yield_quiet_us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_yield_quiet_us ", copy_yield_quiet_us, " must not be negative"));
+  }
+  if (copy_socket_priority < 0 || copy_socket_priority > 6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_socket_priority ", copy_socket_priority, " out of range [0, 6]"));
+  }
+  if (copy_dscp < 0 || copy_dscp > 63) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_dscp ", copy_dscp, " out of range [0, 63]"));
+  }
+  if (copy_thread_nice < 0 || copy_thread_nice > 19) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy_thread_nice ", copy_thread_nice, " out of range [0, 19]"));
+  }
   if (connect_timeout_ms < 0 || io_timeout_ms < 0) {
     return absl::InvalidArgumentError("timeouts must not be negative");
   }
@@ -33,6 +54,7 @@ TcpTransportKnobs TcpTransportKnobs::TestMin() {
   k.copies_in_flight_max = 4;
   k.copy_threads = 2;
   k.read_bytes_max = 1u << 20;
+  k.copy_chunk_bytes = 8192;
   k.connect_timeout_ms = 2000;
   k.io_timeout_ms = 5000;
   return k;
@@ -55,11 +77,26 @@ const KnobRegistry<TcpTransportKnobs>& TcpTransportKnobs::Registry() {
                [](K& k) -> size_t& { return k.connections_max; })
         .Field("copies_in_flight_max", "copies queued or running per mover",
                [](K& k) -> size_t& { return k.copies_in_flight_max; })
-        .Field("copy_threads", "threads running copies", [](K& k) -> int& { return k.copy_threads; })
+        .Field("copy_threads", "threads running copies",
+               [](K& k) -> int& { return k.copy_threads; })
         .Field("read_bytes_max", "largest remote read",
                [](K& k) -> uint64_t& { return k.read_bytes_max; })
         .Field("connect_timeout_ms", "TCP connect timeout",
                [](K& k) -> int64_t& { return k.connect_timeout_ms; })
+        .Field("copy_chunk_bytes", "bytes of a copy sent between yields to foreground reads",
+               [](K& k) -> uint32_t& { return k.copy_chunk_bytes; })
+        .Field("copy_yield_max_ms",
+               "longest a copy chunk waits for foreground reads (0 = never waits)",
+               [](K& k) -> int64_t& { return k.copy_yield_max_ms; })
+        .Field("copy_yield_quiet_us",
+               "time after the last foreground read that still counts as busy",
+               [](K& k) -> int64_t& { return k.copy_yield_quiet_us; })
+        .Field("copy_socket_priority", "SO_PRIORITY of copy connections (0..6)",
+               [](K& k) -> int& { return k.copy_socket_priority; })
+        .Field("copy_dscp", "DSCP of copy connections (0..63; 8 = CS1)",
+               [](K& k) -> int& { return k.copy_dscp; })
+        .Field("copy_thread_nice", "nice value of the TCP mover's copy threads (0..19)",
+               [](K& k) -> int& { return k.copy_thread_nice; })
         .Field("io_timeout_ms", "timeout of each blocking send or receive (0 = none)",
                [](K& k) -> int64_t& { return k.io_timeout_ms; });
     return r;

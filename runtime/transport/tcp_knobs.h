@@ -16,6 +16,7 @@
 
 namespace heatsink::runtime {
 
+class ForegroundTraffic;
 class TlsContext;
 
 struct TcpTransportKnobs {
@@ -39,12 +40,50 @@ struct TcpTransportKnobs {
   // Every blocking send/receive gives up after this long (0 = never).
   int64_t io_timeout_ms = 30000;
 
+  // Background traffic (docs/runtime.md, "Foreground first"): the replica
+  // copies a store's TCP mover pushes out and the READs it serves under a
+  // copy lease. Bytes of one copy sent between two yields to the store's
+  // foreground reads; each DATA frame of a copy is at most
+  // min(chunk_bytes, copy_chunk_bytes).
+  uint32_t copy_chunk_bytes = 256u << 10;
+  // Longest one copy chunk waits for the store's foreground reads to end
+  // (0 = copies never wait). Bounded so copies slow down but never starve.
+  int64_t copy_yield_max_ms = 5;
+  // How long after the store's last foreground read ended the foreground
+  // still counts as busy (0 = only while a read is in progress). Under a
+  // steady stream of short reads, 0 lets copies run in the gaps between
+  // reads (measured no better than unpaced copies); the quiet time makes
+  // them wait out the stream, up to copy_yield_max_ms per chunk: under a
+  // foreground that never pauses a copy still moves copy_chunk_bytes per
+  // copy_yield_max_ms (about 50 MiB/s per copy at the defaults).
+  int64_t copy_yield_quiet_us = 1000;
+  // SO_PRIORITY of copy connections: the qdisc band on the way out (0..6,
+  // the range an unprivileged process may set; foreground connections keep
+  // the default 0).
+  int copy_socket_priority = 1;
+  // DSCP of copy connections (IP_TOS, or IPV6_TCLASS on IPv6; 0..63): 8 is
+  // CS1, the class switches and routers commonly treat as "lower effort"
+  // (RFC 4594's low-priority data; RFC 8622's LE is 1). Foreground keeps 0.
+  // With copy_socket_priority = 0 and copy_dscp = 0 copy connections are
+  // not marked at all.
+  int copy_dscp = 8;
+  // Nice value the TCP mover's copy threads take on their first copy (0..19;
+  // 0 leaves them alone): the CPU share of background sends when the host
+  // is busy. Threads cannot raise it back without privilege, so only the
+  // mover's own copy threads take it.
+  int copy_thread_nice = 10;
+
   // TLS (tls_stream.h); not knobs: the processes set them from their PEM
   // flags. A data server with `tls_server` accepts only TLS connections and
   // advertises "tls://host:port"; clients secure "tls://" endpoints with
   // `tls_client`.
   std::shared_ptr<const TlsContext> tls_server;
   std::shared_ptr<const TlsContext> tls_client;
+  // The store's foreground traffic (foreground_traffic.h); not a knob: the
+  // store shares one between its data server and its mover (StoreNode and
+  // MakeDataPlane create it when it is null). A data server without one
+  // makes its own; a mover without one never yields.
+  std::shared_ptr<ForegroundTraffic> foreground;
 
   [[nodiscard]] absl::Status Validate() const;
   static TcpTransportKnobs TestMin();

@@ -1,6 +1,7 @@
 #include "runtime/transport/ucx_data_mover.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -8,8 +9,9 @@
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "runtime/env/notification.h"
-#include "runtime/transport/wire.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tls_stream.h"
+#include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
 
@@ -28,8 +30,18 @@ struct UcxDataMover::Copy {
   // Transfer stage, progress thread only.
   ucp_rkey_h rkey = nullptr;
   int outstanding = 0;
+  // Bytes whose puts have been issued (and, between pieces, flushed).
+  uint64_t transferred = 0;
   absl::Status transfer_status;
 };
+
+uint64_t UcxDataMover::PieceBytes() const {
+  const TcpTransportKnobs& tcp = options_.tcp;
+  if (tcp.foreground == nullptr || tcp.copy_yield_max_ms <= 0) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return tcp.copy_chunk_bytes;
+}
 
 absl::Status UcxMoverOptions::Validate() const {
   HS_RETURN_IF_ERROR(ucx.Validate());
@@ -91,6 +103,9 @@ absl::Status UcxDataMover::BootstrapStatus(Copy& copy) {
   copy.scores = local_->CopyScores(r.source_segment, r.source_offset, r.size_bytes);
   HS_ASSIGN_OR_RETURN(copy.endpoint, resolver_->Resolve(r.target_segment));
   HS_ASSIGN_OR_RETURN(copy.socket, ConnectDataEndpoint(copy.endpoint, options_.tcp));
+  // Only the bootstrap and commit travel here; UCX's own connections carry
+  // the bytes and are not marked (docs/runtime.md, "Foreground first").
+  MarkCopyConnection(copy.socket, options_.tcp);
   copy.socket_tracked = active_.Add(&copy.socket);
   if (!copy.socket_tracked) return absl::UnavailableError("data mover shut down");
   const wire::RangeRequest request{r.target_segment, r.target_offset, r.size_bytes};
@@ -126,6 +141,12 @@ void UcxDataMover::Bootstrap(std::unique_ptr<Copy> copy) {
     Commit(std::move(copy));
     return;
   }
+  // Paced copies wait for the store's foreground reads before each piece,
+  // here on a copy thread: the progress thread never waits.
+  if (PieceBytes() < copy->range.size_bytes) {
+    options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms,
+                                               options_.tcp.copy_yield_quiet_us);
+  }
   worker_->Post([this, copy = std::move(copy)](bool live) mutable {
     Transfer(std::move(copy), live);
   });
@@ -148,6 +169,8 @@ void UcxDataMover::Transfer(std::unique_ptr<Copy> copy, bool live) {
   if (!registration.ok()) return fail(registration.status());
   absl::StatusOr<ucp_ep_h> ep = worker_->Endpoint(copy->grant.worker_address);
   if (!ep.ok()) return fail(ep.status());
+  // Unpacked for each piece and destroyed when it completes, so no key
+  // outlives an endpoint closed between two pieces.
   ucs_status_t st = ucp_ep_rkey_unpack(*ep, copy->grant.remote_key.data(), &copy->rkey);
   if (st != UCS_OK) return fail(UcsToStatus(st, "ucp_ep_rkey_unpack"));
 
@@ -162,8 +185,9 @@ void UcxDataMover::Transfer(std::unique_ptr<Copy> copy, bool live) {
   // every request has been issued.
   raw->outstanding = 1;
   const uint64_t size = raw->range.size_bytes;
-  for (uint64_t off = 0; off < size && raw->transfer_status.ok();) {
-    const uint64_t n = std::min(options_.put_chunk_bytes, size - off);
+  const uint64_t end = raw->transferred + std::min(PieceBytes(), size - raw->transferred);
+  for (uint64_t off = raw->transferred; off < end && raw->transfer_status.ok();) {
+    const uint64_t n = std::min(options_.put_chunk_bytes, end - off);
     ucs_status_ptr_t request = ucp_put_nbx(*ep, raw->source.data + off, n,
                                            raw->grant.remote_address + off, raw->rkey, &params);
     if (UCS_PTR_IS_ERR(request)) {
@@ -173,6 +197,7 @@ void UcxDataMover::Transfer(std::unique_ptr<Copy> copy, bool live) {
     }
     off += n;
   }
+  raw->transferred = end;
   if (raw->transfer_status.ok()) {
     ucp_request_param_t flush_params{};
     flush_params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -203,6 +228,17 @@ void UcxDataMover::RequestDone(Copy* copy, ucs_status_t status) {
   if (owned->rkey != nullptr) {
     ucp_rkey_destroy(owned->rkey);
     owned->rkey = nullptr;
+  }
+  if (owned->transfer_status.ok() && owned->transferred < owned->range.size_bytes) {
+    // The next piece, after the store's foreground reads (bounded wait, on
+    // a copy thread).
+    pool_.Post([this, owned = std::move(owned)]() mutable {
+      options_.tcp.foreground->YieldToForeground(options_.tcp.copy_yield_max_ms,
+                                                 options_.tcp.copy_yield_quiet_us);
+      worker_->Post(
+          [this, copy = std::move(owned)](bool live) mutable { Transfer(std::move(copy), live); });
+    });
+    return;
   }
   pool_.Post([this, owned = std::move(owned)]() mutable { Commit(std::move(owned)); });
 }

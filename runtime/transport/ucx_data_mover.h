@@ -12,11 +12,21 @@
 //   2. transfer (the UCX progress thread): endpoint to the target worker
 //      (cached, peer error handling), unpack the key, ucp_put_nbx in
 //      put_chunk_bytes pieces, then ucp_ep_flush_nbx (remote completion);
+//      paced (below): one copy_chunk_bytes piece at a time, each flushed;
 //   3. commit (a copy thread): RMA_COMMIT on the bootstrap connection; the
 //      target's answer is the acknowledgement. `done` gets OK only then.
 // Score inheritance: the RMA_COMMIT carries the source's decayed scores of
 // the range (SegmentMemory::CopyScores, taken at bootstrap), and the target
 // raises the chunks the copy landed in to them before it answers (wire.h).
+// Foreground first (docs/runtime.md): with options.tcp.foreground (the
+// store's foreground traffic, shared with its data server) and
+// copy_yield_max_ms > 0, the transfer goes in copy_chunk_bytes pieces; before
+// each piece a copy thread waits, at most copy_yield_max_ms, while the store
+// serves foreground reads, and the piece's puts and flush complete before
+// the next piece starts (a flush per piece: the price of interleaving).
+// Without a tracker every put is in flight at once, as before. The bootstrap
+// connection is marked like the TCP mover's copy connections; UCX's own
+// connections, which carry the bytes, are not.
 // Errors: as TcpDataMover (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED, and
 // UNAVAILABLE for every transport failure: refused bootstrap, endpoint error,
 // failed put or flush, broken commit, shutdown).
@@ -66,7 +76,7 @@ struct UcxMoverOptions {
   // Bootstrap connections, copy threads, copies_in_flight_max and timeouts.
   TcpTransportKnobs tcp;
   // Size of each ucp_put_nbx of a copy; all pieces are in flight at once and
-  // one flush completes them.
+  // one flush completes them (unless the copy is paced: tcp.foreground).
   uint64_t put_chunk_bytes = uint64_t{8} << 20;
 
   [[nodiscard]] absl::Status Validate() const;
@@ -107,7 +117,11 @@ class UcxDataMover final : public DataMover, public RmaGrantProvider {
 
   void Bootstrap(std::unique_ptr<Copy> copy);
   absl::Status BootstrapStatus(Copy& copy);
+  // Issues the puts of the copy's next piece and a flush.
   void Transfer(std::unique_ptr<Copy> copy, bool live);
+  // Bytes of one piece: copy_chunk_bytes when the store has foreground
+  // traffic to yield to, otherwise the whole copy.
+  uint64_t PieceBytes() const;
   static void OnRequestDone(void* request, ucs_status_t status, void* user_data);
   void RequestDone(Copy* copy, ucs_status_t status);
   void Commit(std::unique_ptr<Copy> copy);

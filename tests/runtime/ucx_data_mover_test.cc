@@ -5,7 +5,9 @@
 // concurrent copies; bad ranges are OUT_OF_RANGE and unknown segments
 // NOT_FOUND; a target torn down after granting a write fails the copy with
 // UNAVAILABLE; a restarted target is reached again; Shutdown fails blocked
-// copies. Also the transport factory: MakeDataPlane for "tcp" and "ucx", and
+// copies; a paced copy (a foreground tracker shared with its store's data
+// server) waits piece by piece for foreground reads, bounded per piece. Also
+// the transport factory: MakeDataPlane for "tcp" and "ucx", and
 // an unknown name rejected.
 #include "runtime/transport/ucx_data_mover.h"
 
@@ -15,11 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/data_plane.h"
 #include "runtime/transport/endpoint_resolver.h"
+#include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/tcp_data_server.h"
 #include "tests/runtime/transport_test_util.h"
 
@@ -225,6 +230,50 @@ TEST_F(UcxMoverTest, ShutdownFailsABlockedCopy) {
   a_->mover->Shutdown();
   ASSERT_TRUE(blocked.finished());
   EXPECT_EQ(blocked.Wait().code(), absl::StatusCode::kUnavailable);
+}
+
+// Store A again, its mover and data server sharing a foreground tracker
+// (as StoreNode wires them), its copies paced in 64 KiB pieces.
+std::shared_ptr<ForegroundTraffic> RestartPacedSource(StaticEndpointResolver& resolver,
+                                                      std::unique_ptr<UcxStore>& a,
+                                                      int64_t yield_max_ms) {
+  UcxMoverOptions options = SmallPutOptions();
+  options.tcp.foreground = std::make_shared<ForegroundTraffic>();
+  options.tcp.copy_chunk_bytes = 64 << 10;
+  options.tcp.copy_yield_max_ms = yield_max_ms;
+  a.reset();
+  a = std::make_unique<UcxStore>(&resolver, options);
+  EXPECT_NE(a->server, nullptr);
+  EXPECT_TRUE(a->memory.Create(kSource, kSegmentBytes).ok());
+  FillSegment(a->memory, kSource, 3);
+  EXPECT_TRUE(resolver.Set(kSource, a->server->endpoint()).ok());
+  return options.tcp.foreground;
+}
+
+TEST_F(UcxMoverTest, APacedCopyWaitsForTheStoresForegroundReads) {
+  std::shared_ptr<ForegroundTraffic> foreground = RestartPacedSource(resolver_, a_, 60000);
+  auto reading = std::make_unique<ForegroundTraffic::Scope>(foreground->Enter());
+  CopyResult copy;
+  a_->mover->StartCopy(CopyRange{kSource, 0, kTarget, 0, 1 << 20}, copy.Callback());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (foreground->yields() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+  ASSERT_EQ(foreground->yields(), 1u);
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(copy.finished()) << "the copy ran past a foreground read in progress";
+  reading.reset();
+  ASSERT_TRUE(copy.Wait().ok());
+  EXPECT_EQ(Checksum(b_->memory, kTarget, 0, 1 << 20), Checksum(a_->memory, kSource, 0, 1 << 20));
+  EXPECT_EQ(foreground->yields_timed_out(), 0u);
+}
+
+TEST_F(UcxMoverTest, APacedCopyFinishesUnderEndlessForeground) {
+  std::shared_ptr<ForegroundTraffic> foreground = RestartPacedSource(resolver_, a_, 5);
+  ForegroundTraffic::Scope endless = foreground->Enter();
+  const uint64_t size = (1 << 20) + 1;  // 17 pieces of 64 KiB, each after a 5 ms wait
+  ASSERT_TRUE(CopyAndWait(*a_->mover, CopyRange{kSource, 3, kTarget, 5, size}).ok());
+  EXPECT_EQ(Checksum(b_->memory, kTarget, 5, size), Checksum(a_->memory, kSource, 3, size));
+  EXPECT_EQ(foreground->yields(), 17u);
+  EXPECT_EQ(foreground->yields_timed_out(), 17u);
 }
 
 TEST(DataPlane, FactoryBuildsEitherTransport) {

@@ -64,11 +64,12 @@ class ProcessesTest : public ::testing::Test {
                                       const std::vector<std::string>& extra_args = {}) {
     const fs::path endpoint_file = dir_ / (tag + ".endpoint");
     fs::remove(endpoint_file);
-    std::vector<std::string> argv = {
-        std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--master", master_address_,
-        "--client-id", absl::StrCat(id), "--host", host, "--segment-mib", store_segment_mib_,
-        "--heartbeat-interval-ms", "200", "--fetch-interval-ms", "20",
-        "--endpoint-file", endpoint_file.string()};
+    std::vector<std::string> argv = store_command_prefix_;
+    argv.insert(argv.end(),
+                {std::string(HEATSINK_TOOLS_DIR) + "/heatsink-store", "--master", master_address_,
+                 "--client-id", absl::StrCat(id), "--host", host, "--segment-mib",
+                 store_segment_mib_, "--heartbeat-interval-ms", "200", "--fetch-interval-ms", "20",
+                 "--endpoint-file", endpoint_file.string()});
     if (!domain_flag.empty()) {
       argv.push_back("--domain");
       argv.push_back(domain_flag);
@@ -131,6 +132,8 @@ class ProcessesTest : public ::testing::Test {
   fs::path dir_;
   int masters_ = 0;
   std::string store_segment_mib_ = "16";
+  // Run before heatsink-store's own path (e.g. {"/usr/bin/nice", "-n", "19"}).
+  std::vector<std::string> store_command_prefix_;
   std::string master_address_;
   std::string metrics_address_;
 };
