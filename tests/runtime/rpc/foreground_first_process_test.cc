@@ -137,16 +137,9 @@ TEST_F(ProcessesTest, ForegroundReadsKeepTheirTailWhileTheirStoreIsACopySource) 
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-    return segments.ok() && segments->size() == 2;
-  }));
-  absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-  ASSERT_TRUE(segments.ok());
-  SegmentId segment_a, segment_b;
-  for (const SegmentView& s : *segments) {
-    (s.location.owner == ClientId(1) ? segment_a : segment_b) = s.location.id;
-  }
+  const std::pair<SegmentId, SegmentId> segments = SegmentsOfStores1And2(**rpc);
+  const SegmentId segment_a = segments.first;
+  const SegmentId segment_b = segments.second;
   ASSERT_TRUE(segment_a.valid() && segment_b.valid());
 
   // The objects, all on A.

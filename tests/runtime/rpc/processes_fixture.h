@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -121,6 +122,22 @@ class ProcessesTest : public ::testing::Test {
 
   void CopyOverUcxAndReadInDomainB(const std::vector<std::string>& store_b_flags,
                                    const std::vector<std::string>& store_a_flags = {});
+  // Waits until the master lists `count` segments and returns them as
+  // (store 1's, store 2's) by owner: ClientId(1) first, any other second.
+  // Invalid ids when they did not show up in time.
+  std::pair<SegmentId, SegmentId> SegmentsOfStores1And2(GrpcMasterClient& rpc, size_t count = 2) {
+    EXPECT_TRUE(WaitFor([&] {
+      absl::StatusOr<std::vector<SegmentView>> segments = rpc.ListSegments();
+      return segments.ok() && segments->size() == count;
+    }));
+    std::pair<SegmentId, SegmentId> out;
+    absl::StatusOr<std::vector<SegmentView>> segments = rpc.ListSegments();
+    if (!segments.ok()) return out;
+    for (const SegmentView& s : *segments) {
+      (s.location.owner == ClientId(1) ? out.first : out.second) = s.location.id;
+    }
+    return out;
+  }
   // Any log line of `file` contains `text`.
   bool LogSays(const std::string& file, const std::string& text) {
     for (const std::string& line : ReadLines(dir_ / file)) {

@@ -193,16 +193,9 @@ void test::ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::str
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
       GrpcMasterClient::Connect(master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-    return segments.ok() && segments->size() == 2;
-  }));
-  absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
-  ASSERT_TRUE(segments.ok());
-  SegmentId segment_a, segment_b;
-  for (const SegmentView& v : *segments) {
-    (v.location.owner == ClientId(1) ? segment_a : segment_b) = v.location.id;
-  }
+  const std::pair<SegmentId, SegmentId> segments = SegmentsOfStores1And2(**rpc);
+  const SegmentId segment_a = segments.first;
+  const SegmentId segment_b = segments.second;
   HeatsinkClient writer(rpc->get(), WriterInDomainA(segment_a));
   const std::string bytes = Pattern(11, (3 << 20) + 17);
   ASSERT_TRUE(writer.Put("hot", bytes).ok());
