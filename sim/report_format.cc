@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/base/check.h"
+#include "core/replication/decision.h"
 #include "nlohmann/json.hpp"
 
 namespace heatsink::sim {
@@ -61,6 +62,18 @@ std::string FormatNsAsSeconds(TimeNs ns, int decimals) {
 
 std::string FormatNsAsMs(TimeNs ns, int decimals) {
   return FormatScaledInteger(ns, kNsPerMs, 6, decimals);
+}
+
+std::string ReadLineHead(int64_t t_ns, absl::string_view tenant, absl::string_view key,
+                         absl::string_view requester_domain) {
+  std::string line = absl::StrCat("{\"t_ns\":", t_ns, ",\"tenant\":");
+  AppendJsonString(&line, tenant);
+  line += ",\"key\":";
+  AppendJsonString(&line, key);
+  line += ",\"requester_domain\":";
+  AppendJsonString(&line, requester_domain);
+  line += ",\"client\":";
+  return line;
 }
 
 std::string FormatBytesIec(uint64_t bytes) {

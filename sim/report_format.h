@@ -39,6 +39,13 @@ std::string FormatNsAsMs(TimeNs ns, int decimals = 3);
 // Bytes in binary units with two decimals: "512 B", "1.50 KiB", "3.25 GiB".
 std::string FormatBytesIec(uint64_t bytes);
 
+// The fields every reads.jsonl line starts with (docs/outputs.md), written
+// the same way by the simulator and the replay:
+// {"t_ns":T,"tenant":"..","key":"..","requester_domain":"..","client":
+// (the caller appends the client's value, its own fields and the brace).
+std::string ReadLineHead(int64_t t_ns, absl::string_view tenant, absl::string_view key,
+                         absl::string_view requester_domain);
+
 // Time column resolution: the fewest of 3, 6 or 9 decimals of a second that
 // represent every given nanosecond timestamp exactly.
 int SecondsDecimalsFor(const std::vector<TimeNs>& times_ns);

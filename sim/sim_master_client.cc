@@ -91,9 +91,7 @@ void SimMasterClient::Call(Run run, Done done) {
                                   done = std::move(done)]() mutable {
     // A master that is down, or a connection its crash broke: refused.
     const bool refused = !endpoint_->up() || endpoint_->incarnation() != sent_to;
-    Result result = refused ? Result(absl::UnavailableError(absl::StrCat(
-                                  kMasterDownReason, ": the master is down or restarted")))
-                            : run();
+    Result result = refused ? Result(MasterDownError("the master is down or restarted")) : run();
     if (refused) ++stats_->master_down;
     const uint64_t answered_by = endpoint_->incarnation();
     const std::optional<DurationNs> back = MessageDelay(master_host_, caller_host_);
@@ -107,8 +105,7 @@ void SimMasterClient::Call(Run run, Done done) {
         // The master crashed after answering: its answer is lost with the
         // connection.
         ++stats_->master_down;
-        result = Result(absl::UnavailableError(
-            absl::StrCat(kMasterDownReason, ": the master crashed before its answer arrived")));
+        result = Result(MasterDownError("the master crashed before its answer arrived"));
       }
       std::move(done)(std::move(result));
     });

@@ -43,6 +43,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/env/rng.h"
 #include "core/master/dynamic_copy_calls.h"
@@ -77,6 +78,10 @@ struct ControlStats {
 // The prefix of the UNAVAILABLE message of a call the master could not
 // answer because it was down or crashed meanwhile.
 inline constexpr absl::string_view kMasterDownReason = "master_down";
+// UNAVAILABLE "master_down: <why>".
+inline absl::Status MasterDownError(absl::string_view why) {
+  return absl::UnavailableError(absl::StrCat(kMasterDownReason, ": ", why));
+}
 
 // Which master the simulated control plane reaches: the live incarnation's
 // MasterService and dynamic copy calls, or none while the master is down.

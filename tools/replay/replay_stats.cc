@@ -10,6 +10,7 @@
 #include "core/replication/decision.h"
 #include "nlohmann/json.hpp"
 #include "sim/decision_log.h"
+#include "sim/report_format.h"
 #include "tools/replay/replay_run.h"
 
 namespace heatsink::replay {
@@ -82,13 +83,7 @@ void ReplayRecorder::RecordLag(int64_t lag_ns) {
 }
 
 void ReplayRecorder::RecordRead(const ReadSample& s) {
-  std::string line = absl::StrCat("{\"t_ns\":", s.t_ns, ",\"tenant\":");
-  AppendJsonString(&line, s.tenant);
-  line += ",\"key\":";
-  AppendJsonString(&line, s.key);
-  line += ",\"requester_domain\":";
-  AppendJsonString(&line, s.requester_domain);
-  line += ",\"client\":";
+  std::string line = sim::ReadLineHead(s.t_ns, s.tenant, s.key, s.requester_domain);
   AppendJsonString(&line, s.client);
   line += ",\"host\":";
   AppendJsonString(&line, plan_.hosts[static_cast<size_t>(s.host_index)]);
