@@ -404,6 +404,8 @@ int main(int argc, char** argv) {
   // service and the mover's copies (docs/runtime.md, "Foreground first").
   options.tcp.foreground = std::make_shared<runtime::ForegroundTraffic>();
   data_service.foreground = options.tcp.foreground;
+  data_service.copy_yield_max_ms = options.tcp.copy_yield_max_ms;
+  data_service.copy_yield_quiet_us = options.tcp.copy_yield_quiet_us;
   options.data_mover =
       data_mover == "ucx" ? runtime::StoreDataMover::kUcx : runtime::StoreDataMover::kTcp;
   options.ucx_put_chunk_bytes = ucx_put_chunk_mib << 20;

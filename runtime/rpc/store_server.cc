@@ -62,14 +62,21 @@ class StoreServer::Service final : public v1::Store::Service {
                                                                   req->offset(), req->length()));
       // A client's read is foreground: the store's copies hold back while
       // it streams. (A read under a copy lease is a copy's pull.)
+      // A copy's pull waits for the store's foreground before each message
+      // (bounded; gRPC's threads are shared, so they are never niced).
+      const bool copy = req->copy_lease_id() != 0;
       std::optional<ForegroundTraffic::Scope> foreground;
-      if (options_.foreground != nullptr && req->copy_lease_id() == 0) {
+      if (options_.foreground != nullptr && !copy) {
         foreground.emplace(options_.foreground->Enter());
       }
       uint64_t sent = 0;
       v1::DataChunk chunk;
       while (sent < req->length()) {
         if (ctx->IsCancelled()) return absl::CancelledError("read cancelled by the client");
+        if (copy && options_.foreground != nullptr) {
+          options_.foreground->YieldToForeground(options_.copy_yield_max_ms,
+                                                 options_.copy_yield_quiet_us);
+        }
         const uint64_t n = std::min<uint64_t>(options_.data_chunk_bytes, req->length() - sent);
         chunk.set_offset(req->offset() + sent);
         chunk.set_data(reinterpret_cast<const char*>(region.data + sent), n);
@@ -94,6 +101,10 @@ class StoreServer::Service final : public v1::Store::Service {
       const uint64_t offset = chunk.offset();
       const uint64_t length = chunk.length();
       HS_ASSIGN_OR_RETURN(SegmentRegion region, segments_->Region(segment, offset, length));
+      // A client's put is foreground: the store's copies hold back while it
+      // lands.
+      std::optional<ForegroundTraffic::Scope> foreground;
+      if (options_.foreground != nullptr) foreground.emplace(options_.foreground->Enter());
       uint64_t landed = 0;
       while (true) {
         if (landed > 0 || !chunk.data().empty()) {

@@ -53,9 +53,17 @@ struct StoreServiceOptions {
   uint64_t data_chunk_bytes = uint64_t{1} << 20;
   // The store's foreground traffic (runtime/transport/foreground_traffic.h),
   // shared with its TCP data endpoint and mover: a ReadObject without a
-  // copy lease counts in it while it streams, so the store's copies yield
-  // to it. Null: reads here are not counted.
+  // copy lease counts in it while it streams, and a WriteObject (a put)
+  // while it lands, so the store's copies yield to them. Null: nothing here
+  // is counted.
   std::shared_ptr<ForegroundTraffic> foreground = nullptr;
+  // A ReadObject under a copy lease (a copy's pull) is background: before
+  // each message it waits, at most copy_yield_max_ms, while `foreground`
+  // has transfers in progress or had one less than copy_yield_quiet_us ago
+  // (the TCP data endpoint's knobs of the same names; heatsink-store passes
+  // its own).
+  int64_t copy_yield_max_ms = TcpTransportKnobs{}.copy_yield_max_ms;
+  int64_t copy_yield_quiet_us = TcpTransportKnobs{}.copy_yield_quiet_us;
 
   [[nodiscard]] absl::Status Validate(const RpcOptions& rpc) const;
 };

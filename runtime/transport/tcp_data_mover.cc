@@ -101,8 +101,8 @@ absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
   // applies them once every byte has landed.
   const std::vector<ScorePiece> scores =
       local_->CopyScores(range.source_segment, range.source_offset, range.size_bytes);
-  HS_RETURN_IF_ERROR(
-      wire::SendFrame(socket, wire::FrameType::kWrite, wire::EncodeScoredRange(request, scores)));
+  HS_RETURN_IF_ERROR(wire::SendFrame(socket, wire::FrameType::kCopyWrite,
+                                     wire::EncodeScoredRange(request, scores)));
   // The target validates the range before any byte is sent; its rejection
   // (NOT_FOUND, OUT_OF_RANGE, RESOURCE_EXHAUSTED) is returned as it came.
   HS_RETURN_IF_ERROR(wire::RecvStatus(socket, nullptr));

@@ -1,6 +1,7 @@
 #include "runtime/transport/tcp_data_server.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -138,9 +139,9 @@ void TcpDataServer::Serve(uint64_t id, Socket* socket) {
       continue;
     }
     absl::StatusOr<wire::ScoredRange> scored = wire::DecodeScoredRange(frame->second);
-    if (scored.ok() && !scored->scores.empty() && frame->first != wire::FrameType::kWrite &&
+    if (scored.ok() && !scored->scores.empty() && frame->first != wire::FrameType::kCopyWrite &&
         frame->first != wire::FrameType::kRmaCommit) {
-      scored = absl::InvalidArgumentError("only WRITE and RMA_COMMIT carry scores");
+      scored = absl::InvalidArgumentError("only COPY_WRITE and RMA_COMMIT carry scores");
     }
     if (!scored.ok()) {
       (void)wire::SendStatus(*socket, scored.status(), 0);
@@ -150,7 +151,10 @@ void TcpDataServer::Serve(uint64_t id, Socket* socket) {
     bool keep = false;
     switch (frame->first) {
       case wire::FrameType::kWrite:
-        keep = HandleWrite(*socket, request, scored->scores);
+        keep = HandleWrite(*socket, request, scored->scores, /*copy=*/false);
+        break;
+      case wire::FrameType::kCopyWrite:
+        keep = HandleWrite(*socket, request, scored->scores, /*copy=*/true);
         break;
       case wire::FrameType::kRmaWrite:
         keep = HandleRmaWrite(*socket, request);
@@ -187,13 +191,31 @@ void TcpDataServer::InheritScores(const wire::RangeRequest& request,
 }
 
 bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& request,
-                                absl::Span<const ScorePiece> scores) {
+                                absl::Span<const ScorePiece> scores, bool copy) {
   absl::StatusOr<SegmentRegion> region =
       segments_->Region(request.segment, request.offset, request.size);
   if (!region.ok()) return wire::SendStatus(socket, region.status(), 0).ok();
+  // A client's put is foreground: the store's copies hold their next chunk
+  // while it lands. A copy coming in is background on this store too: its
+  // connection thread runs niced (it serves only this connection), and it
+  // reads each copy_chunk_bytes only once the store's foreground transfers
+  // let it (bounded by copy_yield_max_ms); meanwhile TCP's flow control
+  // holds the sender back.
+  std::optional<ForegroundTraffic::Scope> foreground;
+  if (copy) {
+    MarkCopyConnection(socket, knobs_);
+    NiceCopyThread(knobs_);
+  } else {
+    foreground.emplace(knobs_.foreground->Enter());
+  }
   if (!wire::SendStatus(socket, absl::OkStatus(), request.size).ok()) return false;
   uint64_t landed = 0;
+  uint64_t next_yield = 0;
   while (landed < request.size) {
+    if (copy && landed >= next_yield) {
+      knobs_.foreground->YieldToForeground(knobs_.copy_yield_max_ms, knobs_.copy_yield_quiet_us);
+      next_yield = landed + knobs_.copy_chunk_bytes;
+    }
     absl::StatusOr<wire::FrameHeader> header = wire::RecvHeader(socket, knobs_.frame_bytes_max);
     if (!header.ok() || header->type != wire::FrameType::kData ||
         header->payload_bytes > request.size - landed) {
@@ -204,6 +226,7 @@ bool TcpDataServer::HandleWrite(const Socket& socket, const wire::RangeRequest& 
   }
   bytes_written_.fetch_add(landed);
   writes_completed_.fetch_add(1);
+  if (copy) copy_writes_completed_.fetch_add(1);
   InheritScores(request, scores);
   return wire::SendStatus(socket, absl::OkStatus(), landed).ok();
 }

@@ -1,15 +1,16 @@
 // File: runtime/transport/tcp_data_server.h
 //
 // A store's data endpoint: a TCP listener that serves the store's segments
-// over the framed protocol of wire.h. Remote TCP movers WRITE into its
-// segments, readers READ from them, and UCX movers ask it for RMA grants
-// (remote key and worker address of a segment) through an RmaGrantProvider.
+// over the framed protocol of wire.h. Clients WRITE (put) into its
+// segments, remote TCP movers COPY_WRITE into them, readers READ from them,
+// and UCX movers ask it for RMA grants (remote key and worker address of a
+// segment) through an RmaGrantProvider.
 //
 // Threads: one accept thread plus one thread per connection (at most
 // connections_max; a connection above the limit is answered
-// RESOURCE_EXHAUSTED and closed). A WRITE lands every DATA frame directly in
+// RESOURCE_EXHAUSTED and closed). A (COPY_)WRITE lands every DATA frame directly in
 // the segment's memory and acknowledges only after the last byte is there.
-// Score inheritance: the scores a WRITE or RMA_COMMIT carries (wire.h) go to
+// Score inheritance: the scores a COPY_WRITE or RMA_COMMIT carries (wire.h) go to
 // the segments' SegmentScoreKeeper once the bytes are in place, before the
 // acknowledgement; a copy whose transfer breaks raises nothing.
 //
@@ -26,7 +27,13 @@
 // a failure of setsockopt is logged once and the read goes on unmarked)
 // and its bytes go in copy_chunk_bytes pieces, each waiting at most
 // copy_yield_max_ms while foreground reads are in progress. The frames on
-// the wire are the same as for any READ.
+// the wire are the same as for any READ. A client's WRITE (a put) is
+// foreground too, counted while its bytes land. A COPY_WRITE (a copy
+// coming in) is background on this store as well: its connection is
+// marked, its connection thread runs at nice copy_thread_nice for the rest
+// of the connection, and it takes each copy_chunk_bytes off the socket only
+// once this store's foreground transfers let it (at most copy_yield_max_ms
+// per chunk); TCP's flow control holds the sender meanwhile.
 //
 // Shutdown() closes the listener, breaks every connection (peers see the
 // connection drop mid-transfer) and joins every thread; the destructor calls
@@ -90,6 +97,8 @@ class TcpDataServer {
 
   // Counters for metrics and tests.
   uint64_t writes_completed() const { return writes_completed_.load(); }
+  // Of those, COPY_WRITEs (replica copies received).
+  uint64_t copy_writes_completed() const { return copy_writes_completed_.load(); }
   uint64_t bytes_written() const { return bytes_written_.load(); }
   uint64_t reads_completed() const { return reads_completed_.load(); }
   // Of those, READs under a copy lease (background).
@@ -117,8 +126,9 @@ class TcpDataServer {
   void AcceptLoop();
   void Serve(uint64_t id, Socket* socket);
   // Each returns false when the connection must close.
+  // `copy`: a COPY_WRITE (background), else a client's WRITE (foreground).
   bool HandleWrite(const Socket& socket, const wire::RangeRequest& request,
-                   absl::Span<const ScorePiece> scores);
+                   absl::Span<const ScorePiece> scores, bool copy);
   bool HandleRead(const Socket& socket, const wire::ReadRange& read);
   bool HandleRmaWrite(const Socket& socket, const wire::RangeRequest& request);
   void ReapFinished();
@@ -143,6 +153,7 @@ class TcpDataServer {
   std::mutex shutdown_mu_;  // serialises Shutdown callers
 
   std::atomic<uint64_t> writes_completed_{0};
+  std::atomic<uint64_t> copy_writes_completed_{0};
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> reads_completed_{0};
   std::atomic<uint64_t> copy_reads_completed_{0};

@@ -60,7 +60,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-bool KnownType(uint16_t t) { return t >= 1 && t <= 7; }
+bool KnownType(uint16_t t) { return t >= 1 && t <= 8; }
 
 }  // namespace
 

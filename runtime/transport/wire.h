@@ -12,6 +12,10 @@
 //   WRITE  {segment, offset, size}  -> STATUS (accept or reject);
 //          then DATA frames carrying exactly `size` bytes -> STATUS{value=size}
 //          once every byte is in the target segment.
+//   COPY_WRITE: a WRITE that carries a replica copy (the TCP mover's push)
+//          instead of a client's put; the same conversation. The target
+//          receives it as background traffic (docs/runtime.md, "Foreground
+//          first"), a WRITE as foreground.
 //   READ   {segment, offset, size}  -> STATUS (accept, value=size, or reject);
 //          then DATA frames carrying exactly `size` bytes.
 //   RMA_WRITE {segment, offset, size} -> RMA_GRANT {remote address, packed
@@ -25,7 +29,7 @@
 // master (docs/runtime.md, "Who may read a range"). A refused READ is
 // answered with a STATUS carrying PERMISSION_DENIED and no DATA.
 //
-// Score inheritance: a store's copy out may append to its WRITE or
+// Score inheritance: a store's copy out may append to its COPY_WRITE or
 // RMA_COMMIT range the scores its bytes have on the source store (count u32,
 // then per piece size u64 and score as an IEEE double's bits u64; 1 to
 // kCopyScorePiecesMax pieces whose sizes add up to the range's size, every
@@ -65,6 +69,7 @@ enum class FrameType : uint16_t {
   kData = 5,
   kStatus = 6,
   kRmaGrant = 7,
+  kCopyWrite = 8,
 };
 
 struct FrameHeader {

@@ -8,7 +8,11 @@
 // defers its chunks until the read ends, and under a foreground that never
 // ends the bounded wait still lets the copy finish byte-exact; copy frames
 // stay within copy_chunk_bytes; copy threads run niced; a mark that fails is
-// logged once and is not fatal; the knobs reject bad values by name.
+// logged once and is not fatal; the knobs reject bad values by name. A
+// client's put (WRITE) counts as foreground while its bytes land, so copies
+// wait for it; a copy coming in (COPY_WRITE) waits for the target's own
+// foreground and runs on a niced thread there; only a COPY_WRITE or an
+// RMA_COMMIT may carry scores.
 #include "runtime/transport/foreground_traffic.h"
 
 #include <arpa/inet.h>
@@ -247,7 +251,8 @@ class CopyPacingTest : public ::testing::Test {
     ASSERT_TRUE(server_a.ok()) << server_a.status();
     server_a_ = *std::move(server_a);
     TcpTransportKnobs b_knobs = knobs;
-    b_knobs.foreground = nullptr;  // store B's own
+    foreground_b_ = std::make_shared<ForegroundTraffic>();
+    b_knobs.foreground = foreground_b_;  // store B's own
     absl::StatusOr<std::unique_ptr<TcpDataServer>> server_b =
         TcpDataServer::Start(&memory_b_, b_knobs);
     ASSERT_TRUE(server_b.ok()) << server_b.status();
@@ -268,6 +273,7 @@ class CopyPacingTest : public ::testing::Test {
   ForegroundTraffic& foreground() { return *knobs_.foreground; }
 
   TcpTransportKnobs knobs_;
+  std::shared_ptr<ForegroundTraffic> foreground_b_;
   AlignedSegmentAllocator allocator_;
   SegmentMemory memory_a_{&allocator_, SegmentMemoryKnobs{}};
   SegmentMemory memory_b_{&allocator_, SegmentMemoryKnobs{}};
@@ -468,6 +474,105 @@ TEST_F(CopyPacingTest, ForegroundReadsNeverWaitForCopies) {
   EXPECT_FALSE(copy.finished());
   held.reset();
   ASSERT_TRUE(copy.Wait().ok());
+}
+
+// Threads of this process whose nice value is `nice` (/proc/self/task).
+int ThreadsAtNice(int nice) {
+  int count = 0;
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    errno = 0;
+    const int value = ::getpriority(PRIO_PROCESS, static_cast<id_t>(std::atoi(entry->d_name)));
+    if (errno == 0 && value == nice) ++count;
+  }
+  ::closedir(dir);
+  return count;
+}
+
+TEST_F(CopyPacingTest, APutIsForegroundWhileItsBytesLand) {
+  // A client's WRITE, sent by hand so that it stays half-way.
+  const uint64_t size = 64 << 10;
+  absl::StatusOr<Socket> socket = ConnectTcp(server_a_->endpoint(), 1000, 5000);
+  ASSERT_TRUE(socket.ok());
+  ASSERT_TRUE(
+      wire::SendFrame(*socket, wire::FrameType::kWrite, wire::EncodeRange({kSource, 0, size}))
+          .ok());
+  ASSERT_TRUE(wire::RecvStatus(*socket, nullptr).ok());
+  const std::string bytes(size, 'p');
+  auto send_half = [&](size_t from) {
+    uint8_t header[wire::kHeaderBytes];
+    wire::EncodeHeader(wire::FrameHeader{wire::FrameType::kData, size / 2}, header);
+    return SendAll2(*socket, header, sizeof(header),
+                    reinterpret_cast<const uint8_t*>(bytes.data()) + from, size / 2);
+  };
+  ASSERT_TRUE(send_half(0).ok());
+  ASSERT_TRUE(WaitUntil([&] { return foreground().in_progress() == 1; }));
+
+  // A copy out of the same store waits for the put.
+  CopyResult copy;
+  mover_a_->StartCopy(CopyRange{kSource, size, kTarget, 0, 4096}, copy.Callback());
+  ASSERT_TRUE(WaitUntil([&] { return foreground().yields() == 1; }));
+
+  ASSERT_TRUE(send_half(size / 2).ok());
+  uint64_t landed = 0;
+  ASSERT_TRUE(wire::RecvStatus(*socket, &landed).ok());
+  EXPECT_EQ(landed, size);
+  EXPECT_EQ(*memory_a_.Read(kSource, 0, size), bytes);
+  EXPECT_TRUE(WaitUntil([&] { return foreground().in_progress() == 0; }));
+  ASSERT_TRUE(copy.Wait().ok());
+  EXPECT_EQ(server_a_->writes_completed(), 1u);
+  EXPECT_EQ(server_a_->copy_writes_completed(), 0u);
+  EXPECT_EQ(server_b_->copy_writes_completed(), 1u);
+}
+
+TEST_F(CopyPacingTest, TheTargetTakesACopyInOnlyBehindItsOwnForeground) {
+  TcpTransportKnobs knobs = knobs_;
+  knobs.copy_yield_max_ms = 60000;  // only the end of B's foreground lets it in
+  Restart(knobs);
+  const int niced_before = ThreadsAtNice(knobs.copy_thread_nice);
+  auto held = std::make_unique<ForegroundTraffic::Scope>(foreground_b_->Enter());
+  const uint64_t size = 1 << 20;
+  CopyResult copy;
+  mover_a_->StartCopy(CopyRange{kSource, 0, kTarget, 0, size}, copy.Callback());
+  ASSERT_TRUE(WaitUntil([&] { return foreground_b_->yields() == 1; }));
+  // B's connection thread and A's copy thread, both niced.
+  EXPECT_EQ(ThreadsAtNice(knobs.copy_thread_nice) - niced_before, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(copy.finished()) << "the target took a copy in past its foreground";
+  EXPECT_EQ(server_b_->writes_completed(), 0u);
+  EXPECT_EQ(foreground().yields(), 0u) << "store A had no foreground to yield to";
+
+  held.reset();
+  ASSERT_TRUE(copy.Wait().ok());
+  EXPECT_EQ(Checksum(memory_b_, kTarget, 0, size), Checksum(memory_a_, kSource, 0, size));
+  EXPECT_EQ(server_b_->copy_writes_completed(), 1u);
+  EXPECT_EQ(foreground_b_->yields_timed_out(), 0u);
+}
+
+TEST(WireCopyWrite, OnlyACopyWriteOrAnRmaCommitCarriesScores) {
+  AlignedSegmentAllocator allocator;
+  SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
+  ASSERT_TRUE(memory.Create(kTarget, kSegmentBytes).ok());
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
+      TcpDataServer::Start(&memory, TcpTransportKnobs{});
+  ASSERT_TRUE(server.ok());
+  const ScorePiece piece{4096, 2.5};
+  for (const wire::FrameType type : {wire::FrameType::kWrite, wire::FrameType::kCopyWrite}) {
+    absl::StatusOr<Socket> socket = ConnectTcp((*server)->endpoint(), 1000, 5000);
+    ASSERT_TRUE(socket.ok());
+    ASSERT_TRUE(
+        wire::SendFrame(*socket, type, wire::EncodeScoredRange({kTarget, 0, 4096}, {&piece, 1}))
+            .ok());
+    const absl::Status answer = wire::RecvStatus(*socket, nullptr);
+    if (type == wire::FrameType::kWrite) {
+      EXPECT_EQ(answer.code(), absl::StatusCode::kInvalidArgument) << answer;
+      EXPECT_TRUE(absl::StrContains(answer.message(), "only COPY_WRITE and RMA_COMMIT")) << answer;
+    } else {
+      EXPECT_TRUE(answer.ok()) << answer;
+    }
+  }
 }
 
 }  // namespace

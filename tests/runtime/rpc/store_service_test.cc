@@ -10,7 +10,10 @@
 //     service is FAILED_PRECONDITION, and options that would exceed the
 //     message size limit are refused;
 //   - a cluster whose stores serve the gRPC data service takes puts and reads
-//     through HeatsinkClient with the grpc data path.
+//     through HeatsinkClient with the grpc data path;
+//   - foreground first: a copy's pull (ReadObject under a copy lease) waits
+//     while a put (WriteObject) is landing on the same store.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -215,6 +218,74 @@ TEST_F(StoreServerTest, MalformedWriteStreamsAreRefused) {
   rest.set_data("67890");
   EXPECT_TRUE(RawWrite({head, rest}).ok());
   EXPECT_EQ(*memory_.Read(kSegment, 0, 10), "1234567890");
+}
+
+// Foreground first on the gRPC data service: a ReadObject under a copy lease
+// (a copy's pull) waits before each message while the store has foreground
+// transfers, and a WriteObject (a put) is such a transfer while it lands.
+TEST(StoreServerForegroundTest, ACopysPullWaitsForThePutsAndReadsOfItsStore) {
+  AlignedSegmentAllocator allocator;
+  SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
+  ASSERT_TRUE(memory.Create(kSegment, kSegmentBytes).ok());
+  const std::string bytes = Pattern(3, 4 * kChunkBytes);
+  ASSERT_TRUE(memory.Write(kSegment, 0, bytes).ok());
+  auto foreground = std::make_shared<ForegroundTraffic>();
+  absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(
+      &memory, "127.0.0.1:0", RpcOptions{},
+      StoreServiceOptions{.data_chunk_bytes = kChunkBytes,
+                          .foreground = foreground,
+                          .copy_yield_max_ms = 60000});  // only the end of the put lets it go
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::Store::NewStub(
+      grpc::CreateChannel((*server)->endpoint(), grpc::InsecureChannelCredentials()));
+
+  // A put, half-way: two messages announced, one sent.
+  grpc::ClientContext put_ctx;
+  v1::WriteObjectResponse put_resp;
+  auto put = stub->WriteObject(&put_ctx, &put_resp);
+  v1::WriteObjectChunk head;
+  head.set_segment_id(kSegment.value);
+  head.set_offset(8 * kChunkBytes);
+  head.set_length(2 * kChunkBytes);
+  head.set_data(std::string(kChunkBytes, 'p'));
+  ASSERT_TRUE(put->Write(head));
+  ASSERT_TRUE(WaitFor([&] { return foreground->in_progress() == 1; }));
+
+  // A copy's pull of the first four chunks.
+  std::atomic<int> messages{0};
+  std::string pulled;
+  absl::Status pull_status;
+  std::thread pull([&] {
+    grpc::ClientContext ctx;
+    v1::ReadObjectRequest req;
+    req.set_segment_id(kSegment.value);
+    req.set_length(bytes.size());
+    req.set_copy_lease_id(9);
+    auto reader = stub->ReadObject(&ctx, req);
+    v1::DataChunk chunk;
+    while (reader->Read(&chunk)) {
+      pulled += chunk.data();
+      messages.fetch_add(1);
+    }
+    pull_status = FromGrpcStatus(reader->Finish());
+  });
+  ASSERT_TRUE(WaitFor([&] { return foreground->yields() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(messages.load(), 0) << "the pull ran past a put in progress";
+
+  v1::WriteObjectChunk tail;
+  tail.set_data(std::string(kChunkBytes, 'q'));
+  ASSERT_TRUE(put->Write(tail));
+  put->WritesDone();
+  EXPECT_TRUE(FromGrpcStatus(put->Finish()).ok());
+  pull.join();
+  EXPECT_TRUE(pull_status.ok()) << pull_status;
+  EXPECT_EQ(pulled, bytes);
+  EXPECT_EQ(messages.load(), 4);
+  EXPECT_EQ(foreground->in_progress(), 0);
+  EXPECT_EQ(foreground->yields_timed_out(), 0u);
+  EXPECT_EQ(*memory.Read(kSegment, 8 * kChunkBytes, 2 * kChunkBytes),
+            std::string(kChunkBytes, 'p') + std::string(kChunkBytes, 'q'));
 }
 
 TEST(StoreServiceOptionsTest, ChunksMustFitTheMessageLimit) {
