@@ -595,13 +595,20 @@ int main(int argc, char** argv) {
                 absl::StrCat(pool->manager().key_count()).c_str(),
                 static_cast<unsigned long long>(pool->manager().knobs().ram_head_bytes >> 10),
                 runtime::DescribePlacement(pool->options().placement).c_str());
-    if (!metrics_listen.empty() && !StartMetrics([pool] { return pool->metrics().Snapshot(); })) {
-      return 1;
-    }
-  } else if (!metrics_listen.empty()) {
+  }
+  if (!metrics_listen.empty()) {
     const runtime::ReadAccess* access = read_access.get();
-    if (!StartMetrics([access] {
-          return access != nullptr ? ReadRuleMetrics(access) : std::vector<MetricFamily>{};
+    const runtime::ForegroundTraffic* foreground = options.tcp.foreground.get();
+    if (!StartMetrics([pool, access, foreground] {
+          std::vector<MetricFamily> out;
+          if (pool != nullptr) out = pool->metrics().Snapshot();
+          if (access != nullptr) {
+            for (MetricFamily& family : ReadRuleMetrics(access)) out.push_back(std::move(family));
+          }
+          for (MetricFamily& family : runtime::ForegroundMetrics(*foreground)) {
+            out.push_back(std::move(family));
+          }
+          return out;
         })) {
       return 1;
     }

@@ -36,9 +36,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "core/metrics/metrics.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
 
@@ -94,6 +96,14 @@ class ForegroundTraffic {
   std::atomic<uint64_t> yields_{0};
   std::atomic<uint64_t> yields_timed_out_{0};
 };
+
+// The store's foreground-first figures, for its /metrics (the renderer adds
+// the heatsink_ prefix): store_copy_yields_total (copy chunks, out, in or
+// pulled, that found foreground traffic and waited),
+// store_copy_yields_timed_out_total (of those, the waits cut short by
+// copy_yield_max_ms) and store_foreground_transfers_in_progress (reads and
+// puts being served now).
+std::vector<MetricFamily> ForegroundMetrics(const ForegroundTraffic& traffic);
 
 // Marks a copy connection as background (MarkBackground with
 // knobs.copy_socket_priority and knobs.copy_dscp; nothing when both are 0).

@@ -188,6 +188,25 @@ TEST(ForegroundTraffic, AQuietTimeKeepsAStreamOfShortReadsBusy) {
   EXPECT_EQ(traffic.yields_timed_out(), 1u);
 }
 
+TEST(ForegroundTraffic, MetricsCountYieldsAndTransfersInProgress) {
+  ForegroundTraffic traffic;
+  auto value = [&](const std::string& name) -> int64_t {
+    for (const MetricFamily& family : ForegroundMetrics(traffic)) {
+      if (family.name == name) return family.samples.at(0).value;
+    }
+    ADD_FAILURE() << name << " missing";
+    return -1;
+  };
+  {
+    ForegroundTraffic::Scope reading = traffic.Enter();
+    EXPECT_EQ(value("store_foreground_transfers_in_progress"), 1);
+    EXPECT_TRUE(traffic.YieldToForeground(1));  // cut short: the read goes on
+  }
+  EXPECT_EQ(value("store_foreground_transfers_in_progress"), 0);
+  EXPECT_EQ(value("store_copy_yields_total"), 1);
+  EXPECT_EQ(value("store_copy_yields_timed_out_total"), 1);
+}
+
 TEST(ForegroundTraffic, AFailedMarkIsLoggedOnceAndNotFatal) {
   Socket closed;  // no descriptor: every setsockopt fails
   EXPECT_EQ(MarkBackground(closed, 1, 8).code(), absl::StatusCode::kUnavailable);
