@@ -146,6 +146,7 @@ std::vector<Task> TaskManager::Fetch(ClientId client, size_t max, TimeNs now) {
         trunk.has_value() && (blocked_trunks.contains(*trunk) || !FitsTrunkBudgetLocked(r));
     if (source_blocked || trunk_blocked) {
       deferred.push_back(id);
+      r.held_back_ns = now;
       if (source_blocked) blocked_sources.insert(source);
       if (trunk_blocked) blocked_trunks.insert(*trunk);
       ++copy_fetches_deferred_total_;
@@ -212,10 +213,14 @@ std::optional<TaskRecord> TaskManager::Remove(TaskId id) {
 }
 
 bool TaskManager::IsTimedOut(const TaskRecord& r, TimeNs now) const {
-  // A pending task's clock starts at creation; a processing task's at fetch
-  // (copy phase changes do not restart it: the whole copy must fit).
+  // A pending task's clock starts at creation, and again at each fetch that
+  // held it back for the copy budgets: its client is alive and asking, so
+  // only a client that stops fetching lets it expire. A processing task's
+  // clock starts at fetch (copy phase changes do not restart it: the whole
+  // copy must fit).
   if (r.task.status == TaskStatus::kPending) {
-    return IsExpired(now, r.task.created_ns + knobs_.pending_task_timeout_ns());
+    return IsExpired(
+        now, std::max(r.task.created_ns, r.held_back_ns) + knobs_.pending_task_timeout_ns());
   }
   return IsExpired(now, r.fetched_ns + knobs_.processing_task_timeout_ns());
 }

@@ -14,8 +14,10 @@
 // once. Tasks that do not fit stay pending in their place; within one
 // client's queue a deferred task also holds back the later tasks of its
 // source and trunk, so a large object is not overtaken forever by smaller
-// ones of the same store. The budgets are looked up by key (ordered maps),
-// never iterated on the way to a decision.
+// ones of the same store. A fetch that holds a task back restarts its
+// pending timeout (its client is alive and asking), so a held-back task
+// expires only when its client stops fetching. The budgets are looked up by
+// key (ordered maps), never iterated on the way to a decision.
 //
 // The task manager knows nothing about objects; MasterService keeps the
 // per-key "one replication task" rule and the copy lifecycle, and calls in
@@ -65,6 +67,10 @@ struct TaskRecord {
   // The task's bytes count against the copy budgets (fetched; copy neither
   // ended nor revoked).
   bool holds_copy_budget = false;
+  // The last fetch that held the task back for the copy budgets (0: none).
+  // That fetch proves its client alive, so the pending timeout counts from
+  // it rather than from the task's creation.
+  TimeNs held_back_ns = 0;
 };
 
 struct TaskCounts {
@@ -111,8 +117,9 @@ class TaskManager {
   // holds it, and returns it.
   std::optional<TaskRecord> Remove(TaskId id);
 
-  // Pending tasks waited pending_task_timeout; processing tasks ran
-  // processing_task_timeout. Ascending id.
+  // Pending tasks waited pending_task_timeout (since their creation or the
+  // last fetch that held them back for the copy budgets); processing tasks
+  // ran processing_task_timeout. Ascending id.
   std::vector<TaskId> TimedOut(TimeNs now) const;
   bool IsTimedOut(const TaskRecord& record, TimeNs now) const;
 

@@ -5,9 +5,10 @@
 // direction; an object larger than a budget goes through alone and the next
 // one follows (no deadlock); the bytes are released exactly once on CopyEnd,
 // CopyRevoke, a processing timeout, a failed report before CopyStart, an
-// unmount and a client's expiry; the metrics (bytes in flight, deferred
-// fetches). The master's CheckInvariants recounts the budgets from the tasks
-// after every step.
+// unmount and a client's expiry; a task held back keeps its pending
+// timeout fresh while its client keeps fetching and expires once it stops;
+// the metrics (bytes in flight, deferred fetches). The master's CheckInvariants recounts the
+// budgets from the tasks after every step.
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 
@@ -192,6 +193,34 @@ TEST_F(MasterCopyPacingTest, TimeoutReleasesTheBytes) {
   EXPECT_EQ(Fetch(1), std::vector<TaskId>{y});
   RunCopy(1, y);
   EXPECT_EQ(InFlight(), 0);
+}
+
+TEST_F(MasterCopyPacingTest, AHeldBackTaskExpiresOnlyOnceItsClientStopsFetching) {
+  MasterKnobs knobs = PacingKnobs(150, 150);
+  knobs.pending_task_timeout_sec = 2;
+  knobs.processing_task_timeout_sec = 600;
+  Build(knobs);
+  const TaskId x = PutAndCopy("x", 100, 1, 3);
+  const TaskId y = PutAndCopy("y", 100, 1, 4);
+  EXPECT_EQ(Fetch(1), std::vector<TaskId>{x});
+  HS_ASSERT_OK(master().CopyStart(ClientId(1), FenceOf(x)));
+  // x copies for 5 s; y, held back each second, outlives its 2 s pending
+  // timeout counted from creation.
+  for (int second = 0; second < 5; ++second) {
+    h_->Advance(SecToNs(1));
+    EXPECT_TRUE(Fetch(1).empty());
+  }
+  EXPECT_TRUE(master().GetTask(y).has_value());
+  EXPECT_EQ(master().Stats().tasks_timed_out_total, 0);
+  EXPECT_EQ(master().Stats().copy_fetches_deferred_total, 6);
+  // The client stops fetching: 2 s after the last fetch that held y back, y
+  // times out; x (processing) does not.
+  h_->Advance(SecToNs(2) + master().knobs().sweep_interval_ns());
+  EXPECT_FALSE(master().GetTask(y).has_value());
+  EXPECT_TRUE(master().GetTask(x).has_value());
+  EXPECT_EQ(master().Stats().tasks_timed_out_total, 1);
+  EXPECT_EQ(InFlight(), 100);
+  HS_EXPECT_OK(master().CheckInvariants());
 }
 
 TEST_F(MasterCopyPacingTest, FailedReportBeforeCopyStartReleasesTheBytes) {
