@@ -23,7 +23,34 @@ DurationNs TransferNs(uint64_t bytes, int64_t bytes_per_s) {
                                                             : static_cast<DurationNs>(ns);
 }
 
+const ScenarioNumaNode* FindNumaNode(const ScenarioHost& host, int id) {
+  for (const ScenarioNumaNode& n : host.numa_nodes) {
+    if (n.id == id) return &n;
+  }
+  HS_CHECK_MSG(false, absl::StrCat("NUMA node ", id, " is not on host ", host.name));
+  return nullptr;
+}
+
 }  // namespace
+
+absl::StatusOr<NumaPlacement> PlanHostNumaPlacement(const ScenarioHost& host,
+                                                    const TieringKnobs& knobs) {
+  NumaPlacementNames names;
+  names.serving_node = "nic_numa_node";
+  names.sub_memory_nodes = "sub_memory_nodes";  // the simulator has no such list
+  names.memory = "$.knobs.memory";
+  names.sub_memory = "$.knobs.sub_memory";
+  names.small_sub_memory = "$.knobs.small_sub_memory";
+  names.topology = absl::StrCat("host ", host.name);
+  absl::StatusOr<NumaPlacement> placement =
+      PlanNumaPlacement(HostTopology(host), knobs, NumaPlacementOptions(), names);
+  if (!placement.ok()) {
+    return absl::Status(placement.status().code(),
+                        absl::StrCat(host.numa_where.empty() ? host.name : host.numa_where, ": ",
+                                     placement.status().message()));
+  }
+  return placement;
+}
 
 uint64_t ModelledHeadMemory::region_bytes(int region) const {
   HS_CHECK(region >= 0 && region < region_count());
@@ -93,34 +120,22 @@ absl::StatusOr<std::unique_ptr<NumaHostModel>> NumaHostModel::Create(Env* env,
   std::unique_ptr<NumaHostModel> model(new NumaHostModel());
   model->ram_head_bytes_ = knobs.ram_head_bytes;
 
-  const ScenarioNumaNode* nic_node = &host.numa_nodes.front();
-  std::vector<const ScenarioNumaNode*> others;
-  for (const ScenarioNumaNode& n : host.numa_nodes) {
-    if (n.id == host.nic_numa_node) {
-      nic_node = &n;
-    } else {
-      others.push_back(&n);
-    }
-  }
-  const std::vector<RegionSpec> plan = PlanRegions(knobs);
-  int foreign_index[2] = {0, 0};  // per pool
-  for (const RegionSpec& r : plan) {
+  HS_ASSIGN_OR_RETURN(model->placement_, PlanHostNumaPlacement(host, knobs));
+  const ScenarioNumaNode* nic_node = FindNumaNode(host, model->placement_.serving_node);
+  for (const RegionPlacement& r : model->placement_.regions) {
+    const ScenarioNumaNode* node = FindNumaNode(host, r.node);
     RegionCost c;
-    if (r.preferred || others.empty()) {
-      // With a single node every region is local memory.
-      c.latency_ns = nic_node->local_read_latency_ns;
-      c.bytes_per_s = std::max<int64_t>(nic_node->local_read_bytes_per_s, 1);
+    if (r.preferred) {
+      c.latency_ns = node->local_read_latency_ns;
+      c.bytes_per_s = std::max<int64_t>(node->local_read_bytes_per_s, 1);
     } else {
-      int& i = foreign_index[r.pool == PoolKind::kHead ? 0 : 1];
-      const ScenarioNumaNode* node =
-          others[std::min<size_t>(static_cast<size_t>(i), others.size() - 1)];
-      ++i;
       c.latency_ns = node->remote_read_latency_ns;
       c.bytes_per_s = std::max<int64_t>(node->remote_read_bytes_per_s, 1);
     }
     model->region_costs_.push_back(c);
   }
 
+  const std::vector<RegionSpec> plan = PlanRegions(knobs);
   model->memory_ = std::make_unique<ModelledHeadMemory>(RegionSizes(plan));
   HS_ASSIGN_OR_RETURN(model->manager_, TierManager::Create(env, knobs, model->memory_.get()));
   model->costs_ = std::make_unique<Costs>(costs, knobs.heads_per_block(),

@@ -3,9 +3,14 @@
 // NUMA inside one simulated store-worker host (ADR-0019, DESIGN data flow 5):
 // the real tiering core (TierManager, paced by TieringDriver) over modelled
 // head memory. The host's head pool has the regions the tiering knobs
-// describe: region 0 (preferred) on the NIC's NUMA node, the foreign regions
-// on the host's other nodes in ascending id order (when there are fewer
-// other nodes than foreign regions, the last ones share the highest node).
+// describe, placed by the core's rule that heatsink-store also follows
+// (core/tiering/numa_placement.h): region 0 (preferred) on the NIC's NUMA
+// node, the foreign regions on the host's other nodes with memory, nearest
+// first by numa_distances (ties, and hosts without distances: ascending id).
+// A set-up the store would refuse is refused here too, naming the host's
+// numa_nodes path: more foreign regions than other nodes with memory (no node
+// absorbs the extras), or more head-region bytes on a node than its
+// capacity_bytes.
 //
 // An object stored on the host is indexed as --ram-head chunks (object key +
 // chunk index), each with its own score; a final partial chunk goes to the
@@ -43,6 +48,7 @@
 #include "core/env/env.h"
 #include "core/env/head_memory.h"
 #include "core/model/ids.h"
+#include "core/tiering/numa_placement.h"
 #include "core/tiering/tier_manager.h"
 #include "core/tiering/tiering_driver.h"
 #include "core/tiering/tiering_knobs.h"
@@ -50,6 +56,13 @@
 #include "sim/scenario.h"
 
 namespace heatsink::sim {
+
+// The head pool's placement on `host` (PlanNumaPlacement over
+// HostTopology(host), serving node nic_numa_node). A refusal is
+// INVALID_ARGUMENT "<host.numa_where>: <what>", naming the knobs by their
+// scenario paths ($.knobs.sub_memory, ...).
+[[nodiscard]] absl::StatusOr<NumaPlacement> PlanHostNumaPlacement(const ScenarioHost& host,
+                                                                  const TieringKnobs& knobs);
 
 // HeadMemory without bytes: sizes and range checks only (the simulator
 // models where bytes are, not what they are).
@@ -107,6 +120,13 @@ class NumaHostModel {
   // figures. REQUIRES: intervals closed in increasing order.
   NumaIntervalStats CloseInterval(size_t interval);
 
+  // Which node backs each region (PlanHostNumaPlacement).
+  const NumaPlacement& placement() const { return placement_; }
+  // Every promotion pacing decision of the host's TieringDriver (tests that
+  // compare the simulator's decisions with the runtime's). Before Start.
+  void set_pacing_observer(TieringDriver::PacingObserver observer) {
+    driver_->set_pacing_observer(std::move(observer));
+  }
   TieringStats stats() const { return manager_->stats(); }
   int64_t stores_failed() const { return stores_failed_; }
   // The tiering core's invariants (TierManager::CheckInvariants): finite
@@ -138,6 +158,7 @@ class NumaHostModel {
   std::unique_ptr<TierManager> manager_;
   std::unique_ptr<Costs> costs_;
   std::unique_ptr<TieringDriver> driver_;
+  NumaPlacement placement_;
   std::vector<RegionCost> region_costs_;
   uint64_t ram_head_bytes_ = 0;
   int64_t stores_failed_ = 0;

@@ -232,6 +232,37 @@ absl::Status CheckNodeRef(const ObjectReader& r, absl::string_view key, const Sc
   return absl::OkStatus();
 }
 
+// NUMA node ids are 0..1023.
+constexpr size_t kNumaNodesMax = 1024;
+
+// `numa_distances`: one row per NUMA node in ascending id order, each with one
+// entry per node; checked as the core checks a runtime topology.
+absl::Status ParseNumaDistances(ObjectReader& r, ScenarioHost* host) {
+  HS_ASSIGN_OR_RETURN(std::optional<JsonField> field, r.Field("numa_distances", Need::kOptional));
+  if (!field.has_value()) return absl::OkStatus();
+  const size_t n = host->numa_nodes.size();
+  HS_ASSIGN_OR_RETURN(std::vector<JsonField> rows, ReadArray(*field, kNumaNodesMax));
+  if (rows.size() != n) {
+    return field->Error(absl::StrCat(rows.size(), " rows for ", n, " NUMA node(s)"));
+  }
+  for (const JsonField& row_field : rows) {
+    HS_ASSIGN_OR_RETURN(std::vector<JsonField> entries, ReadArray(row_field, kNumaNodesMax));
+    if (entries.size() != n) {
+      return row_field.Error(absl::StrCat(entries.size(), " entries for ", n, " NUMA node(s)"));
+    }
+    std::vector<int> row;
+    for (const JsonField& e : entries) {
+      HS_ASSIGN_OR_RETURN(const int64_t d, ReadInt(e, 1, 1000));
+      row.push_back(static_cast<int>(d));
+    }
+    host->numa_distances.push_back(std::move(row));
+  }
+  if (absl::Status s = ValidateTopology(HostTopology(*host)); !s.ok()) {
+    return field->Error(s.message());
+  }
+  return absl::OkStatus();
+}
+
 // Everything of one host entry except its name (shared by `count` copies).
 absl::Status ParseHostBody(const ParseContext& ctx, ObjectReader& r, ScenarioHost* host) {
   const ScenarioLimits& limits = ctx.options->limits;
@@ -257,9 +288,15 @@ absl::Status ParseHostBody(const ParseContext& ctx, ObjectReader& r, ScenarioHos
   } else {
     host->numa_nodes.push_back(ScenarioNumaNode{});
   }
+  host->numa_where =
+      nodes_field.has_value()
+          ? absl::StrCat(FormatJsonPos(nodes_field->source, nodes_field->value->pos()),
+                         nodes_field->path)
+          : absl::StrCat(FormatJsonPos(r.source(), r.value().pos()), r.path());
   host->nic_numa_node = host->numa_nodes.front().id;
   HS_RETURN_IF_ERROR(r.Int("nic_numa_node", &host->nic_numa_node, 0, 1023));
   HS_RETURN_IF_ERROR(CheckNodeRef(r, "nic_numa_node", *host, host->nic_numa_node));
+  HS_RETURN_IF_ERROR(ParseNumaDistances(r, host));
 
   std::map<int64_t, int64_t> bytes_on_node;
   HS_ASSIGN_OR_RETURN(std::optional<JsonField> segs_field, r.Field("segments", Need::kOptional));
@@ -632,6 +669,20 @@ absl::Status ParseChecks(const ParseContext& ctx, const JsonField& f,
 }
 
 }  // namespace
+
+Topology HostTopology(const ScenarioHost& host) {
+  Topology t;
+  for (const ScenarioNumaNode& n : host.numa_nodes) {
+    NumaNode node;
+    node.id = static_cast<int>(n.id);
+    node.capacity_bytes = static_cast<uint64_t>(n.capacity_bytes);
+    t.nodes.push_back(std::move(node));
+  }
+  t.distances = host.numa_distances.empty() ? DefaultNodeDistances(static_cast<int>(t.nodes.size()))
+                                            : host.numa_distances;
+  t.nic_node = static_cast<int>(host.nic_numa_node);
+  return t;
+}
 
 absl::StatusOr<Scenario> ParseScenario(absl::string_view text, absl::string_view source,
                                        absl::string_view base_dir,

@@ -37,6 +37,7 @@
 #include "core/base/knobs.h"
 #include "core/env/time.h"
 #include "core/model/ids.h"
+#include "core/model/topology.h"
 #include "sim/json.h"
 
 namespace heatsink::sim {
@@ -86,11 +87,24 @@ struct ScenarioHost {
   int64_t local_copy_bytes_per_s = 20'000'000'000;   // 160 Gbps
   int64_t nic_numa_node = 0;
   std::vector<ScenarioNumaNode> numa_nodes;  // ascending id; default one node, id 0
+  // numa_distances[i][j]: ACPI SLIT style distance from numa_nodes[i] to
+  // numa_nodes[j] (10 = local). Empty: 10 on the diagonal, 20 elsewhere.
+  std::vector<std::vector<int>> numa_distances;
+  // Where the host's NUMA set-up is written: "<source>:<line>:<column>: <JSON
+  // path>" of its numa_nodes field (of the host entry when absent), so that a
+  // NUMA refusal made after parsing (the head-pool placement, which needs the
+  // tiering knobs) names it.
+  std::string numa_where;
   std::vector<ScenarioSegment> segments;
   std::vector<ScenarioClient> clients;
   std::vector<ScenarioInstance> prefill_instances;
   std::vector<ScenarioInstance> decode_instances;
 };
+
+// The host's memory topology as the core's plain value (what the runtime
+// builds from hwloc): its NUMA nodes with their capacities (no CPUs), its
+// distances (numa_distances, else 10 local and 20 elsewhere) and its NIC node.
+Topology HostTopology(const ScenarioHost& host);
 
 struct ScenarioDomain {
   Domain name;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
+#include "core/tiering/promotion_pacing.h"
 #include "core/tiering/score.h"
 #include "core/tiering/tier_manager.h"
 #include "core/tiering/tier_manager_metrics.h"
@@ -272,8 +273,7 @@ PromotionResult TierManager::PromotionStep() {
   absl::StatusOr<PromotionRound> round = TryBeginPromotion();
   if (!round.ok()) {
     PromotionResult result;
-    result.outcome = absl::IsFailedPrecondition(round.status()) ? PromotionOutcome::kDisabled
-                                                                : PromotionOutcome::kBusy;
+    result.outcome = PromotionOutcomeOfBegin(round.status());
     CountPromotion(result.outcome);
     return result;
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/base/check.h"
+#include "core/tiering/promotion_pacing.h"
 
 namespace heatsink {
 
@@ -55,11 +56,7 @@ void TieringDriver::ScheduleRound(DurationNs delay_ns) {
 void TieringDriver::BeginRound() {
   absl::StatusOr<PromotionRound> round = manager_->TryBeginPromotion();
   if (!round.ok()) {
-    if (absl::IsFailedPrecondition(round.status())) {
-      promotion_disabled_ = true;  // decay keeps its schedule
-    } else {
-      promotion_waits_for_decay_ = true;  // resumed by TryRunDecay
-    }
+    Pace(PromotionOutcomeOfBegin(round.status()), /*retry_at_ns=*/0);
     return;
   }
   ++rounds_;
@@ -108,28 +105,28 @@ void TieringDriver::EndRound(PromotionResult result) {
   // A decay that waited for this round goes first; the next round starts
   // after its modelled time (ScheduleRound honours decay_busy_until_ns_).
   if (decay_waiting) TryRunDecay();
-  switch (result.outcome) {
-    case PromotionOutcome::kExchanged:
-    case PromotionOutcome::kStale:
+  Pace(result.outcome, result.retry_at_ns);
+}
+
+void TieringDriver::Pace(PromotionOutcome outcome, TimeNs retry_at_ns) {
+  const PromotionPacing next = DecidePromotionPacing({.outcome = outcome,
+                                                      .retry_at_ns = retry_at_ns,
+                                                      .decay_pending = manager_->decay_pending(),
+                                                      .now_ns = env_->NowNs()},
+                                                     manager_->knobs());
+  if (pacing_observer_) pacing_observer_(outcome, next);
+  switch (next.action) {
+    case PacingAction::kRoundNow:
       ScheduleRound(0);
       break;
-    case PromotionOutcome::kNoInversion:
-    case PromotionOutcome::kFailed:
-      ScheduleRound(MsToNs(manager_->knobs().no_inversion_wait_ms));
+    case PacingAction::kWait:
+      ScheduleRound(next.wait_ns);
       break;
-    case PromotionOutcome::kRateLimited:
-      ScheduleRound(result.retry_at_ns - env_->NowNs());
+    case PacingAction::kWaitForDecay:
+      promotion_waits_for_decay_ = true;  // resumed by TryRunDecay
       break;
-    case PromotionOutcome::kPreempted:
-    case PromotionOutcome::kBusy:
-      if (manager_->decay_pending()) {
-        promotion_waits_for_decay_ = true;
-      } else {
-        ScheduleRound(0);
-      }
-      break;
-    case PromotionOutcome::kDisabled:
-      promotion_disabled_ = true;
+    case PacingAction::kStop:
+      promotion_disabled_ = true;  // decay keeps its schedule
       break;
   }
 }

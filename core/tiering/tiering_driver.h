@@ -2,11 +2,14 @@
 //
 // Paces a TierManager on an Executor (ADR-0019 data flow 6) for a
 // single-threaded world such as the simulator: a decay pass once per decay
-// interval, and the promotion loop -- scan, exchange, and scan again at once
-// after an exchange; wait no_inversion_wait_ms (the ADR's one second) after a
-// scan that finds no inversion; resume right after a decay that preempted it.
-// The runtime runs the same TierManager on real threads instead (one scanning
-// worker per node, a coordinator, a decay thread) and does not use this class.
+// interval, and the promotion loop, whose every next step is the core's one
+// pacing rule (core/tiering/promotion_pacing.h, DecidePromotionPacing) --
+// scan again at once after an exchange; wait no_inversion_wait_ms (the ADR's
+// one second) after a scan that finds no inversion; resume right after a
+// decay that preempted it; stop when promotion is disabled. The runtime runs
+// the same TierManager on real threads instead (one scanning worker per node,
+// a coordinator, a decay thread; runtime/numa/promotion_service.h) under the
+// same rule, and does not use this class.
 //
 // Optional modelled costs: a round holds the gate for its scan time (the
 // slowest region, since each node scans its own in parallel) and, after an
@@ -23,9 +26,12 @@
 #define HEATSINK_CORE_TIERING_TIERING_DRIVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <utility>
 
 #include "core/env/env.h"
+#include "core/tiering/promotion_pacing.h"
 #include "core/tiering/tier_manager.h"
 
 namespace heatsink {
@@ -56,6 +62,12 @@ class TieringDriver {
   // Cancels every timer and releases a round in progress.
   void Stop();
 
+  // Called with every pacing decision (the attempt's outcome and what the
+  // driver does next), on the executor's thread. For tests that compare the
+  // two worlds' decisions; set before Start.
+  using PacingObserver = std::function<void(PromotionOutcome, const PromotionPacing&)>;
+  void set_pacing_observer(PacingObserver observer) { pacing_observer_ = std::move(observer); }
+
   bool running() const { return running_; }
   // Set when promotion is disabled; the decay schedule keeps going.
   bool promotion_disabled() const { return promotion_disabled_; }
@@ -68,6 +80,8 @@ class TieringDriver {
   void BeginRound();
   void ExchangePhase(PromotionCandidate candidate);
   void EndRound(PromotionResult result);
+  // Applies DecidePromotionPacing to an attempt's outcome.
+  void Pace(PromotionOutcome outcome, TimeNs retry_at_ns);
   void OnDecayDue();
   void TryRunDecay();
 
@@ -75,6 +89,7 @@ class TieringDriver {
   TierManager* const manager_;
   const TieringCostModel* const costs_;
   const TieringCostModel default_costs_;
+  PacingObserver pacing_observer_;
 
   bool running_ = false;
   bool promotion_disabled_ = false;

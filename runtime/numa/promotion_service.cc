@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/env/time.h"
+#include "core/tiering/promotion_pacing.h"
 #include "runtime/numa/mempolicy.h"
 
 namespace heatsink::runtime {
@@ -42,12 +43,6 @@ std::vector<int> NumaPromotionService::worker_nodes() const {
   std::vector<int> nodes;
   for (const auto& w : workers_) nodes.push_back(w->node);
   return nodes;
-}
-
-template <typename Pred>
-void NumaPromotionService::WaitFor(std::unique_lock<std::mutex>& lock, int64_t ms, Pred wake) {
-  cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(ms, 0)),
-               [&] { return stopping_ || wake(); });
 }
 
 absl::Status NumaPromotionService::Start() {
@@ -226,60 +221,76 @@ void NumaPromotionService::CoordinatorLoop() {
       if (stopping_) return;
       decays_seen = decays_finished_;
     }
+    PacingInput input;
     absl::StatusOr<PromotionRound> round = manager_->TryBeginPromotion();
-    if (!round.ok()) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (absl::IsFailedPrecondition(round.status())) {
+    if (round.ok()) {
+      const PromotionResult result = RunRound(*round);
+      input.outcome = result.outcome;
+      input.retry_at_ns = result.retry_at_ns;
+    } else {
+      input.outcome = PromotionOutcomeOfBegin(round.status());
+    }
+    input.decay_pending = manager_->decay_pending();
+    input.now_ns = env_->NowNs();
+    const PromotionPacing next = DecidePromotionPacing(input, manager_->knobs());
+    if (options_.pacing_observer) options_.pacing_observer(input.outcome, next);
+    std::unique_lock<std::mutex> lock(mu_);
+    switch (next.action) {
+      case PacingAction::kRoundNow:
+        break;
+      case PacingAction::kWait:
+        cv_.wait_for(lock, std::chrono::nanoseconds(next.wait_ns), [&] { return stopping_; });
+        break;
+      case PacingAction::kWaitForDecay:
+        // The decay thread signals when its pass ends; a pass that ended
+        // since this attempt began has already moved decays_finished_.
+        cv_.wait(lock, [&] { return stopping_ || decays_finished_ != decays_seen; });
+        break;
+      case PacingAction::kStop:
         stats_.promotion_disabled = true;  // decay keeps its own schedule
         return;
-      }
-      // A decay is pending or holds the gate: resume when it has finished.
-      WaitFor(lock, manager_->knobs().no_inversion_wait_ms,
-              [&] { return decays_finished_ != decays_seen; });
-      continue;
     }
-    RunOnWorkers(CommandKind::kScan, &*round, nullptr);
-    std::vector<RegionSummary> summaries;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      summaries = summaries_;
-    }
-    const PromotionResult result = round->Exchange(round->Reduce(summaries));
-    round->Finish();
-    int64_t wait_ms = 0;
-    std::unique_lock<std::mutex> lock(mu_);
+  }
+}
+
+PromotionResult NumaPromotionService::RunRound(PromotionRound& round) {
+  RunOnWorkers(CommandKind::kScan, &round, nullptr);
+  std::vector<RegionSummary> summaries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    summaries = summaries_;
+  }
+  PromotionResult result = round.Exchange(round.Reduce(summaries));
+  round.Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     ++rounds_finished_;
     ++stats_.rounds;
-    cv_.notify_all();  // a decay waiting for the gate may take it now
     switch (result.outcome) {
       case PromotionOutcome::kExchanged:
         ++stats_.exchanges;
-        continue;
+        break;
       case PromotionOutcome::kStale:
         ++stats_.stale;
-        continue;
+        break;
       case PromotionOutcome::kPreempted:
       case PromotionOutcome::kBusy:
         ++stats_.preempted;
-        WaitFor(lock, manager_->knobs().no_inversion_wait_ms,
-                [&] { return decays_finished_ != decays_seen; });
-        continue;
+        break;
       case PromotionOutcome::kRateLimited:
         ++stats_.rate_limited;
-        wait_ms = (result.retry_at_ns - env_->NowNs() + kNsPerMs - 1) / kNsPerMs;
         break;
       case PromotionOutcome::kFailed:
         ++stats_.failed;
-        wait_ms = manager_->knobs().no_inversion_wait_ms;
         break;
       case PromotionOutcome::kNoInversion:
       case PromotionOutcome::kDisabled:
         ++stats_.no_inversion;
-        wait_ms = manager_->knobs().no_inversion_wait_ms;
         break;
     }
-    WaitFor(lock, wait_ms, [] { return false; });
   }
+  cv_.notify_all();  // a decay waiting for the gate may take it now
+  return result;
 }
 
 void NumaPromotionService::RunDecayPass() {

@@ -9,9 +9,12 @@
 //     crosses nodes;
 //   - a coordinator on the serving node begins a round, has the workers scan,
 //     reduces their summaries and exchanges at most one pair of blocks under
-//     the exclusive tier lock; after an exchange (or a stale candidate) it
-//     scans again at once, after a scan without inversion it sleeps
-//     no_inversion_wait_ms (the ADR's one second);
+//     the exclusive tier lock; what it does next is the core's pacing rule
+//     (core/tiering/promotion_pacing.h, shared with the simulator's
+//     TieringDriver): after an exchange (or a stale candidate) it scans again
+//     at once, after a scan without inversion it sleeps no_inversion_wait_ms
+//     (the ADR's one second), after a round a decay preempted (or when the
+//     gate is busy) it waits for that decay pass to end;
 //   - a decay thread on the serving node marks a rescore pending every
 //     decay_interval_ms (the ADR's minute), waits for the gate -- the
 //     coordinator wakes it when its round ends -- then has each worker decay
@@ -23,7 +26,7 @@
 // than the exchange already in progress.
 //
 // With no_numa_promotion, or without a foreign head region, the coordinator
-// stops at its first round and decay keeps its schedule.
+// stops at its first attempt (kStop) and decay keeps its schedule.
 //
 // Binding: a ThreadBinder pins each thread to its node (CPUs and memory
 // policy) as the thread starts. Start() fails, with every thread joined, when
@@ -37,6 +40,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +51,7 @@
 #include "absl/status/status.h"
 #include "core/env/env.h"
 #include "core/model/topology.h"
+#include "core/tiering/promotion_pacing.h"
 #include "core/tiering/tier_manager.h"
 
 namespace heatsink::runtime {
@@ -89,6 +94,10 @@ struct PromotionServiceOptions {
   std::vector<int> region_nodes;
   int serving_node = 0;
   ThreadBinder* binder = nullptr;  // null: threads are not bound
+  // Called with every pacing decision (the attempt's outcome and what the
+  // coordinator does next), on the coordinator thread. For tests that compare
+  // the two worlds' decisions; may be empty.
+  std::function<void(PromotionOutcome, const PromotionPacing&)> pacing_observer = nullptr;
 };
 
 struct PromotionServiceStats {
@@ -145,9 +154,9 @@ class NumaPromotionService {
   // arrays) and reports the result to Start.
   bool BindAndReport(int node, const std::string& who, const Worker* worker = nullptr);
   void RunDecayPass();
-  // Waits (under lock) up to `ms`, or until stopping / `wake` returns true.
-  template <typename Pred>
-  void WaitFor(std::unique_lock<std::mutex>& lock, int64_t ms, Pred wake);
+  // Scans on the workers, reduces, exchanges at most one pair of blocks and
+  // releases the gate; counts the outcome.
+  PromotionResult RunRound(PromotionRound& round);
 
   Env* const env_;
   TierManager* const manager_;

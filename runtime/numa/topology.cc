@@ -17,9 +17,6 @@
 namespace heatsink::runtime {
 namespace {
 
-constexpr int kLocalDistance = 10;
-constexpr int kRemoteDistance = 20;
-
 struct TopologyDeleter {
   void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
 };
@@ -58,8 +55,6 @@ std::optional<int> FindNicNode(hwloc_topology_t topology, const std::string& nic
   }
   return std::nullopt;
 }
-
-const NumaNode* NodeOrNull(const Topology& topology, int id) { return topology.FindNode(id); }
 
 int IndexOfNode(const Topology& topology, int id) {
   for (size_t i = 0; i < topology.nodes.size(); ++i) {
@@ -123,8 +118,7 @@ absl::StatusOr<Topology> LoadTopology(const TopologyOptions& options) {
   }
 
   const size_t n = result.nodes.size();
-  result.distances.assign(n, std::vector<int>(n, kRemoteDistance));
-  for (size_t i = 0; i < n; ++i) result.distances[i][i] = kLocalDistance;
+  result.distances = DefaultNodeDistances(static_cast<int>(n));
   unsigned matrices = 1;
   hwloc_distances_s* distances = nullptr;
   if (hwloc_distances_get_by_type(raw, HWLOC_OBJ_NUMANODE, &matrices, &distances,
@@ -162,67 +156,6 @@ absl::StatusOr<Topology> LoadTopology(const TopologyOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("hwloc: ", s.message()));
   }
   return result;
-}
-
-absl::Status ValidateTopology(const Topology& topology) {
-  const size_t n = topology.nodes.size();
-  if (n == 0) return absl::InvalidArgumentError("topology: no NUMA node");
-  for (size_t i = 0; i < n; ++i) {
-    if (topology.nodes[i].id < 0 || (i > 0 && topology.nodes[i].id <= topology.nodes[i - 1].id)) {
-      return absl::InvalidArgumentError("topology: node ids must be non-negative and ascending");
-    }
-    if (!std::is_sorted(topology.nodes[i].cpus.begin(), topology.nodes[i].cpus.end())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("topology: cpus of node ", topology.nodes[i].id, " are not ascending"));
-    }
-  }
-  if (topology.distances.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("topology: distance matrix has ",
-                                                   topology.distances.size(), " rows for ", n,
-                                                   " nodes"));
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (topology.distances[i].size() != n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("topology: distance row ", i, " has ", topology.distances[i].size(),
-                       " entries for ", n, " nodes"));
-    }
-    for (size_t j = 0; j < n; ++j) {
-      if (topology.distances[i][j] <= 0 || topology.distances[i][j] < topology.distances[i][i]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "topology: distance from node ", topology.nodes[i].id, " to node ",
-            topology.nodes[j].id, " is ", topology.distances[i][j],
-            ", below its local distance or not positive"));
-      }
-    }
-  }
-  if (NodeOrNull(topology, topology.nic_node) == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("topology: NIC node ", topology.nic_node, " is not a node"));
-  }
-  return absl::OkStatus();
-}
-
-int NodeDistance(const Topology& topology, int a, int b) {
-  const int ia = IndexOfNode(topology, a);
-  const int ib = IndexOfNode(topology, b);
-  HS_CHECK_MSG(ia >= 0 && ib >= 0, absl::StrCat("no node ", a, " or ", b));
-  return topology.distances[ia][ib];
-}
-
-int FarthestNode(const Topology& topology, int from) {
-  HS_CHECK(IndexOfNode(topology, from) >= 0);
-  int best = from;
-  int best_distance = -1;
-  for (const NumaNode& node : topology.nodes) {
-    if (node.capacity_bytes == 0 || node.id == from) continue;
-    const int d = NodeDistance(topology, from, node.id);
-    if (d > best_distance) {  // ascending ids: ties keep the lowest
-      best = node.id;
-      best_distance = d;
-    }
-  }
-  return best;
 }
 
 std::string DescribeTopology(const Topology& topology) {

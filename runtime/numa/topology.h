@@ -46,18 +46,11 @@ struct TopologyOptions {
 // without NUMA nodes; INTERNAL when hwloc fails to discover this machine.
 [[nodiscard]] absl::StatusOr<Topology> LoadTopology(const TopologyOptions& options);
 
-// OK when the nodes have non-negative ids in strictly ascending order, the
-// distance matrix is square over them with positive entries, nobody is
-// nearer to a node than the node itself, and nic_node is one of the nodes.
-[[nodiscard]] absl::Status ValidateTopology(const Topology& topology);
-
-// The node with memory farthest from `from` (largest distance; ties to the
-// lowest id), or `from` itself when it is the only node with memory.
-// REQUIRES: `from` is a node of `topology`.
-int FarthestNode(const Topology& topology, int from);
-
-// Distance between two nodes of `topology`. REQUIRES: both exist.
-int NodeDistance(const Topology& topology, int a, int b);
+// The pure helpers over the value live with it in the core
+// (core/model/topology.h); the runtime names them here too.
+using ::heatsink::FarthestNode;
+using ::heatsink::NodeDistance;
+using ::heatsink::ValidateTopology;
 
 // A few human-readable lines: nodes, CPUs, memory, distances, NIC node.
 std::string DescribeTopology(const Topology& topology);

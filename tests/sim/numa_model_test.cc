@@ -1,4 +1,7 @@
-// Covers the simulator's NUMA host model beyond the tiering core: the oracle
+// Covers the simulator's NUMA host model beyond the tiering core: the head
+// pool's placement by the core's rule (foreign regions nearest first by the
+// host's distances, a set-up the store refuses refused here too, naming the
+// host's numa_nodes path), the oracle
 // lines (the best placement of whole blocks, and of single heads, for one
 // interval's reads, blocks as composed at the interval's end), the promotion
 // state reported per interval, and score inheritance (a copy's chunks start
@@ -151,6 +154,50 @@ TEST_F(NumaModelTest, ACopyInheritsTheSourcesScores) {
   target->InheritScores(Obj(2), head, *source);
   ReadN(*target, 1, 1, 1, 2 * head);
   EXPECT_EQ(target->CloseInterval(1).coldest_local_score.value_or(-1), 14.0);
+}
+
+TEST_F(NumaModelTest, ForeignRegionsGoToTheNearestNodesAndPayTheirLatency) {
+  TieringKnobs knobs = Knobs(1);
+  knobs.sub_memory_bytes = {8 * knobs.block_bytes, 8 * knobs.block_bytes};
+  ScenarioHost h;
+  h.name = "h";
+  h.numa_nodes = {ScenarioNumaNode{.id = 0}, ScenarioNumaNode{.id = 1},
+                  ScenarioNumaNode{.id = 2, .remote_read_latency_ns = 500}};
+  // Node 2 is nearer to the NIC's node 0 than node 1 is.
+  h.numa_distances = {{10, 20, 11}, {20, 10, 20}, {11, 20, 10}};
+  absl::StatusOr<std::unique_ptr<NumaHostModel>> m =
+      NumaHostModel::Create(sim_.env(), knobs, h, NumaCosts());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ((*m)->placement().regions.size(), 3u);
+  EXPECT_EQ((*m)->placement().regions[0].node, 0);
+  EXPECT_EQ((*m)->placement().regions[1].node, 2);
+  EXPECT_EQ((*m)->placement().regions[2].node, 1);
+  const uint64_t head = knobs.ram_head_bytes;
+  for (int i = 0; i < 9; ++i) (*m)->Store(Obj(i), head);  // object 8 lands in region 1
+  // Node 2's remote latency plus 8 KiB at 320 Gbps (205 ns).
+  EXPECT_EQ((*m)->Read(Obj(8), head, 0).memory_ns, 500 + 205);
+}
+
+TEST_F(NumaModelTest, RefusesWhatTheStoreRefuses) {
+  ScenarioHost one;
+  one.name = "h";
+  one.numa_nodes = {ScenarioNumaNode{.id = 0}};
+  one.numa_where = "s.json:9:23: $.topology.domains[0].hosts[0].numa_nodes";
+  // One foreign region and no other node: the last node used to absorb it.
+  absl::StatusOr<std::unique_ptr<NumaHostModel>> m =
+      NumaHostModel::Create(sim_.env(), Knobs(1), one, NumaCosts());
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().message(),
+            "s.json:9:23: $.topology.domains[0].hosts[0].numa_nodes: $.knobs.sub_memory describes "
+            "1 foreign region(s) but host h has 0 other NUMA node(s) with memory");
+  // More head bytes than the node has.
+  ScenarioHost small = TwoNodeHost();
+  small.numa_nodes[1].capacity_bytes = 4 * Knobs(1).block_bytes;
+  m = NumaHostModel::Create(sim_.env(), Knobs(1), small, NumaCosts());
+  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().message(),
+            "h: $.knobs.memory/$.knobs.sub_memory: 512 KiB of head regions on NUMA node 1, "
+            "which has only 256 KiB");
 }
 
 }  // namespace

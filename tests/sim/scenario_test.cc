@@ -197,7 +197,7 @@ TEST(ScenarioErrors, UnknownField) {
             "s.json:13:24: $.topology.domains[1].hosts[0].nic_sned_gbps: unknown field "
             "\"nic_sned_gbps\" (known fields: clients, count, decode_instances, "
             "local_copy_gbps, name, nic_count, nic_numa_node, nic_receive_gbps, nic_send_gbps, "
-            "numa_nodes, prefill_instances, segments)");
+            "numa_distances, numa_nodes, prefill_instances, segments)");
   EXPECT_THAT(ErrorOf(Base("\"colour\": 1")), HasSubstr("s.json:21:3: $.colour: unknown field"));
 }
 
@@ -377,6 +377,38 @@ TEST(ScenarioErrors, TopologyRules) {
       "decode": {"policy": "same_domain"}}])")),
             "s.json:22:17: $.workloads[0].decode: policy \"same_domain\": domain \"a\" has "
             "prefill but no decode instances");
+}
+
+// numa_distances: one row per node in id order, checked as the runtime checks
+// an hwloc topology; without it, 10 local and 20 elsewhere.
+TEST(Scenario, NumaDistances) {
+  auto with = [](absl::string_view numa) {
+    return Base("", {{"{\"name\": \"hb\", \"nic_send_gbps\": 100,",
+                      absl::StrCat("{\"name\": \"hb\", \"nic_send_gbps\": 100, ", numa, ",")}});
+  };
+  absl::StatusOr<Scenario> s =
+      Load(with(R"("numa_nodes": [{"id": 3}, {"id": 1}], "numa_distances": [[10, 12], [12, 10]])"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const ScenarioHost& hb = s->topology.domains[1].hosts[0];
+  EXPECT_EQ(hb.numa_distances, (std::vector<std::vector<int>>{{10, 12}, {12, 10}}));
+  EXPECT_EQ(HostTopology(hb).distances, hb.numa_distances);
+  EXPECT_EQ(HostTopology(hb).nic_node, 1);  // the lowest id
+  EXPECT_THAT(hb.numa_where, HasSubstr("$.topology.domains[1].hosts[0].numa_nodes"));
+  const ScenarioHost& ha = s->topology.domains[0].hosts[0];
+  EXPECT_EQ(HostTopology(ha).distances, (std::vector<std::vector<int>>{{10}}));
+  EXPECT_THAT(ha.numa_where, HasSubstr("$.topology.domains[0].hosts[0]"));
+
+  EXPECT_THAT(
+      ErrorOf(with(R"("numa_nodes": [{"id": 0}, {"id": 1}], "numa_distances": [[10, 20]])")),
+      HasSubstr("$.topology.domains[1].hosts[0].numa_distances: 1 rows for 2 NUMA node(s)"));
+  EXPECT_THAT(ErrorOf(with(R"("numa_nodes": [{"id": 0}, {"id": 1}],
+                              "numa_distances": [[10, 20], [20, 10, 30]])")),
+              HasSubstr("$.topology.domains[1].hosts[0].numa_distances[1]: 3 entries for 2 NUMA "
+                        "node(s)"));
+  EXPECT_THAT(ErrorOf(with(R"("numa_nodes": [{"id": 0}, {"id": 1}],
+                              "numa_distances": [[10, 5], [20, 10]])")),
+              HasSubstr("$.topology.domains[1].hosts[0].numa_distances: topology: distance from "
+                        "node 0 to node 1 is 5, below its local distance or not positive"));
 }
 
 TEST(Scenario, FileErrors) {
