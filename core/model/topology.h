@@ -1,8 +1,11 @@
 // File: core/model/topology.h
 //
 // The memory topology of one host as a plain value. The runtime builds it from
-// hwloc and libnuma; the simulator from scenario JSON; tests by hand. Tiering
-// decisions read only this value, never the libraries.
+// hwloc (runtime/numa/topology.h) and places its head regions and binds its
+// promotion threads from it (runtime/numa/placement.h, promotion_service.h);
+// tests build it by hand. core/ does not read it yet: the tiering core works
+// on head regions by index, and each driver maps regions to nodes itself (the
+// simulator from scenario JSON, in sim/numa_model.h, without this value).
 #ifndef HEATSINK_CORE_MODEL_TOPOLOGY_H_
 #define HEATSINK_CORE_MODEL_TOPOLOGY_H_
 
