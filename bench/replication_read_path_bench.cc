@@ -209,7 +209,7 @@ void AdvanceAll(Fixture& f, std::array<int64_t, kModes.size()>& other_ns) {
 }
 
 int64_t ReadsDropped(World& w) {
-  return w.rm->metrics().Value("dynamic_replication_heat_reads_dropped_total");
+  return w.rm->SyncMetrics().Value("dynamic_replication_heat_reads_dropped_total");
 }
 
 void BM_GetReplicaListByMode(benchmark::State& state) {
@@ -284,7 +284,7 @@ void BM_GetReplicaListByMode(benchmark::State& state) {
     const DynamicReplicationStats s = f.worlds[kEnforce]->rm->replication().Stats();
     state.counters["enforce_leases_granted"] = static_cast<double>(s.leases_granted);
     state.counters["observe_would_propose"] = static_cast<double>(
-        f.worlds[1]->rm->metrics().Value("dynamic_replication_would_propose_total"));
+        f.worlds[1]->rm->SyncMetrics().Value("dynamic_replication_would_propose_total"));
     state.counters["enforce_reads_dropped"] = static_cast<double>(ReadsDropped(*f.worlds[kEnforce]));
     state.counters["observe_reads_dropped"] = static_cast<double>(ReadsDropped(*f.worlds[1]));
   }

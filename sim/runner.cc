@@ -168,7 +168,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
   result_.limits = limit_lines_->Compute(limit_options);
   if (options_.keep_limit_reads) result_.limit_recorder = limit_lines_;
   result_.decisions_by_outcome = decisions_->counts();
-  for (const MetricFamily& family : replicated_->metrics().Snapshot()) {
+  for (const MetricFamily& family : replicated_->SyncMetrics().Snapshot()) {
     if (family.type == MetricType::kHistogram) continue;
     for (const MetricSample& sample : family.samples) {
       std::string key = family.name;

@@ -2,14 +2,15 @@
 //
 // core/worker MasterClient for the simulator: every call is a modelled
 // control message from the caller's host to the master's host, the call runs
-// on the master (through an inner MasterClient, normally a LocalMasterClient
-// over the master service), and the answer is a control message back. Both
-// messages pay Network::ControlLatencyNs (distance class, trunk latency,
-// seeded jitter), so a store worker or reader in another domain sees its
-// Get, FetchTasks or CopyStart answered later than a neighbour of the master.
-// The call itself runs on MasterService when the request arrives; the
-// dynamic copy calls go to the DynamicCopyCalls given (dynamic replication's
-// lease checks), or to the master's Leased* calls without one.
+// on the master, and the answer is a control message back. Both messages pay
+// Network::ControlLatencyNs (distance class, trunk latency, seeded jitter), so
+// a store worker or reader in another domain sees its GetReplicaList,
+// FetchTasks or CopyStart answered later than a neighbour of the master.
+// When the request arrives the call runs directly on the live incarnation's
+// MasterService (SimMasterEndpoint::master(); there is no inner
+// MasterClient); the dynamic copy calls go to the endpoint's DynamicCopyCalls
+// (dynamic replication's lease checks), or to the master's Leased* calls
+// without one.
 //
 // Faults (the scenario's control_messages): each message is dropped with
 // drop_probability or delayed by delay_ns with delay_probability, both drawn

@@ -77,7 +77,7 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                                          const runtime::MasterServer& server,
                                          const runtime::JsonlDecisionSink* sink,
                                          int64_t leader_epoch) {
-  std::vector<MetricFamily> out = master.metrics().Snapshot();
+  std::vector<MetricFamily> out = master.SyncMetrics().Snapshot();
   const MasterStats s = master.master().Stats();
   const MetricType kC = MetricType::kCounter;
   const MetricType kG = MetricType::kGauge;

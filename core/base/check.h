@@ -1,13 +1,15 @@
 // File: core/base/check.h
 //
-// Always-on checks for programmer errors. A failed check prints the file, line
-// and condition through the installed failure handler and aborts. Operating
-// errors (bad input, exhausted limits, races with other clients) are never
-// checks: they return absl::Status.
+// Always-on checks for programmer errors: HS_CHECK(cond), HS_CHECK_MSG(cond,
+// detail) and HS_CHECK_OK(status). A failed check writes the file, line,
+// condition and detail to stderr and aborts. Operating errors (bad input,
+// exhausted limits, races with other clients) are never checks: they return
+// absl::Status.
 //
-// core/ does no I/O of its own, so the message goes to a handler that the
-// process installs (the default writes to stderr through the C library's
-// abort path via absl's raw logging, which is not a core I/O dependency).
+// The message is written by CheckFailed with Abseil's raw logging (a write(2)
+// that does not allocate): the process's last word, not a core I/O path.
+// There is no failure handler to install; a test expects a failed check with
+// EXPECT_DEATH.
 #ifndef HEATSINK_CORE_BASE_CHECK_H_
 #define HEATSINK_CORE_BASE_CHECK_H_
 

@@ -339,15 +339,10 @@ class DynamicReplication final : public ReadObserver,
   const HeatReadBuffer& read_buffer() const { return reads_; }
   const AdmissionTriggerQueue& trigger_queue() const { return triggers_; }
   const HeatRecheckQueue& recheck_queue() const { return rechecks_; }
-  // Synced (SyncMetrics) before it is returned.
-  ReplicationMetrics& metrics() {
-    SyncMetrics();
-    return metrics_;
-  }
   // Carries counts kept off the read path into the metrics registry (the
   // heat window's record count becomes hot_read_observations_total, the read
-  // buffer's drops heat_reads_dropped_total). Call
-  // before reading the registry; ReplicatedMaster::metrics() does.
+  // buffer's drops heat_reads_dropped_total). Call before reading the
+  // registry; ReplicatedMaster::SyncMetrics() does.
   void SyncMetrics();
 
   // OK, or INTERNAL naming the first violated invariant: every pending action

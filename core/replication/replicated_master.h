@@ -13,7 +13,7 @@
 //   LocalMasterClient client(&m->master(), env->executor, m.get());  // dynamic calls routed
 //   ... m->master().GetReplicaList(req) ...   // records heat, may queue admission
 //   HS_RETURN_IF_ERROR(m->CheckInvariants());
-//   std::string text = RenderPrometheusText(m->metrics().Snapshot());
+//   std::string text = RenderPrometheusText(m->SyncMetrics().Snapshot());
 //
 // Thread safety: every method is thread-safe (see master_service.h and
 // dynamic_replication.h). REQUIRES: the Env and the sink outlive the object,
@@ -91,10 +91,11 @@ class ReplicatedMaster final : public DynamicCopyCalls {
   // The master's invariants, then dynamic replication's.
   [[nodiscard]] absl::Status CheckInvariants() const;
 
-  // Aggregated metrics of dynamic replication (names in
-  // replication_metrics.h). Render with RenderPrometheusText.
-  // Counts kept off the read path are synced in first.
-  MetricsRegistry& metrics() {
+  // Carries the counts that dynamic replication keeps off the read path into
+  // the registry (DynamicReplication::SyncMetrics), then returns the registry
+  // of its aggregated metrics (names in replication_metrics.h), current as of
+  // this call. Render a snapshot with RenderPrometheusText.
+  const MetricsRegistry& SyncMetrics() {
     replication_->SyncMetrics();
     return *metrics_;
   }

@@ -1,10 +1,13 @@
 // File: runtime/rpc/master_handler.h
 //
 // What the gRPC master service calls: the master's operations, synchronous,
-// with the caller's identity already established by the server. One
-// implementation serves a plain MasterService; the dynamic-replication master
-// provides its own so that reads feed its heat window and the Dynamic* copy
-// calls go through its lease checks.
+// with the caller's identity already established by the server. There is one
+// implementation, MasterServiceHandler, which forwards to a MasterService and
+// sends the Dynamic* copy calls and CheckCopyLease to a DynamicCopyCalls when
+// given one. heatsink-master gives it ReplicatedMaster's master() and the
+// ReplicatedMaster itself: reads feed the heat window because dynamic
+// replication is that MasterService's read observer (not because of the
+// handler), and the Dynamic* calls go through its lease checks.
 //
 // Thread safety: implementations are called from many server threads at once.
 #ifndef HEATSINK_RUNTIME_RPC_MASTER_HANDLER_H_

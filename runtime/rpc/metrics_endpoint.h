@@ -8,7 +8,7 @@
 //
 // Example:
 //   HS_ASSIGN_OR_RETURN(auto metrics, MetricsEndpoint::Start("127.0.0.1:0", [&] {
-//     return master->metrics().Snapshot();
+//     return master->SyncMetrics().Snapshot();
 //   }));
 //   std::cout << metrics->port();
 //

@@ -80,7 +80,7 @@ TEST_F(DynamicReplicationStage1, ReadsReachTheWindowThroughTheReadBufferAtTheirD
   EXPECT_FALSE(h.dr().read_buffer().HasUndrained());
   EXPECT_EQ(h.dr().heat_window().CountInWindow(h.now(), HeatKeyView{kDefaultTenant, "k", ""}),
             6);
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), 0);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_heat_reads_dropped_total"), 0);
 }
 
 // A read never waits for the drain: a full read buffer drops the read and
@@ -115,7 +115,7 @@ TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAnd
   for (int i = kFill; i < kCold; ++i) HS_ASSERT_OK(h.Read("cold" + std::to_string(i)));
   EXPECT_EQ(h.dr().heat_window().stats().records, 0);
   constexpr int kDropped = 5 + kCold - kFill;
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
   // The high-water read posted a drain due now: running what is due applies
   // the buffered reads, without waiting for the drain interval.
   h.env().RunUntilIdle();
@@ -130,7 +130,7 @@ TEST_F(DynamicReplicationStage1, AFullReadBufferDropsReadsWithoutDelayingThemAnd
   ASSERT_EQ(h.sink().size(), 1u);
   EXPECT_EQ(h.sink().last().key, "hot");
   EXPECT_EQ(h.sink().last().outcome, DecisionOutcome::kAccepted);
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_heat_reads_dropped_total"), kDropped);
   HS_EXPECT_OK(h.rm().CheckInvariants());
 }
 
@@ -142,7 +142,7 @@ TEST_F(DynamicReplicationStage1, ModeOffRecordsNothing) {
   h.Settle();
   EXPECT_EQ(h.dr().heat_window().stats().records, 0);
   EXPECT_EQ(h.dr().trigger_queue().stats().enqueued, 0);
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_hot_read_observations_total"), 0);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_hot_read_observations_total"), 0);
   EXPECT_EQ(h.sink().size(), 0u);
   absl::StatusOr<ReplicaActionLease> r =
       h.rm().SubmitReplicaActionProposal(h.Proposal(1, "k", *v, 1000));
@@ -169,8 +169,8 @@ TEST_F(DynamicReplicationStage1, MetricsAreCountedPerReason) {
   EXPECT_EQ(h_.Rejected(RejectReason::kDomainHintUnsupported), 1);
   EXPECT_EQ(h_.Rejected(RejectReason::kPending), 1);
   EXPECT_EQ(h_.Rejected(RejectReason::kCooldown), 0);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_admissions_accepted_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_triggers_enqueued_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_admissions_accepted_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_triggers_enqueued_total"), 1);
   // The admission cooldown has its own reason.
   HS_ASSERT_OK(h_.RunDynamicCopy(1));
   HS_ASSERT_OK(h_.Put("j", 1000, {SegmentId(1)}));

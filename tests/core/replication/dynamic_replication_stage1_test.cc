@@ -39,7 +39,7 @@ TEST_F(DynamicReplicationRfcStage1, MasterSideHotAdmissionQueuesACopy) {
   EXPECT_EQ(d.kind, DecisionKind::kHeat);
   EXPECT_EQ(d.outcome, DecisionOutcome::kAccepted);
   EXPECT_EQ(d.lease_id, p->lease.lease_id);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_created_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_created_total"), 1);
 }
 
 TEST_F(DynamicReplicationRfcStage1, EnforceGetPathAutoExpandsAfterThresholdCrossing) {
@@ -66,7 +66,7 @@ TEST_F(DynamicReplicationRfcStage1, EnforceBatchGetPathAutoExpandsAfterThreshold
   for (int i = 0; i < 3; ++i) HS_ASSERT_OK(h_.master().BatchGetReplicaList(req));
   h_.dr().DrainReads();
   // One observation per key read, never per replica.
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_hot_read_observations_total"), 6);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_hot_read_observations_total"), 6);
   h_.Settle();
   EXPECT_TRUE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_TRUE(h_.dr().FindPending(ObjectName{"", "j"}).has_value());
@@ -86,7 +86,7 @@ TEST_F(DynamicReplicationRfcStage1, ObserveModeDoesNotQueueACopy) {
   EXPECT_FALSE(d.lease_id.has_value());
   EXPECT_EQ(h.master().Stats().copy_tasks_created_total, 0);
   EXPECT_TRUE(h.dr().PendingActions().empty());
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_would_propose_total"), 1);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_would_propose_total"), 1);
   // A proposal in observe mode reports the plan without a lease.
   h.env().AdvanceBy(SecToNs(6));
   h.ReadTimes("k", 3);
@@ -110,7 +110,7 @@ TEST_F(DynamicReplicationRfcStage1, MaxReplicaLimitSuppressesFanout) {
   HS_ASSERT_OK(h.Put("k", 1000, {SegmentId(1), SegmentId(2)}));
   h.ReadTimes("k", 10);
   h.Settle();
-  EXPECT_EQ(h.metrics().Value("dynamic_replication_hot_read_observations_total"), 0);
+  EXPECT_EQ(h.SyncMetrics().Value("dynamic_replication_hot_read_observations_total"), 0);
   EXPECT_EQ(h.sink().size(), 0u);
 
   // An object that reached the cap through a dynamic copy while hot: both
@@ -134,9 +134,9 @@ TEST_F(DynamicReplicationRfcStage1, MaxReplicaLimitSuppressesFanout) {
   HS_EXPECT_REASON(capped, RejectReason::kReplicaLimit);
   HS_EXPECT_CODE(capped, kResourceExhausted);
   EXPECT_EQ(g.Rejected(RejectReason::kReplicaLimit), 2);
-  const int64_t observed = g.metrics().Value("dynamic_replication_hot_read_observations_total");
+  const int64_t observed = g.SyncMetrics().Value("dynamic_replication_hot_read_observations_total");
   g.ReadTimes("k", 5);
-  EXPECT_EQ(g.metrics().Value("dynamic_replication_hot_read_observations_total"), observed);
+  EXPECT_EQ(g.SyncMetrics().Value("dynamic_replication_hot_read_observations_total"), observed);
   EXPECT_EQ(g.master().Stats().copy_tasks_created_total, 1);
   HS_EXPECT_OK(h.rm().CheckInvariants());
   HS_EXPECT_OK(g.rm().CheckInvariants());
@@ -172,7 +172,7 @@ TEST_F(DynamicReplicationRfcStage1, ProposalIdempotencyReturnsTheSameLease) {
   HS_ASSERT_OK(again);
   EXPECT_EQ(*again, *first);
   EXPECT_EQ(h_.master().Stats().copy_tasks_created_total, 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_admissions_accepted_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_admissions_accepted_total"), 1);
 }
 
 TEST_F(DynamicReplicationRfcStage1, ConflictingIdempotencyRequestsAreRejected) {
@@ -246,10 +246,10 @@ TEST_F(DynamicReplicationRfcStage1, CopyLifecycleMarksDynamicReplicaCompletion) 
   EXPECT_EQ(dynamic[0].segment, SegmentId(2));
   EXPECT_EQ(dynamic[0].lease_id, lease.lease_id);
   EXPECT_EQ(dynamic[0].size_bytes, 1000u);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_completed_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_same_domain_copies_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_same_domain_copy_bytes_total"), 1000);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_replicas"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_completed_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_same_domain_copies_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_same_domain_copy_bytes_total"), 1000);
   // The lease timer was cancelled: nothing happens at its expiry.
   h_.env().AdvanceBy(SecToNs(3));
   EXPECT_EQ(h_.dr().DynamicReplicas().size(), 1u);
@@ -365,7 +365,7 @@ TEST_F(DynamicReplicationRfcStage1,
   HS_EXPECT_CODE(r, kResourceExhausted);
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_FALSE(h_.master().GetTask(lease.task_id).has_value());  // retired
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_failed_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_failed_total"), 1);
   // An ordinary copy of the key can go at once.
   const SegmentId other = lease.target_segment == SegmentId(2) ? SegmentId(3) : SegmentId(2);
   HS_EXPECT_OK(
@@ -445,12 +445,12 @@ TEST_F(DynamicReplicationRfcStage1,
   HS_ASSERT_OK(view);
   EXPECT_EQ(view->replicas.size(), 1u);
   EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_failed_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_failed_total"), 1);
   // Once the admission cooldown is over, the recreate cooldown still blocks.
   h_.env().AdvanceBy(SecToNs(4));
   h_.MakeHot("k");
   EXPECT_EQ(h_.sink().last().reason, RejectReason::kRecreateCooldown);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_recreate_cooldown_hits_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_recreate_cooldown_hits_total"), 1);
 }
 
 TEST_F(DynamicReplicationRfcStage1, VersionMismatchRejectsDynamicReplicaCopyStart) {
@@ -515,7 +515,7 @@ TEST_F(DynamicReplicationRfcStage1, MismatchedLeaseOrVersionRejectsDynamicReplic
   HS_ASSERT_OK(h_.rm().DynamicReplicaCopyRevoke(ClientId(1), fence));
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_revoked_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_revoked_total"), 1);
   HS_ASSERT_OK(h_.master().MarkTaskComplete(ClientId(1), {fence.task_id, false, "revoked"}));
 }
 
@@ -526,7 +526,7 @@ TEST_F(DynamicReplicationRfcStage1, EvictedDynamicReplicaBlocksImmediateRecreate
   h_.env().AdvanceBy(SecToNs(2));  // read lease over
   EXPECT_GT(h_.master().Evict(UINT64_MAX / 2), 0u);
   EXPECT_TRUE(h_.dr().DynamicReplicas().empty());
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas"), 0);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_replicas"), 0);
   EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
   // The object comes back and gets hot at once: recreation is refused until
   // the recreate cooldown (10 s from the eviction) is over.

@@ -174,8 +174,8 @@ TEST_F(DynamicReplicationRfcStage2,
       h_.rm().SubmitReplicaActionProposal(DomainProposal(1, "m", vm, "a", "b"));
   HS_EXPECT_REASON(r, RejectReason::kTargetDomainHasReplica);
   HS_EXPECT_CODE(r, kAlreadyExists);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_target_domain_suppressions_total",
-                               {{"target_domain", "b"}}),
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_target_domain_suppressions_total",
+                                   {{"target_domain", "b"}}),
             1);
   EXPECT_EQ(h_.master().Stats().copy_tasks_created_total, 0);
 }
@@ -188,8 +188,8 @@ TEST_F(DynamicReplicationRfcStage2, SameDomainFanoutStillWorksAfterATargetDomain
   EXPECT_EQ(d.source_segment, SegmentId(3));  // fanout from inside b
   EXPECT_EQ(d.target_segment, SegmentId(4));
   HS_ASSERT_OK(h_.RunDynamicCopy(3));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_same_domain_copies_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_cross_domain_copies_total"), 0);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_same_domain_copies_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_cross_domain_copies_total"), 0);
 }
 
 TEST_F(DynamicReplicationRfcStage2, EvictionCooldownIsScopedToTheEvictedDomain) {
@@ -284,8 +284,9 @@ TEST_F(DynamicReplicationRfcStage2Warmup,
   // had none, so the job is done.
   d = warmup_decisions();
   EXPECT_EQ(d.size(), 3u);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_warmup_copies_total", {{"target_domain", "c"}}),
-            2);
+  EXPECT_EQ(
+      h_.SyncMetrics().Value("dynamic_replication_warmup_copies_total", {{"target_domain", "c"}}),
+      2);
   EXPECT_EQ(h_.dr().Stats().warmup_copies, 2);
   // A second warmup of c finds everything present.
   HS_ASSERT_OK(h_.rm().RequestWarmup("c"));
@@ -350,31 +351,31 @@ TEST_F(DynamicReplicationStage2, WithoutPressureTheStableTieBreakPicksTheSource)
 
 TEST_F(DynamicReplicationStage2, DomainLabelsOnMetrics) {
   h_.MakeHot("k", "b");
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_proposals_total",
-                               {{"requester_domain", "b"}, {"target_domain", "b"}}),
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_proposals_total",
+                                   {{"requester_domain", "b"}, {"target_domain", "b"}}),
             1);
   const std::vector<Task> tasks = h_.Fetch(1);
   ASSERT_EQ(tasks.size(), 1u);
   const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
   HS_ASSERT_OK(h_.rm().DynamicReplicaCopyStart(ClientId(1), fence));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_cross_domain_copies_in_flight"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_cross_domain_copies_in_flight"), 1);
   HS_ASSERT_OK(h_.rm().DynamicReplicaCopyEnd(ClientId(1), fence));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_cross_domain_copies_in_flight"), 0);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_cross_domain_copies_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_cross_domain_copy_bytes_total"), 1000);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_cross_domain_copies_in_flight"), 0);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_cross_domain_copies_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_cross_domain_copy_bytes_total"), 1000);
   // A suppression is labelled with its target domain.
   HS_ASSERT_OK(h_.master().MarkTaskComplete(ClientId(1), {fence.task_id, true, ""}));
   h_.ReadTimes("k", 3, "a");
   HS_EXPECT_REASON(h_.rm().SubmitReplicaActionProposal(DomainProposal(9, "k", version_, "a", "b")),
                    RejectReason::kTargetDomainHasReplica);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_target_domain_suppressions_total",
-                               {{"target_domain", "b"}}),
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_target_domain_suppressions_total",
+                                   {{"target_domain", "b"}}),
             1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_proposals_total",
-                               {{"requester_domain", "a"}, {"target_domain", "b"}}),
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_proposals_total",
+                                   {{"requester_domain", "a"}, {"target_domain", "b"}}),
             1);
   // Labels are domains and reasons only: no key appears in the exposition.
-  const std::string text = RenderPrometheusText(h_.metrics().Snapshot());
+  const std::string text = RenderPrometheusText(h_.SyncMetrics().Snapshot());
   EXPECT_EQ(text.find("\"k\""), std::string::npos);
   EXPECT_EQ(text.find("key="), std::string::npos);
   EXPECT_NE(text.find("requester_domain=\"b\""), std::string::npos);

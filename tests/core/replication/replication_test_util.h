@@ -145,7 +145,7 @@ class ReplicationHarness {
   MasterService& master() { return rm_->master(); }
   DynamicReplication& dr() { return rm_->replication(); }
   DecisionCollector& sink() { return sink_; }
-  MetricsRegistry& metrics() { return rm_->metrics(); }
+  const MetricsRegistry& SyncMetrics() { return rm_->SyncMetrics(); }
   TimeNs now() const { return env_.NowNs(); }
 
   // A client with one segment of its own (client id == segment id).
@@ -255,8 +255,8 @@ class ReplicationHarness {
   }
 
   int64_t Rejected(RejectReason reason) {
-    return metrics().Value("dynamic_replication_admissions_rejected_total",
-                           {{"reason", std::string(RejectReasonName(reason))}});
+    return SyncMetrics().Value("dynamic_replication_admissions_rejected_total",
+                               {{"reason", std::string(RejectReasonName(reason))}});
   }
 
  private:

@@ -109,8 +109,8 @@ TEST_F(SustainedHeat, KeyThatCoolsIsNotReadmitted) {
   // No more reads: the look at the cooldown's end finds the key cold.
   h_.env().AdvanceBy(SecToNs(20));
   EXPECT_EQ(h_.sink().size(), decisions) << h_.sink().Jsonl();
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_rechecks_cooled_total"), 1);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_rechecks_requeued_total"), 0);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_rechecks_cooled_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_rechecks_requeued_total"), 0);
   EXPECT_EQ(h_.dr().recheck_queue().scheduled() + h_.dr().recheck_queue().parked(), 0u);
   EXPECT_EQ(Readable(), 2);
 }
@@ -185,7 +185,7 @@ TEST_F(OptionalReplicas, EvictionDropsDynamicReplicasBeforeAnyObject) {
   EXPECT_NE(FormatDecisionJson(last).find("\"outcome\":\"dropped\",\"reason\":null"),
             std::string::npos);
   EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_evicted_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_replicas_evicted_total"), 1);
   EXPECT_EQ(h_.master().Stats().evicted_objects_total, 0);
   // The original is never dropped as an optional replica: the next pass
   // evicts objects.
@@ -254,13 +254,13 @@ TEST_F(ColdRelease, HotReplicaStaysColdReplicaIsReleased) {
   ASSERT_EQ(Readable(), 2);
   // Still read: never released.
   ReadSteadily(6);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_released_total"), 0);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_replicas_released_total"), 0);
   EXPECT_GE(Readable(), 2);
   const int64_t replicas = Readable();
   // Reads stop: the window empties, the read lease ends, and after 2 s of
   // cold checks the dynamic replicas go.
   h_.env().AdvanceBy(SecToNs(6));
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_replicas_released_total"), replicas - 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_replicas_released_total"), replicas - 1);
   EXPECT_EQ(h_.master().Stats().released_dynamic_replicas_total, replicas - 1);
   const DecisionRecord last = h_.sink().last();
   EXPECT_EQ(last.kind, DecisionKind::kRelease);
@@ -285,7 +285,9 @@ class ColdReleaseAtCap : public SustainedHeat {
     k.dynamic_replication_release_after_ms = 2'000;
     return k;
   }
-  int64_t Released() { return h_.metrics().Value("dynamic_replication_replicas_released_total"); }
+  int64_t Released() {
+    return h_.SyncMetrics().Value("dynamic_replication_replicas_released_total");
+  }
 };
 
 TEST_F(ColdReleaseAtCap, ReplicaReadAtItsCapStaysWhileReadAndGoesWhenReadsStop) {
@@ -317,7 +319,9 @@ class ReleaseSpan : public SustainedHeat {
     k.dynamic_replication_release_span_ms = span_ms;
     return k;
   }
-  int64_t Released() { return h_.metrics().Value("dynamic_replication_replicas_released_total"); }
+  int64_t Released() {
+    return h_.SyncMetrics().Value("dynamic_replication_replicas_released_total");
+  }
 };
 class ReleaseSpanWholeWindow : public ReleaseSpan {
  protected:

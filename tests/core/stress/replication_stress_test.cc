@@ -160,7 +160,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
   EXPECT_GT(stats.leases_granted, 0);
   EXPECT_GT(stats.copies_completed, 0);
   EXPECT_EQ(stats.pending, 0);
-  EXPECT_EQ(rm.metrics().Value("dynamic_replication_replicas"),
+  EXPECT_EQ(rm.SyncMetrics().Value("dynamic_replication_replicas"),
             static_cast<int64_t>(rm.replication().DynamicReplicas().size()));
 }
 
@@ -242,7 +242,7 @@ void StressReadBuffer(bool switch_modes) {
   // object reaches its replica cap: no copy completes); reads in mode off
   // record nothing.
   const int64_t applied = rm.replication().heat_window().stats().records;
-  const int64_t dropped = rm.metrics().Value("dynamic_replication_heat_reads_dropped_total");
+  const int64_t dropped = rm.SyncMetrics().Value("dynamic_replication_heat_reads_dropped_total");
   EXPECT_GT(applied, 0);
   if (switch_modes) {
     EXPECT_LE(applied + dropped, int64_t{kReaders} * kReadsPerReader);

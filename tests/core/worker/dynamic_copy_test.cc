@@ -94,7 +94,7 @@ TEST_F(DynamicCopyWorkerTest, StoreWorkerCompletesADynamicCopyEndToEnd) {
   ASSERT_EQ(r->replicas.size(), 2u);
   EXPECT_TRUE(r->replicas[1].dynamic);
   EXPECT_EQ(h_.master().Stats().tasks_pending + h_.master().Stats().tasks_processing, 0);
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_completed_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_completed_total"), 1);
 }
 
 TEST_F(DynamicCopyWorkerTest, FailedTransferRevokesThroughTheDynamicCalls) {
@@ -106,7 +106,7 @@ TEST_F(DynamicCopyWorkerTest, FailedTransferRevokesThroughTheDynamicCalls) {
   EXPECT_EQ(workers_[0]->stats().copies_failed, 1);
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_TRUE(h_.dr().DynamicReplicas().empty());
-  EXPECT_EQ(h_.metrics().Value("dynamic_replication_copy_tasks_revoked_total"), 1);
+  EXPECT_EQ(h_.SyncMetrics().Value("dynamic_replication_copy_tasks_revoked_total"), 1);
   EXPECT_TRUE(h_.dr().RecreateCooldownActive(ObjectName{"", "k"}));
   EXPECT_EQ(h_.master().GetSegment(SegmentId(2))->reserved_bytes, 0u);
 }

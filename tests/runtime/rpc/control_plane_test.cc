@@ -454,7 +454,7 @@ TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {
   EXPECT_EQ(view->replicas.size(), 1u);
   EXPECT_EQ(master_->replication().Stats().leases_granted, 0);
   EXPECT_EQ(stores_[1].node->data_server().writes_completed(), 0u);
-  const std::vector<MetricFamily> metrics = master_->metrics().Snapshot();
+  const std::vector<MetricFamily> metrics = master_->SyncMetrics().Snapshot();
   int64_t would_propose = 0;
   for (const MetricFamily& family : metrics) {
     if (family.name != "dynamic_replication_would_propose_total") continue;

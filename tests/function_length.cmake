@@ -1,0 +1,258 @@
+# Fails when a function is longer than MAX_LINES lines, unless the EXCEPTIONS
+# file lists it (and it has not grown past the length recorded there). A
+# listed function that is now short enough, or gone, also fails: the list only
+# shrinks. Run by ctest; a fixture proves the check can fail.
+#
+#   cmake -DBASE=<dir> -DDIRS=<dir>[,<dir>...] -DEXCEPTIONS=<file>
+#         [-DMAX_LINES=100] [-DEXPECT=<name>[,<name>...]] -P function_length.cmake
+#
+# Every *.h and *.cc under BASE/<dir> is read; paths are reported (and listed
+# in EXCEPTIONS) relative to BASE. With EXPECT the run passes only when
+# exactly the functions named there are reported (a stale exception is named
+# `stale:<path>:<name>`): the fixture's test.
+#
+# Length: the lines strictly between a body's opening and closing brace,
+# blank lines and comments included (clang-tidy's readability-function-size
+# counts one more: LineThreshold 101 flags the same functions). Functions are found by the shape clang-format gives
+# them (house style), not by parsing C++: a definition at namespace or class
+# scope whose closing brace starts a line at the indent of its first line.
+# Lambdas and local classes count towards the function that holds them; a
+# lambda held in a namespace-scope variable is not measured.
+#
+# EXCEPTIONS: one function a line, `<path> <name> <lines>  # <why>`, where
+# <lines> is the length allowed (its length when it was listed). <name> is as
+# reported: qualified as written in the definition (`Class::Method` in a .cc,
+# `Method` for a definition inside its class).
+cmake_policy(SET CMP0007 NEW)
+if(NOT DEFINED BASE OR NOT DEFINED DIRS OR NOT DEFINED EXCEPTIONS)
+  message(FATAL_ERROR "usage: cmake -DBASE=<dir> -DDIRS=<dir>[,<dir>...] -DEXCEPTIONS=<file> "
+                      "-P function_length.cmake")
+endif()
+if(NOT DEFINED MAX_LINES)
+  set(MAX_LINES 100)
+endif()
+string(REPLACE "," ";" DIRS "${DIRS}")
+if(DEFINED EXPECT)
+  string(REPLACE "," ";" EXPECT "${EXPECT}")
+endif()
+
+# --- The exception list -------------------------------------------------------
+set(allowed_keys "")
+if(EXISTS "${EXCEPTIONS}")
+  file(STRINGS "${EXCEPTIONS}" exception_lines)
+  foreach(line IN LISTS exception_lines)
+    string(REGEX REPLACE "#.*$" "" line "${line}")
+    string(STRIP "${line}" line)
+    if(line STREQUAL "")
+      continue()
+    endif()
+    if(NOT line MATCHES "^([^ ]+) +([^ ]+) +([0-9]+)$")
+      message(FATAL_ERROR "${EXCEPTIONS}: not `<path> <name> <lines>  # why`: ${line}")
+    endif()
+    set(key "${CMAKE_MATCH_1}:${CMAKE_MATCH_2}")
+    string(MAKE_C_IDENTIFIER "${key}" var)
+    list(APPEND allowed_keys "${key}")
+    set(allowed_max_${var} "${CMAKE_MATCH_3}")
+    set(allowed_seen_${var} OFF)
+  endforeach()
+else()
+  message(FATAL_ERROR "no exception list at ${EXCEPTIONS}")
+endif()
+
+# --- Measuring ----------------------------------------------------------------
+set(files "")
+foreach(dir IN LISTS DIRS)
+  if(NOT IS_DIRECTORY "${BASE}/${dir}")
+    message(FATAL_ERROR "no folder ${BASE}/${dir}")
+  endif()
+  file(GLOB_RECURSE dir_files "${BASE}/${dir}/*.h" "${BASE}/${dir}/*.cc")
+  list(APPEND files ${dir_files})
+endforeach()
+list(SORT files)
+
+set(found "")        # violations, one a line
+set(found_names "")  # their function names (for EXPECT)
+foreach(f IN LISTS files)
+  file(RELATIVE_PATH rel "${BASE}" "${f}")
+  file(READ "${f}" text)
+  # List-safe lines: `;`, `\`, `[` and `]` have meanings in CMake lists.
+  string(REPLACE ";" "@" text "${text}")
+  string(REPLACE "\\" "`" text "${text}")
+  string(REPLACE "[" "<" text "${text}")
+  string(REPLACE "]" ">" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+
+  set(n 0)
+  set(in_macro OFF)
+  set(in_comment OFF)
+  set(raw_end "")
+  set(pending "")          # the statement being read at namespace or class scope
+  set(pending_indent 0)
+  set(stack_kind "")       # open blocks: fn (function), scope (class), other
+  set(stack_indent "")
+  set(stack_line "")        # the line of the opening brace
+  set(stack_start "")       # the definition's first line (reported)
+  set(stack_name "")
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n}+1")
+    if(NOT raw_end STREQUAL "")
+      string(FIND "${line}" "${raw_end}" pos)
+      if(pos EQUAL -1)
+        continue()
+      endif()
+      string(LENGTH "${raw_end}" raw_len)
+      math(EXPR pos "${pos}+${raw_len}")
+      string(SUBSTRING "${line}" ${pos} -1 line)
+      set(raw_end "")
+    endif()
+    if(in_macro)
+      if(NOT line MATCHES "`[ \t]*$")
+        set(in_macro OFF)
+      endif()
+      continue()
+    endif()
+    if(in_comment)
+      if(line MATCHES "\\*/")
+        set(in_comment OFF)
+      endif()
+      continue()
+    endif()
+    # `//` starts a comment after a blank (not inside "http://...").
+    string(REGEX REPLACE "(^|[ \t])//.*$" "" code "${line}")
+    string(REGEX REPLACE "[ \t]+$" "" code "${code}")
+    if(code MATCHES "^[ \t]*#")
+      if(code MATCHES "`$")
+        set(in_macro ON)
+      endif()
+      continue()
+    endif()
+    if(code MATCHES "^[ \t]*/\\*" AND NOT code MATCHES "\\*/")
+      set(in_comment ON)
+      continue()
+    endif()
+    # A raw string left open on this line: skip to its end.
+    if(code MATCHES "R\"([^(\" ]*)\\(")
+      set(delim "${CMAKE_MATCH_1}")
+      string(FIND "${code}" "R\"${delim}(" open_pos)
+      string(SUBSTRING "${code}" ${open_pos} -1 after_open)
+      string(FIND "${after_open}" ")${delim}\"" close_pos)
+      if(close_pos EQUAL -1)
+        set(raw_end ")${delim}\"")
+        string(SUBSTRING "${code}" 0 ${open_pos} code)
+        string(APPEND code "\"\"")
+      endif()
+    endif()
+    if(code STREQUAL "")
+      continue()
+    endif()
+    string(STRIP "${code}" content)
+    string(LENGTH "${code}" code_len)
+    string(LENGTH "${content}" content_len)
+    math(EXPR indent "${code_len}-${content_len}")
+
+    list(LENGTH stack_kind depth)
+    if(depth GREATER 0)
+      list(GET stack_kind -1 top_kind)
+      list(GET stack_indent -1 top_indent)
+      if(indent EQUAL top_indent AND content MATCHES "^}")
+        if(top_kind STREQUAL "fn")
+          list(GET stack_line -1 open_line)
+          list(GET stack_name -1 name)
+          list(GET stack_start -1 start_line)
+          math(EXPR body "${n}-${open_line}-1")
+          if(body GREATER MAX_LINES)
+            set(key "${rel}:${name}")
+            list(FIND allowed_keys "${key}" allowed)
+            if(allowed EQUAL -1)
+              string(APPEND found "${rel}:${start_line}: ${name} is ${body} lines (over ${MAX_LINES})\n")
+              list(APPEND found_names "${name}")
+            else()
+              string(MAKE_C_IDENTIFIER "${key}" var)
+              set(allowed_seen_${var} ON)
+              if(body GREATER allowed_max_${var})
+                string(APPEND found "${rel}:${start_line}: ${name} is ${body} lines, "
+                                    "over the ${allowed_max_${var}} of its exception\n")
+                list(APPEND found_names "${name}")
+              endif()
+            endif()
+          endif()
+        endif()
+        list(POP_BACK stack_kind)
+        list(POP_BACK stack_indent)
+        list(POP_BACK stack_line)
+        list(POP_BACK stack_start)
+        list(POP_BACK stack_name)
+        set(pending "")
+        continue()
+      endif()
+      if(top_kind STREQUAL "fn")
+        continue()  # inside a body: only its closing brace matters
+      endif()
+    endif()
+
+    # At namespace or class scope: read one statement (or definition head).
+    if(pending STREQUAL "")
+      set(pending_indent ${indent})
+      set(pending_line ${n})
+      set(pending "${content}")
+    else()
+      string(APPEND pending " ${content}")
+    endif()
+    if(content MATCHES "{$")
+      set(kind "")
+      string(FIND "${pending}" "(" paren)
+      if(paren EQUAL -1)
+        set(head "${pending}")
+      else()
+        string(SUBSTRING "${pending}" 0 ${paren} head)
+      endif()
+      if(pending MATCHES "^(inline )?namespace( |$)" OR pending MATCHES "^extern \"C\" {$")
+        # Google style does not indent namespace bodies: nothing to track.
+      elseif(paren EQUAL -1 AND pending MATCHES "(^| )(class|struct|union|enum)( |$)")
+        set(kind "scope")
+      elseif(paren EQUAL -1 OR head MATCHES " = ")
+        set(kind "other")  # an initializer, a lambda held in a variable
+      else()
+        set(kind "fn")
+      endif()
+      if(NOT kind STREQUAL "")
+        string(REGEX REPLACE " +$" "" head "${head}")
+        string(REGEX MATCH "[^ *&]+$" name "${head}")
+        list(APPEND stack_kind ${kind})
+        list(APPEND stack_indent ${pending_indent})
+        list(APPEND stack_line ${n})
+        list(APPEND stack_start ${pending_line})
+        list(APPEND stack_name "${name}")
+      endif()
+      set(pending "")
+    elseif(content MATCHES "(@|}|:)$")
+      set(pending "")
+    endif()
+  endforeach()
+endforeach()
+
+foreach(key IN LISTS allowed_keys)
+  string(MAKE_C_IDENTIFIER "${key}" var)
+  if(NOT allowed_seen_${var})
+    string(APPEND found "${EXCEPTIONS}: ${key} is no longer over ${MAX_LINES} lines (or gone): "
+                        "drop its exception\n")
+    list(APPEND found_names "stale:${key}")
+  endif()
+endforeach()
+
+if(DEFINED EXPECT)
+  list(SORT found_names)
+  list(SORT EXPECT)
+  if(NOT found_names STREQUAL EXPECT)
+    message("${found}")
+    message(FATAL_ERROR "expected exactly [${EXPECT}] too long, found [${found_names}]")
+  endif()
+  message(STATUS "function length: the fixture's long functions found:\n${found}")
+  return()
+endif()
+if(found)
+  message("${found}")
+  message(FATAL_ERROR "functions over ${MAX_LINES} lines (above): split them, or list them with a "
+                      "reason in ${EXCEPTIONS}")
+endif()
+message(STATUS "function length: no function over ${MAX_LINES} lines but the listed exceptions")
