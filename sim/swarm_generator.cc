@@ -40,6 +40,22 @@ struct HostDraw {
   std::string domain;
 };
 
+// Traffic classes of the network and copy budgets (foreground first): the
+// sharing mode with its weight, and each copy budget unpaced in half the
+// seeds, else from a quarter of the smallest object to twice the largest
+// (objects are 64 to 512 KiB), so copies that go through alone are drawn too.
+// `pacing` is a stream of its own, so the other draws of a seed stay what
+// they were before these knobs existed.
+void DrawForegroundFirstKnobs(Rng pacing, Json& knobs) {
+  const char* const sharing[] = {"strict", "weighted", "equal"};
+  knobs["background_sharing"] = sharing[pacing.Uniform(3)];
+  knobs["background_weight"] = Permille(50 * pacing.UniformRange(1, 20));
+  for (const char* budget : {"copy_budget_per_source_bytes", "copy_budget_per_trunk_bytes"}) {
+    knobs[budget] =
+        Coin(pacing, 1, 2) ? (int64_t{1} << 40) : 16 * kKiB * pacing.UniformRange(1, 64);
+  }
+}
+
 }  // namespace
 
 SwarmScenario GenerateSwarmScenario(uint64_t seed) {
@@ -49,9 +65,6 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   Rng work = root.Fork("swarm/workloads");
   Rng script = root.Fork("swarm/script");
   Rng fault = root.Fork("swarm/faults");
-  // Foreground first (traffic classes, copy budgets): a stream of its own,
-  // so the other draws of a seed stay what they were before it existed.
-  Rng pacing = root.Fork("swarm/pacing");
 
   SwarmScenario out;
   out.seed = seed;
@@ -176,18 +189,7 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
   knobs["worker_copies_in_flight_max"] = knob.UniformRange(1, 4);
   knobs["control_rpc_timeout_ms"] = rpc_timeout_ms;
   knobs["read_retries_max"] = 200;
-  // Traffic classes of the network and copy budgets: unpaced, or from a quarter of the smallest
-  // object to twice the largest (objects are 64 to 512 KiB), so copies that go through alone are
-  // drawn too.
-  {
-    const char* const sharing[] = {"strict", "weighted", "equal"};
-    knobs["background_sharing"] = sharing[pacing.Uniform(3)];
-    knobs["background_weight"] = Permille(50 * pacing.UniformRange(1, 20));
-  }
-  for (const char* budget : {"copy_budget_per_source_bytes", "copy_budget_per_trunk_bytes"}) {
-    knobs[budget] =
-        Coin(pacing, 1, 2) ? (int64_t{1} << 40) : 16 * kKiB * pacing.UniformRange(1, 64);
-  }
+  DrawForegroundFirstKnobs(root.Fork("swarm/pacing"), knobs);
   const bool numa = Coin(knob, 1, 2);
   knobs["numa_model"] = numa;
   if (numa) {
