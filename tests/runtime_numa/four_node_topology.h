@@ -6,6 +6,10 @@
 #ifndef HEATSINK_TESTS_RUNTIME_NUMA_FOUR_NODE_TOPOLOGY_H_
 #define HEATSINK_TESTS_RUNTIME_NUMA_FOUR_NODE_TOPOLOGY_H_
 
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "runtime/numa/topology.h"
+
 namespace heatsink::runtime::testing {
 
 inline constexpr char kFourNodeTopologyXml[] = R"xml(<?xml version="1.0" encoding="UTF-8"?>
@@ -165,6 +169,16 @@ inline constexpr char kFourNodeTopologyXml[] = R"xml(<?xml version="1.0" encodin
   <support name="custom.exported_support"/>
 </topology>
 )xml";
+
+// The topology above, loaded (a test failure and an empty topology if it
+// does not load).
+inline Topology FourNodes() {
+  TopologyOptions options;
+  options.xml_text = kFourNodeTopologyXml;
+  absl::StatusOr<Topology> t = LoadTopology(options);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Topology{};
+}
 
 }  // namespace heatsink::runtime::testing
 

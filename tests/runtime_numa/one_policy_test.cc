@@ -45,13 +45,7 @@ using testing::PutHeads;
 using testing::ReadHeads;
 using testing::SteadyEnv;
 
-Topology FourNodes() {
-  TopologyOptions options;
-  options.xml_text = testing::kFourNodeTopologyXml;
-  absl::StatusOr<Topology> t = LoadTopology(options);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? *t : Topology{};
-}
+using testing::FourNodes;
 
 // ---------------------------------------------------------------- placement
 

@@ -17,13 +17,7 @@
 namespace heatsink::runtime {
 namespace {
 
-Topology FourNodes() {
-  TopologyOptions options;
-  options.xml_text = testing::kFourNodeTopologyXml;
-  absl::StatusOr<Topology> t = LoadTopology(options);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? *t : Topology{};
-}
+using testing::FourNodes;
 
 TieringKnobs Knobs(std::vector<uint64_t> sub_memory) {
   TieringKnobs k;

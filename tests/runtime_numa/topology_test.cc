@@ -14,18 +14,13 @@
 namespace heatsink::runtime {
 namespace {
 
+using testing::FourNodes;
 using testing::kFourNodeTopologyXml;
 
 TopologyOptions FromXml(const char* text) {
   TopologyOptions options;
   options.xml_text = text;
   return options;
-}
-
-Topology FourNodes() {
-  absl::StatusOr<Topology> t = LoadTopology(FromXml(kFourNodeTopologyXml));
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? *t : Topology{};
 }
 
 TEST(Topology, LoadsFourNodesFromXml) {
