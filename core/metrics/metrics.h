@@ -126,6 +126,11 @@ class MetricsRegistry {
   std::map<std::string, Family, std::less<>> families_ ABSL_GUARDED_BY(mu_);
 };
 
+// Appends a counter or gauge family with one unlabelled sample (for
+// figures kept outside a registry).
+void AppendScalar(std::vector<MetricFamily>& out, std::string name, std::string help,
+                  MetricType type, int64_t value);
+
 // Prometheus text exposition format 0.0.4, every family prefixed `prefix`.
 std::string RenderPrometheusText(const std::vector<MetricFamily>& families,
                                  absl::string_view prefix = "heatsink_");

@@ -86,16 +86,4 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
 
 MetricsEndpoint::~MetricsEndpoint() = default;
 
-void AppendScalar(std::vector<MetricFamily>& out, std::string name, std::string help,
-                  MetricType type, int64_t value) {
-  MetricFamily family;
-  family.name = std::move(name);
-  family.help = std::move(help);
-  family.type = type;
-  MetricSample sample;
-  sample.value = value;
-  family.samples.push_back(std::move(sample));
-  out.push_back(std::move(family));
-}
-
 }  // namespace heatsink::runtime

@@ -55,9 +55,8 @@ class MetricsEndpoint {
   int port_ = 0;
 };
 
-// Appends a counter or gauge family with one unlabelled sample.
-void AppendScalar(std::vector<MetricFamily>& out, std::string name, std::string help,
-                  MetricType type, int64_t value);
+// Counter or gauge families with one unlabelled sample (core/metrics).
+using ::heatsink::AppendScalar;
 
 }  // namespace heatsink::runtime
 

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
-#include <utility>
 
 #include "runtime/transport/wire.h"
 
@@ -59,28 +58,17 @@ bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms, int64_t quiet_us)
 }
 
 std::vector<MetricFamily> ForegroundMetrics(const ForegroundTraffic& traffic) {
-  auto scalar = [](std::string name, std::string help, MetricType type, uint64_t value) {
-    MetricFamily family;
-    family.name = std::move(name);
-    family.help = std::move(help);
-    family.type = type;
-    MetricSample sample;
-    sample.value = static_cast<int64_t>(value);
-    family.samples.push_back(std::move(sample));
-    return family;
-  };
   std::vector<MetricFamily> out;
-  out.push_back(scalar("store_copy_yields_total",
-                       "Copy chunks (sent, received or pulled) that found the store's foreground "
-                       "reads or puts in progress and waited.",
-                       MetricType::kCounter, traffic.yields()));
-  out.push_back(scalar("store_copy_yields_timed_out_total",
-                       "Copy chunk waits cut short by copy_yield_max_ms with foreground still "
-                       "in progress.",
-                       MetricType::kCounter, traffic.yields_timed_out()));
-  out.push_back(scalar("store_foreground_transfers_in_progress",
-                       "Foreground reads and puts the store is serving now.", MetricType::kGauge,
-                       static_cast<uint64_t>(std::max<int64_t>(traffic.in_progress(), 0))));
+  AppendScalar(out, "store_copy_yields_total",
+               "Copy chunks (sent, received or pulled) that found the store's foreground reads or "
+               "puts in progress and waited.",
+               MetricType::kCounter, static_cast<int64_t>(traffic.yields()));
+  AppendScalar(out, "store_copy_yields_timed_out_total",
+               "Copy chunk waits cut short by copy_yield_max_ms with foreground still in progress.",
+               MetricType::kCounter, static_cast<int64_t>(traffic.yields_timed_out()));
+  AppendScalar(out, "store_foreground_transfers_in_progress",
+               "Foreground reads and puts the store is serving now.", MetricType::kGauge,
+               std::max<int64_t>(traffic.in_progress(), 0));
   return out;
 }
 
