@@ -47,6 +47,9 @@ struct GrpcMasterClient::PendingCall {
 
 namespace {
 
+// How long one connection attempt to the master may take (see NewChannel).
+constexpr int kConnectAttemptMs = 10'000;
+
 grpc::Status NoLeader() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                       "no_leader: no master leads under etcd yet (the leader key is absent or "
@@ -111,8 +114,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
   // it (gRPC's default backoff grows to two minutes), so stores re-report
   // and clients read again without waiting out a long backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
+  // gRPC takes the "min reconnect backoff" as the time one connection
+  // attempt (TCP, TLS handshake, HTTP/2 settings) may last, not as a delay:
+  // at 100 ms, TLS handshakes on a loaded machine timed out and the calls
+  // waiting for them failed with UNAVAILABLE. A refused connection still
+  // fails at once and is retried after the backoff above.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kConnectAttemptMs);
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(master_address, credentials, args);

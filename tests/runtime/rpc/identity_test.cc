@@ -545,9 +545,10 @@ TEST_F(IdentityProcessTest, SighupRotatesCertificatesWithoutARestart) {
 
   std::unique_ptr<GrpcMasterClient> old_client = Connect("client-3", 3);
   ASSERT_TRUE(old_client);
-  ASSERT_TRUE(Call([&](auto done) {
-                old_client->RegisterClient({ClientId(3), "h", "a"}, std::move(done));
-              }).ok());
+  const absl::Status registered = Call([&](auto done) {
+    old_client->RegisterClient({ClientId(3), "h", "a"}, std::move(done));
+  });
+  ASSERT_TRUE(registered.ok()) << registered << "\n" << LogText();
   std::unique_ptr<GrpcMasterClient> short_lived = Connect("short", 3);
   ASSERT_TRUE(short_lived);
   EXPECT_TRUE(short_lived->Ping().ok());
