@@ -40,6 +40,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/base/status_macros.h"
 #include "core/env/rng.h"
 #include "runtime/env/runtime_env.h"
 #include "runtime/numa/numa_head_memory.h"
@@ -204,13 +205,8 @@ std::vector<MetricFamily> ReadRuleMetrics(const runtime::ReadAccess* access) {
   return out;
 }
 
-}  // namespace
-}  // namespace heatsink
-
-int main(int argc, char** argv) {
-  using namespace heatsink;
-  tools::BlockTerminationSignals();
-  tools::BlockReloadSignal();
+// Every flag of heatsink-store, as given on the command line.
+struct StoreFlags {
   std::string master_address = "127.0.0.1:50051";
   uint64_t client_id = 0;
   std::string host = DefaultHost();
@@ -240,51 +236,60 @@ int main(int argc, char** argv) {
   TieringKnobs tiering;
   bool inherit_copy_score = true;
   std::vector<std::string> tenant_flags;
+  bool keep_deadlock_detection = false;
+};
 
-  CLI::App app{
-      "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
-      "or UCX).\n"
-      "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
-      "--list-knobs prints them all.\n"
-      "With --data-tls-client-ca both data services check who reads which range (the store "
-      "itself, a copy-lease holder the master confirms, a reader of the objects' tenant; "
-      "docs/runtime.md \"Who may read a range\"). SIGHUP reads every PEM file again "
-      "(--data-tls-*, --tls-*): new connections, to and from this store, use them."};
-  app.add_option("--master", master_address,
+constexpr const char* kStoreDescription =
+    "heatsink-store: a Heatsink store (MEMORY segments, TCP data plane, copy tasks over TCP "
+    "or UCX).\n"
+    "Data-plane knobs use their registry names, e.g. --set chunk_bytes=1048576; "
+    "--list-knobs prints them all.\n"
+    "With --data-tls-client-ca both data services check who reads which range (the store "
+    "itself, a copy-lease holder the master confirms, a reader of the objects' tenant; "
+    "docs/runtime.md \"Who may read a range\"). SIGHUP reads every PEM file again "
+    "(--data-tls-*, --tls-*): new connections, to and from this store, use them.";
+
+// The master, this store's identity and its segments' size and memory.
+void AddNodeFlags(CLI::App& app, StoreFlags& f) {
+  app.add_option("--master", f.master_address,
                  "master gRPC address host:port, or etcd://host:port[,host:port]/prefix to "
                  "follow the master elected there (heatsink-master --etcd): the store calls "
                  "the leader, and registers again with its manifest when a new one leads")
       ->capture_default_str();
-  app.add_option("--client-id", client_id,
+  app.add_option("--client-id", f.client_id,
                  "this store's client id (non-zero, below 2^56; default: derived from host and "
                  "process id). Give a fixed id so a restarted store is recognised.");
-  app.add_option("--host", host, "host id reported to the master")->capture_default_str();
-  app.add_option("--domain", domain,
+  app.add_option("--host", f.host, "host id reported to the master")->capture_default_str();
+  app.add_option("--domain", f.domain,
                  "domain of this store (default: $HEATSINK_STORE_DOMAIN, then "
                  "$MOONCAKE_STORE_DOMAIN, then the default domain)");
-  app.add_option("--segments", segments, "number of segments to mount")
+  app.add_option("--segments", f.segments, "number of segments to mount")
       ->capture_default_str()
       ->check(CLI::Range(1, runtime::kStoreSegmentsMax));
-  app.add_option("--segment-mib", segment_mib,
+  app.add_option("--segment-mib", f.segment_mib,
                  "size of each segment in MiB (with --memory: the head pool split into "
                  "--segments equal parts)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  app.add_option("--segment-node", segment_node,
+  app.add_option("--segment-node", f.segment_node,
                  "NUMA node the segments are bound to: none (plain heap memory), auto (the "
                  "NIC's node, as hwloc reports it) or a node id. A bound store faults its "
                  "segments in at start (a node without room fails here) and runs with "
                  "set_mempolicy(MPOL_BIND|MPOL_F_STATIC_NODES) on that node.")
       ->capture_default_str();
-  app.add_flag("--segment-huge-pages", segment_memory.huge_pages,
+  app.add_flag("--segment-huge-pages", f.segment_memory.huge_pages,
                "bound segments on explicit 2 MiB huge pages (reserve them first in "
                "/sys/devices/system/node/nodeN/hugepages)");
-  app.add_flag("--segment-mlock", segment_memory.mlock,
+  app.add_flag("--segment-mlock", f.segment_memory.mlock,
                "lock bound segments in RAM (needs RLIMIT_MEMLOCK)");
-  app.add_option("--topology-xml", topology_xml,
+  app.add_option("--topology-xml", f.topology_xml,
                  "hwloc XML to plan --segment-node or the head pool against instead of this "
                  "machine");
-  runtime::AddHeadPoolFlags(&app, &head_pool);
+}
+
+// The ADR-0019 head pool over the segments.
+void AddStoreHeadPoolFlags(CLI::App& app, StoreFlags& f) {
+  runtime::AddHeadPoolFlags(&app, &f.head_pool);
   app.get_option("--memory")
       ->description(
           "turns the segments into the ADR-0019 head pool: bytes of its preferred region on the "
@@ -292,216 +297,367 @@ int main(int argc, char** argv) {
           "pool split into --segments equal parts; --segment-huge-pages and --segment-mlock "
           "apply; every served read raises the scores of the --ram-head chunks it covers")
       ->default_str("");
-  app.add_option("--head-pool-report-s", head_pool_report_s,
+  app.add_option("--head-pool-report-s", f.head_pool_report_s,
                  "with --memory: print the head pool's reads, local-hit fraction and exchanges, "
                  "and its remote share (served head bytes read from a node other than the serving "
                  "node: in the interval, before the first exchange, since the last; every page's "
                  "node checked with move_pages) every this many seconds (0: only at exit)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{86400}));
-  app.add_flag("--inherit-copy-score,!--no-inherit-copy-score", inherit_copy_score,
+  app.add_flag("--inherit-copy-score,!--no-inherit-copy-score", f.inherit_copy_score,
                "with --memory: a replica copy landing here raises the chunks it covers to the "
                "decayed scores its bytes had on the source store (a source without a head pool "
                "carries none), times --set copy_score_inheritance (default 1.0); "
                "--no-inherit-copy-score is copy_score_inheritance=0; this store's own copies "
                "out carry its scores either way")
       ->capture_default_str();
-  app.add_option("--metrics-listen", metrics_listen,
+}
+
+// The TCP data endpoint, the copy mover, knobs and the worker's timing.
+void AddDataPlaneFlags(CLI::App& app, StoreFlags& f) {
+  app.add_option("--metrics-listen", f.metrics_listen,
                  "serve metrics (/metrics, Prometheus text) on host:port: the read rules' "
                  "refusals (heatsink_store_reads_permission_denied_total) and, with --memory, "
                  "the head pool's");
-  app.add_option("--data-host", tcp.listen_host, "address the TCP data endpoint binds")
+  app.add_option("--data-host", f.tcp.listen_host, "address the TCP data endpoint binds")
       ->capture_default_str();
-  app.add_option("--data-port", tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
+  app.add_option("--data-port", f.tcp.listen_port, "port of the TCP data endpoint (0 = any free)")
       ->capture_default_str();
-  app.add_option("--data-mover", data_mover,
+  app.add_option("--data-mover", f.data_mover,
                  "how this store copies replicas to other stores: tcp (framed TCP) or ucx (UCX "
                  "RMA puts into the target's registered segment; RDMA verbs where a device "
                  "exists, else what UCX_TLS allows, e.g. UCX_TLS=tcp,self UCX_NET_DEVICES=lo on "
                  "loopback). Every store a ucx store copies to must run ucx too.")
       ->capture_default_str()
       ->check(CLI::IsMember({"tcp", "ucx"}));
-  app.add_option("--ucx-put-chunk-mib", ucx_put_chunk_mib,
+  app.add_option("--ucx-put-chunk-mib", f.ucx_put_chunk_mib,
                  "ucx: size of each RMA put of a copy (all in flight at once, one flush)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 12));
-  app.add_option("--set", settings, "data-plane knob override name=value; repeatable");
-  app.add_option("--endpoint-file", endpoint_file,
+  app.add_option("--set", f.settings, "data-plane knob override name=value; repeatable");
+  app.add_option("--endpoint-file", f.endpoint_file,
                  "write the data endpoint, client id and gRPC store service endpoint (one per "
                  "line; the last empty without the service) here once running");
-  app.add_option("--threads", threads, "executor threads (heartbeats, task fetching)")
+  app.add_option("--threads", f.threads, "executor threads (heartbeats, task fetching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--heartbeat-interval-ms", heartbeat_interval_ms,
+  app.add_option("--heartbeat-interval-ms", f.heartbeat_interval_ms,
                  "heartbeat period; the master's client_live_ttl_sec must cover a few")
       ->capture_default_str();
-  app.add_option("--fetch-interval-ms", fetch_interval_ms, "FetchTasks period")
+  app.add_option("--fetch-interval-ms", f.fetch_interval_ms, "FetchTasks period")
       ->capture_default_str();
-  app.add_option("--data-service-listen", data_service_listen,
+  app.add_flag("--list-knobs", f.list_knobs, "print every data-plane knob and exit");
+}
+
+// The gRPC store service, TLS of both data services and the read rules.
+void AddDataServiceFlags(CLI::App& app, StoreFlags& f) {
+  app.add_option("--data-service-listen", f.data_service_listen,
                  "address of the gRPC store service (heatsink.v1.Store) serving the same "
                  "segments (default: the --data-host address, any free port)");
-  app.add_flag("--no-data-service", no_data_service, "serve no gRPC store service");
-  app.add_option("--data-chunk-bytes", data_service.data_chunk_bytes,
+  app.add_flag("--no-data-service", f.no_data_service, "serve no gRPC store service");
+  app.add_option("--data-chunk-bytes", f.data_service.data_chunk_bytes,
                  "largest data piece of one gRPC store message")
       ->capture_default_str();
-  app.add_option("--data-tls-cert", data_rpc.tls.cert_path,
+  app.add_option("--data-tls-cert", f.data_rpc.tls.cert_path,
                  "PEM certificate chain of the gRPC store service and the TCP data endpoint "
                  "(enables TLS on both)");
-  app.add_option("--data-tls-key", data_rpc.tls.key_path, "PEM private key of --data-tls-cert");
-  app.add_option("--data-tls-client-ca", data_rpc.tls.client_ca_path,
+  app.add_option("--data-tls-key", f.data_rpc.tls.key_path, "PEM private key of --data-tls-cert");
+  app.add_option("--data-tls-client-ca", f.data_rpc.tls.client_ca_path,
                  "PEM CA for client certificates of the gRPC store service and the TCP data "
                  "endpoint (requires them). The data services then check who reads which "
                  "range: the store itself, a holder of a copy lease the master confirms, or a "
                  "reader of the objects' tenant (docs/runtime.md). SIGHUP reads every PEM file "
                  "of the store again (--data-tls-*, --tls-*): new connections use them, open "
                  "ones keep theirs; a file that does not load changes nothing.");
-  app.add_option("--tls-trust-domain", data_rpc.tls.trust_domain,
+  app.add_option("--tls-trust-domain", f.data_rpc.tls.trust_domain,
                  "SPIFFE trust domain of readers' certificates "
                  "(spiffe://DOMAIN/heatsink/client/ID)")
       ->capture_default_str();
-  app.add_option("--tenant", tenant_flags,
+  app.add_option("--tenant", f.tenant_flags,
                  "ID=TENANT: a reader whose certificate names no tenant belongs to TENANT "
                  "(as heatsink-master --tenant); repeatable. Without a binding or a tenant in "
                  "its certificate, a reader belongs to the default tenant.");
-  app.add_flag("--list-knobs", list_knobs, "print every data-plane knob and exit");
-  tools::AddRpcFlags(app, rpc, /*server=*/false);
-  bool keep_deadlock_detection = false;
-  tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
-  CLI11_PARSE(app, argc, argv);
-  tools::ApplyDeadlockDetection(keep_deadlock_detection);
+}
 
+// What the flags configure, checked. Not movable: the binder points at the
+// topology.
+struct StoreSetup {
+  runtime::StoreNodeOptions options;
+  std::optional<Topology> topology;  // with the head pool; outlives the binder
+  std::optional<runtime::LinuxThreadBinder> binder;
+  DataTls data_tls;
+  runtime::TenantBindings tenants;
+  // The read rules need the readers' certificates.
+  bool readers_proven = false;
+};
+
+// --master and every --set, in order; the first error.
+absl::Status ApplySettings(StoreFlags& f) {
   const std::vector<tools::KnobSetter> registries = {
       [&](absl::string_view n, absl::string_view v) {
-        return runtime::TcpTransportKnobs::Registry().Set(tcp, n, v);
+        return runtime::TcpTransportKnobs::Registry().Set(f.tcp, n, v);
       },
       [&](absl::string_view n, absl::string_view v) {
-        return TieringKnobs::Registry().Set(tiering, n, v);
+        return TieringKnobs::Registry().Set(f.tiering, n, v);
       },
   };
-  absl::Status status = tools::CheckMasterFlag(master_address);
-  for (const std::string& setting : settings) {
-    if (!status.ok()) break;
-    status = tools::ApplySetting(setting, "--set", registries);
-    if (!status.ok()) break;
+  HS_RETURN_IF_ERROR(tools::CheckMasterFlag(f.master_address));
+  for (const std::string& setting : f.settings) {
+    HS_RETURN_IF_ERROR(tools::ApplySetting(setting, "--set", registries));
   }
-  if (list_knobs && status.ok()) {
-    tools::PrintKnobs(tcp, runtime::TcpTransportKnobs::Registry());
-    tools::PrintKnobs(tiering, TieringKnobs::Registry());
-    return 0;
-  }
-  if (domain.empty()) domain = DomainFromEnvironment();
-  if (client_id == 0) {
-    client_id = (StableHash(absl::StrCat(host, "/", getpid())) >> 8) | 1;
-  }
-  runtime::StoreNodeOptions options;
-  options.client_id = ClientId(client_id);
-  options.host = host;
-  options.domain = domain;
-  options.segments = segments;
-  options.segment_bytes = segment_mib << 20;
-  options.tcp = tcp;
+  return absl::OkStatus();
+}
+
+// The node's options straight from the flags (before the head pool, the
+// NUMA node and TLS are worked out).
+void FillNodeOptions(StoreFlags& f, runtime::StoreNodeOptions& options) {
+  options.client_id = ClientId(f.client_id);
+  options.host = f.host;
+  options.domain = f.domain;
+  options.segments = f.segments;
+  options.segment_bytes = f.segment_mib << 20;
+  options.tcp = f.tcp;
   // One count of foreground reads for the TCP endpoint, the gRPC store
   // service and the mover's copies (docs/runtime.md, "Foreground first").
   options.tcp.foreground = std::make_shared<runtime::ForegroundTraffic>();
-  data_service.foreground = options.tcp.foreground;
-  data_service.copy_yield_max_ms = options.tcp.copy_yield_max_ms;
-  data_service.copy_yield_quiet_us = options.tcp.copy_yield_quiet_us;
+  f.data_service.foreground = options.tcp.foreground;
+  f.data_service.copy_yield_max_ms = options.tcp.copy_yield_max_ms;
+  f.data_service.copy_yield_quiet_us = options.tcp.copy_yield_quiet_us;
   options.data_mover =
-      data_mover == "ucx" ? runtime::StoreDataMover::kUcx : runtime::StoreDataMover::kTcp;
-  options.ucx_put_chunk_bytes = ucx_put_chunk_mib << 20;
-  options.worker.heartbeat_interval_ms = heartbeat_interval_ms;
-  options.worker.fetch_interval_ms = fetch_interval_ms;
-  options.segment_memory = segment_memory;
-  const bool with_head_pool = app.count("--memory") > 0;
-  std::optional<Topology> topology;  // with the head pool; outlives the binder
-  std::optional<runtime::LinuxThreadBinder> binder;
-  if (status.ok() && with_head_pool) {
-    if (segment_node != "none") {
-      status = absl::InvalidArgumentError(
-          "--segment-node binds every segment to one node; with --memory the head pool places "
-          "them region by region (give --serving-node instead)");
-    }
-    head_pool.topology_xml = topology_xml;
-    absl::StatusOr<Topology> loaded = status.ok() ? runtime::LoadFor(head_pool) : status;
-    absl::StatusOr<TieringKnobs> knobs =
-        loaded.ok() ? runtime::KnobsFor(head_pool, tiering) : loaded.status();
-    absl::StatusOr<runtime::NumaPlacement> placement =
-        knobs.ok() ? runtime::PlanFor(*loaded, *knobs, head_pool) : knobs.status();
-    if (placement.ok()) {
-      topology = *std::move(loaded);
-      binder.emplace(&*topology);
-      runtime::SegmentHeadPoolOptions pool;
-      pool.knobs = *knobs;
-      pool.placement = *placement;
-      pool.memory = segment_memory;
-      pool.binder = &*binder;
-      // --no-inherit-copy-score is --set copy_score_inheritance=0.
-      pool.inherit_copy_score = inherit_copy_score && knobs->copy_score_inheritance > 0;
-      const uint64_t total = pool.total_bytes();
-      if (app.count("--segment-mib") > 0 &&
-          total != static_cast<uint64_t>(segments) * (segment_mib << 20)) {
-        status = absl::InvalidArgumentError(absl::StrCat(
-            "--segments ", segments, " x --segment-mib ", segment_mib, " is not the head pool's ",
-            total >> 20, " MiB (--memory + --sub-memory); leave --segment-mib out"));
-      }
-      options.segment_bytes = total / static_cast<uint64_t>(segments);
-      segment_mib = options.segment_bytes >> 20;
-      options.head_pool = std::move(pool);
-    } else {
-      status = placement.status();
-    }
-  } else if (status.ok() && head_pool_report_s > 0) {
-    status = absl::InvalidArgumentError("--head-pool-report-s needs --memory");
-  } else if (status.ok() && app.count("--inherit-copy-score") > 0) {
+      f.data_mover == "ucx" ? runtime::StoreDataMover::kUcx : runtime::StoreDataMover::kTcp;
+  options.ucx_put_chunk_bytes = f.ucx_put_chunk_mib << 20;
+  options.worker.heartbeat_interval_ms = f.heartbeat_interval_ms;
+  options.worker.fetch_interval_ms = f.fetch_interval_ms;
+  options.segment_memory = f.segment_memory;
+}
+
+// --memory: plans the head pool on the topology and makes the segments its
+// equal parts (f.segment_mib follows).
+absl::Status ConfigureHeadPool(const CLI::App& app, StoreFlags& f, StoreSetup& setup) {
+  if (f.segment_node != "none") {
+    return absl::InvalidArgumentError(
+        "--segment-node binds every segment to one node; with --memory the head pool places "
+        "them region by region (give --serving-node instead)");
+  }
+  f.head_pool.topology_xml = f.topology_xml;
+  absl::StatusOr<Topology> loaded = runtime::LoadFor(f.head_pool);
+  if (!loaded.ok()) return loaded.status();
+  HS_ASSIGN_OR_RETURN(const TieringKnobs knobs, runtime::KnobsFor(f.head_pool, f.tiering));
+  HS_ASSIGN_OR_RETURN(runtime::NumaPlacement placement,
+                      runtime::PlanFor(*loaded, knobs, f.head_pool));
+  setup.topology = *std::move(loaded);
+  setup.binder.emplace(&*setup.topology);
+  runtime::SegmentHeadPoolOptions pool;
+  pool.knobs = knobs;
+  pool.placement = std::move(placement);
+  pool.memory = f.segment_memory;
+  pool.binder = &*setup.binder;
+  // --no-inherit-copy-score is --set copy_score_inheritance=0.
+  pool.inherit_copy_score = f.inherit_copy_score && knobs.copy_score_inheritance > 0;
+  const uint64_t total = pool.total_bytes();
+  if (app.count("--segment-mib") > 0 &&
+      total != static_cast<uint64_t>(f.segments) * (f.segment_mib << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--segments ", f.segments, " x --segment-mib ", f.segment_mib, " is not the head pool's ",
+        total >> 20, " MiB (--memory + --sub-memory); leave --segment-mib out"));
+  }
+  setup.options.segment_bytes = total / static_cast<uint64_t>(f.segments);
+  f.segment_mib = setup.options.segment_bytes >> 20;
+  setup.options.head_pool = std::move(pool);
+  return absl::OkStatus();
+}
+
+// The head pool or the segments' NUMA node, whichever the flags ask for.
+absl::Status ConfigureMemory(const CLI::App& app, StoreFlags& f, StoreSetup& setup) {
+  if (app.count("--memory") > 0) return ConfigureHeadPool(app, f, setup);
+  if (f.head_pool_report_s > 0) {
+    return absl::InvalidArgumentError("--head-pool-report-s needs --memory");
+  }
+  if (app.count("--inherit-copy-score") > 0) {
     // Only a head pool keeps scores; without one the flag would say nothing.
-    status = absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(
         "--inherit-copy-score and --no-inherit-copy-score need --memory (only the head pool "
         "keeps scores)");
   }
-  if (status.ok() && segment_node != "none" && !with_head_pool) {
-    absl::StatusOr<int> node = ResolveSegmentNode(
-        segment_node, topology_xml, static_cast<uint64_t>(segments) * (segment_mib << 20));
-    if (node.ok()) {
-      options.segment_node = *node;
-    } else {
-      status = node.status();
+  if (f.segment_node != "none") {
+    HS_ASSIGN_OR_RETURN(
+        setup.options.segment_node,
+        ResolveSegmentNode(f.segment_node, f.topology_xml,
+                           static_cast<uint64_t>(f.segments) * (f.segment_mib << 20)));
+  }
+  return absl::OkStatus();
+}
+
+// TLS of both data services, the tenant bindings and the trust domain.
+absl::Status ConfigureSecurity(StoreFlags& f, StoreSetup& setup) {
+  HS_RETURN_IF_ERROR(SetDataTls(f.rpc, f.data_rpc, &setup.options.tcp, &setup.data_tls));
+  for (const std::string& flag : f.tenant_flags) {
+    if (absl::Status bound = setup.tenants.BindFromFlag(flag); !bound.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tenant: ", bound.message()));
     }
   }
-  DataTls data_tls;
-  if (status.ok()) status = SetDataTls(rpc, data_rpc, &options.tcp, &data_tls);
-  runtime::TenantBindings tenants;
-  for (const std::string& flag : tenant_flags) {
-    if (!status.ok()) break;
-    status = tenants.BindFromFlag(flag);
-    if (!status.ok())
-      status = absl::InvalidArgumentError(absl::StrCat("--tenant: ", status.message()));
-  }
-  if (status.ok()) {
-    status = runtime::ValidateTrustDomain(data_rpc.tls.trust_domain);
-  }
-  // The read rules need the readers' certificates.
-  const bool readers_proven =
-      !data_rpc.tls.cert_path.empty() && !data_rpc.tls.client_ca_path.empty();
-  if (status.ok() && tenants.enabled() && !readers_proven) {
-    status = absl::InvalidArgumentError(
+  HS_RETURN_IF_ERROR(runtime::ValidateTrustDomain(f.data_rpc.tls.trust_domain));
+  setup.readers_proven =
+      !f.data_rpc.tls.cert_path.empty() && !f.data_rpc.tls.client_ca_path.empty();
+  if (setup.tenants.enabled() && !setup.readers_proven) {
+    return absl::InvalidArgumentError(
         "--tenant needs --data-tls-cert and --data-tls-client-ca (readers proven by "
         "certificates)");
   }
-  if (status.ok()) status = options.Validate();
-  if (status.ok()) status = rpc.Validate();
-  data_rpc.message_bytes_max = rpc.message_bytes_max;
-  if (status.ok() && !no_data_service) status = data_service.Validate(data_rpc);
-  if (data_service_listen.empty()) data_service_listen = absl::StrCat(tcp.listen_host, ":0");
-  if (!status.ok()) {
-    std::fprintf(stderr, "heatsink-store: %s\n", std::string(status.message()).c_str());
-    return 2;
-  }
+  return absl::OkStatus();
+}
 
+// Everything after the settings: defaults from the environment, the node's
+// options, memory, security, and every check; the first error.
+absl::Status Configure(const CLI::App& app, StoreFlags& f, StoreSetup& setup) {
+  if (f.domain.empty()) f.domain = DomainFromEnvironment();
+  if (f.client_id == 0) {
+    f.client_id = (StableHash(absl::StrCat(f.host, "/", getpid())) >> 8) | 1;
+  }
+  FillNodeOptions(f, setup.options);
+  HS_RETURN_IF_ERROR(ConfigureMemory(app, f, setup));
+  HS_RETURN_IF_ERROR(ConfigureSecurity(f, setup));
+  HS_RETURN_IF_ERROR(setup.options.Validate());
+  HS_RETURN_IF_ERROR(f.rpc.Validate());
+  f.data_rpc.message_bytes_max = f.rpc.message_bytes_max;
+  if (!f.no_data_service) HS_RETURN_IF_ERROR(f.data_service.Validate(f.data_rpc));
+  if (f.data_service_listen.empty()) {
+    f.data_service_listen = absl::StrCat(f.tcp.listen_host, ":0");
+  }
+  return absl::OkStatus();
+}
+
+// The read rules (read_access.h) of both data services, when the readers
+// prove who they are; says which at start.
+std::unique_ptr<runtime::ReadAccess> MakeReadAccess(const StoreFlags& f, const StoreSetup& setup,
+                                                    Env* env, runtime::GrpcMasterClient* master) {
+  if (!setup.readers_proven) {
+    std::printf(
+        "heatsink-store: readers are not checked: without --data-tls-cert and "
+        "--data-tls-client-ca any client that reaches the data services may read any "
+        "range\n");
+    return nullptr;
+  }
+  runtime::ReadAccessOptions access;
+  access.owner = ClientId(f.client_id);
+  access.trust_domain = f.data_rpc.tls.trust_domain;
+  access.tenants = setup.tenants;
+  access.manifest_wait_ms = std::max<int64_t>(1'000, 3 * f.fetch_interval_ms);
+  const uint64_t client_id = f.client_id;
+  auto read_access = std::make_unique<runtime::ReadAccess>(
+      env, std::move(access), [master, client_id](const CopyLeaseQuery& query) {
+        return master->CheckCopyLease(ClientId(client_id), query);
+      });
+  std::printf(
+      "heatsink-store: readers checked: the store itself, copy-lease holders the "
+      "master confirms, readers of the objects' tenant (spiffe://%s/heatsink/...)\n",
+      f.data_rpc.tls.trust_domain.c_str());
+  return read_access;
+}
+
+// --metrics-listen: the head pool's, the read rules' and the foreground
+// metrics.
+absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> StartMetrics(
+    const std::string& listen, runtime::SegmentHeadPool* pool, const runtime::ReadAccess* access,
+    const runtime::ForegroundTraffic* foreground) {
+  HS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::MetricsEndpoint> metrics,
+                      runtime::MetricsEndpoint::Start(listen, [pool, access, foreground] {
+                        std::vector<MetricFamily> out;
+                        if (pool != nullptr) out = pool->metrics().Snapshot();
+                        if (access != nullptr) {
+                          for (MetricFamily& family : ReadRuleMetrics(access)) {
+                            out.push_back(std::move(family));
+                          }
+                        }
+                        for (MetricFamily& family : runtime::ForegroundMetrics(*foreground)) {
+                          out.push_back(std::move(family));
+                        }
+                        return out;
+                      }));
+  std::printf("heatsink-store: metrics on port %d\n", metrics->port());
+  return metrics;
+}
+
+// The line that says the store runs, and the head pool's layout.
+void PrintStarted(const StoreFlags& f, const StoreSetup& setup, runtime::StoreNode& node) {
+  const std::string data_service_endpoint = node.data_service_endpoint();
+  std::printf(
+      "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB%s, data on %s%s%s, "
+      "copies over %s, master %s\n",
+      static_cast<unsigned long long>(f.client_id), f.host.c_str(),
+      f.domain.empty() ? "default" : f.domain.c_str(), f.segments,
+      static_cast<unsigned long long>(f.segment_mib),
+      setup.options.segment_node >= 0
+          ? absl::StrCat(" on NUMA node ", setup.options.segment_node).c_str()
+          : "",
+      node.data_endpoint().c_str(), data_service_endpoint.empty() ? "" : " and gRPC ",
+      data_service_endpoint.c_str(), f.data_mover.c_str(), f.master_address.c_str());
+  if (runtime::SegmentHeadPool* pool = node.head_pool(); pool != nullptr) {
+    std::printf("heatsink-store: head pool, %s, %s chunks of %llu KiB:\n%s",
+                pool->manager().knobs().no_numa_promotion ? "promotion off" : "promotion on",
+                absl::StrCat(pool->manager().key_count()).c_str(),
+                static_cast<unsigned long long>(pool->manager().knobs().ram_head_bytes >> 10),
+                runtime::DescribePlacement(pool->options().placement).c_str());
+  }
+}
+
+// Serves until SIGINT or SIGTERM (returned); SIGHUP reloads the PEM files,
+// and with --head-pool-report-s the head pool reports every interval.
+int ServeUntilSignal(const StoreFlags& f, const StoreSetup& setup, runtime::StoreNode& node,
+                     runtime::StoreServer* grpc_server, runtime::GrpcMasterClient* master) {
+  runtime::SegmentHeadPool* pool = node.head_pool();
+  int signal = 0;
+  runtime::ServedHeadBytes reported;  // served bytes at the last report
+  if (pool != nullptr && f.head_pool_report_s > 0) {
+    while ((signal = tools::WaitForTerminationSignalFor(f.head_pool_report_s * 1000,
+                                                        /*reload=*/true)) == 0 ||
+           signal == SIGHUP) {
+      if (signal == SIGHUP) {
+        ReloadTls(grpc_server, setup.data_tls, master, f.rpc.tls.client_enabled());
+        continue;
+      }
+      std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+      std::printf("heatsink-store: head pool %s\n",
+                  DescribeRemoteShare(*pool, &reported,
+                                      absl::StrCat("in the last ", f.head_pool_report_s, " s"))
+                      .c_str());
+      std::fflush(stdout);
+    }
+    return signal;
+  }
+  for (signal = tools::WaitForTerminationOrReloadSignal(); signal == SIGHUP;
+       signal = tools::WaitForTerminationOrReloadSignal()) {
+    ReloadTls(grpc_server, setup.data_tls, master, f.rpc.tls.client_enabled());
+  }
+  return signal;
+}
+
+// What the store did, said on the way out.
+void PrintStopped(int signal, runtime::StoreNode& node, int64_t serving_s) {
+  const StoreWorkerStats stats = node.worker().stats();
+  std::printf("heatsink-store: signal %d, shutting down (copies completed %lld, failed %lld)\n",
+              signal, static_cast<long long>(stats.copies_completed),
+              static_cast<long long>(stats.copies_failed));
+  if (runtime::SegmentHeadPool* pool = node.head_pool(); pool != nullptr) {
+    std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
+    runtime::ServedHeadBytes reported;
+    std::printf(
+        "heatsink-store: head pool %s\n",
+        DescribeRemoteShare(*pool, &reported, absl::StrCat("since start (", serving_s, " s)"))
+            .c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Connects to the master, starts the node and its services, serves until a
+// termination signal and stops cleanly. The process's exit code.
+int Run(StoreFlags& f, StoreSetup& setup) {
   // ADR-0019: the serving process binds its own memory policy to the node
   // before any thread or index exists (every thread started later inherits
   // it).
-  const int serving_node = options.head_pool.has_value() ? options.head_pool->placement.serving_node
-                                                         : options.segment_node;
+  const int serving_node = setup.options.head_pool.has_value()
+                               ? setup.options.head_pool->placement.serving_node
+                               : setup.options.segment_node;
   if (serving_node >= 0) {
     if (absl::Status s = runtime::BindServingPolicy(serving_node); !s.ok()) {
       std::fprintf(stderr, "heatsink-store: serving NUMA node %d: %s\n", serving_node,
@@ -510,163 +666,102 @@ int main(int argc, char** argv) {
     }
   }
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> master =
-      runtime::GrpcMasterClient::Connect(master_address, rpc);
+      runtime::GrpcMasterClient::Connect(f.master_address, f.rpc);
   if (!master.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", master.status().ToString().c_str());
     return 2;
   }
   runtime::GrpcMasterClient* master_raw = master->get();
   runtime::SegmentDirectoryResolver resolver([master_raw] { return master_raw->ListSegments(); });
-  runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = threads}});
-  // The read rules (read_access.h) of both data services.
-  std::unique_ptr<runtime::ReadAccess> read_access;
-  if (readers_proven) {
-    runtime::ReadAccessOptions access;
-    access.owner = ClientId(client_id);
-    access.trust_domain = data_rpc.tls.trust_domain;
-    access.tenants = tenants;
-    access.manifest_wait_ms = std::max<int64_t>(1'000, 3 * fetch_interval_ms);
-    read_access = std::make_unique<runtime::ReadAccess>(
-        env.env(), std::move(access), [master_raw, client_id](const CopyLeaseQuery& query) {
-          return master_raw->CheckCopyLease(ClientId(client_id), query);
-        });
-    options.read_gate = read_access.get();
-    std::printf(
-        "heatsink-store: readers checked: the store itself, copy-lease holders the "
-        "master confirms, readers of the objects' tenant (spiffe://%s/heatsink/...)\n",
-        data_rpc.tls.trust_domain.c_str());
-  } else {
-    std::printf(
-        "heatsink-store: readers are not checked: without --data-tls-cert and "
-        "--data-tls-client-ca any client that reaches the data services may read any "
-        "range\n");
-  }
+  runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = f.threads}});
+  std::unique_ptr<runtime::ReadAccess> read_access =
+      MakeReadAccess(f, setup, env.env(), master_raw);
+  setup.options.read_gate = read_access.get();
   std::fflush(stdout);
   runtime::StoreServer* grpc_server = nullptr;
   // The gRPC store service over the node's segment memory, started before
   // the segments are mounted so that every mount carries its endpoint.
   runtime::SegmentDataServiceFactory grpc_data_service;
-  if (!no_data_service) {
+  if (!f.no_data_service) {
     grpc_data_service = [&](runtime::SegmentMemory* memory)
         -> absl::StatusOr<std::unique_ptr<runtime::SegmentDataService>> {
-      absl::StatusOr<std::unique_ptr<runtime::StoreServer>> server = runtime::StoreServer::Start(
-          memory, data_service_listen, data_rpc, data_service, read_access.get());
-      if (!server.ok()) return server.status();
-      grpc_server = server->get();
-      return std::unique_ptr<runtime::SegmentDataService>(*std::move(server));
+      HS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StoreServer> server,
+                          runtime::StoreServer::Start(memory, f.data_service_listen, f.data_rpc,
+                                                      f.data_service, read_access.get()));
+      grpc_server = server.get();
+      return std::unique_ptr<runtime::SegmentDataService>(std::move(server));
     };
   }
   absl::StatusOr<std::unique_ptr<runtime::StoreNode>> node =
-      runtime::StoreNode::Start(env.env(), master_raw, &resolver, options, grpc_data_service);
+      runtime::StoreNode::Start(env.env(), master_raw, &resolver, setup.options, grpc_data_service);
   if (!node.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", node.status().ToString().c_str());
     return 1;
   }
   if (read_access != nullptr) read_access->AttachWorker(&(*node)->worker());
-  const std::string data_service_endpoint = (*node)->data_service_endpoint();
-  std::printf(
-      "heatsink-store: client %llu (host %s, domain %s), %d x %llu MiB%s, data on %s%s%s, "
-      "copies over %s, master %s\n",
-      static_cast<unsigned long long>(client_id), host.c_str(),
-      domain.empty() ? "default" : domain.c_str(), segments,
-      static_cast<unsigned long long>(segment_mib),
-      options.segment_node >= 0 ? absl::StrCat(" on NUMA node ", options.segment_node).c_str() : "",
-      (*node)->data_endpoint().c_str(), data_service_endpoint.empty() ? "" : " and gRPC ",
-      data_service_endpoint.c_str(), data_mover.c_str(), master_address.c_str());
-  runtime::SegmentHeadPool* pool = (*node)->head_pool();
+  PrintStarted(f, setup, **node);
   std::unique_ptr<runtime::MetricsEndpoint> metrics;
-  // Serves `snapshot` on --metrics-listen; false (after saying why) when it
-  // cannot.
-  auto StartMetrics = [&](auto snapshot) {
+  if (!f.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
-        runtime::MetricsEndpoint::Start(metrics_listen, std::move(snapshot));
+        StartMetrics(f.metrics_listen, (*node)->head_pool(), read_access.get(),
+                     setup.options.tcp.foreground.get());
     if (!started.ok()) {
       std::fprintf(stderr, "heatsink-store: --metrics-listen: %s\n",
                    started.status().ToString().c_str());
-      return false;
-    }
-    metrics = *std::move(started);
-    std::printf("heatsink-store: metrics on port %d\n", metrics->port());
-    return true;
-  };
-  if (pool != nullptr) {
-    std::printf("heatsink-store: head pool, %s, %s chunks of %llu KiB:\n%s",
-                pool->manager().knobs().no_numa_promotion ? "promotion off" : "promotion on",
-                absl::StrCat(pool->manager().key_count()).c_str(),
-                static_cast<unsigned long long>(pool->manager().knobs().ram_head_bytes >> 10),
-                runtime::DescribePlacement(pool->options().placement).c_str());
-  }
-  if (!metrics_listen.empty()) {
-    const runtime::ReadAccess* access = read_access.get();
-    const runtime::ForegroundTraffic* foreground = options.tcp.foreground.get();
-    if (!StartMetrics([pool, access, foreground] {
-          std::vector<MetricFamily> out;
-          if (pool != nullptr) out = pool->metrics().Snapshot();
-          if (access != nullptr) {
-            for (MetricFamily& family : ReadRuleMetrics(access)) out.push_back(std::move(family));
-          }
-          for (MetricFamily& family : runtime::ForegroundMetrics(*foreground)) {
-            out.push_back(std::move(family));
-          }
-          return out;
-        })) {
       return 1;
     }
+    metrics = *std::move(started);
   }
   std::fflush(stdout);
-  if (!endpoint_file.empty()) {
+  if (!f.endpoint_file.empty()) {
     absl::Status written = tools::WriteFileAtomically(
-        endpoint_file,
-        absl::StrCat((*node)->data_endpoint(), "\n", client_id, "\n", data_service_endpoint, "\n"));
+        f.endpoint_file, absl::StrCat((*node)->data_endpoint(), "\n", f.client_id, "\n",
+                                      (*node)->data_service_endpoint(), "\n"));
     if (!written.ok()) {
       std::fprintf(stderr, "heatsink-store: %s\n", written.ToString().c_str());
       return 1;
     }
   }
-
-  int signal = 0;
-  runtime::ServedHeadBytes reported;  // served bytes at the last report
   const int64_t started_s = env.env()->clock->NowNs() / 1'000'000'000;
-  if (pool != nullptr && head_pool_report_s > 0) {
-    while ((signal = tools::WaitForTerminationSignalFor(head_pool_report_s * 1000,
-                                                        /*reload=*/true)) == 0 ||
-           signal == SIGHUP) {
-      if (signal == SIGHUP) {
-        ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
-        continue;
-      }
-      std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
-      std::printf("heatsink-store: head pool %s\n",
-                  DescribeRemoteShare(*pool, &reported,
-                                      absl::StrCat("in the last ", head_pool_report_s, " s"))
-                      .c_str());
-      std::fflush(stdout);
-    }
-  } else {
-    for (signal = tools::WaitForTerminationOrReloadSignal(); signal == SIGHUP;
-         signal = tools::WaitForTerminationOrReloadSignal()) {
-      ReloadTls(grpc_server, data_tls, master_raw, rpc.tls.client_enabled());
-    }
-  }
-  const StoreWorkerStats stats = (*node)->worker().stats();
-  std::printf("heatsink-store: signal %d, shutting down (copies completed %lld, failed %lld)\n",
-              signal, static_cast<long long>(stats.copies_completed),
-              static_cast<long long>(stats.copies_failed));
-  if (pool != nullptr) {
-    std::printf("heatsink-store: head pool: %s\n", DescribeHeadPool(*pool).c_str());
-    reported = {};
-    std::printf("heatsink-store: head pool %s\n",
-                DescribeRemoteShare(
-                    *pool, &reported,
-                    absl::StrCat("since start (",
-                                 env.env()->clock->NowNs() / 1'000'000'000 - started_s, " s)"))
-                    .c_str());
-  }
-  std::fflush(stdout);
+  const int signal = ServeUntilSignal(f, setup, **node, grpc_server, master_raw);
+  PrintStopped(signal, **node, env.env()->clock->NowNs() / 1'000'000'000 - started_s);
   metrics.reset();
   (*node)->Unmount();
   (*node)->Stop();
   env.Shutdown();
   node->reset();
   return 0;
+}
+
+}  // namespace
+}  // namespace heatsink
+
+int main(int argc, char** argv) {
+  using namespace heatsink;
+  tools::BlockTerminationSignals();
+  tools::BlockReloadSignal();
+  StoreFlags f;
+  CLI::App app{kStoreDescription};
+  AddNodeFlags(app, f);
+  AddStoreHeadPoolFlags(app, f);
+  AddDataPlaneFlags(app, f);
+  AddDataServiceFlags(app, f);
+  tools::AddRpcFlags(app, f.rpc, /*server=*/false);
+  tools::AddDeadlockDetectionFlag(app, f.keep_deadlock_detection);
+  CLI11_PARSE(app, argc, argv);
+  tools::ApplyDeadlockDetection(f.keep_deadlock_detection);
+
+  absl::Status status = ApplySettings(f);
+  if (f.list_knobs && status.ok()) {
+    tools::PrintKnobs(f.tcp, runtime::TcpTransportKnobs::Registry());
+    tools::PrintKnobs(f.tiering, TieringKnobs::Registry());
+    return 0;
+  }
+  StoreSetup setup;
+  if (status.ok()) status = Configure(app, f, setup);
+  if (!status.ok()) {
+    std::fprintf(stderr, "heatsink-store: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  return Run(f, setup);
 }
