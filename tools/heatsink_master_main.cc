@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,16 +113,15 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                static_cast<int64_t>(s.evicted_bytes_total));
   AppendScalar(out, "master_copy_tasks_created_total", "Copy tasks created.", kC,
                s.copy_tasks_created_total);
-  AppendScalar(out, "master_copies_completed_total", "Copies ended.", kC,
-               s.copies_completed_total);
+  AppendScalar(out, "master_copies_completed_total", "Copies ended.", kC, s.copies_completed_total);
   AppendScalar(out, "master_copies_revoked_total", "Copies revoked.", kC, s.copies_revoked_total);
   AppendScalar(out, "master_tasks_timed_out_total", "Tasks reaped at timeout.", kC,
                s.tasks_timed_out_total);
   AppendScalar(out, "master_clients_reaped_total", "Clients reaped for missed heartbeats.", kC,
                s.clients_reaped_total);
   AppendScalar(out, "master_recovering",
-               "1 while a restarted master waits for the stores' manifests (restart_grace_ms).",
-               kG, s.recovering ? 1 : 0);
+               "1 while a restarted master waits for the stores' manifests (restart_grace_ms).", kG,
+               s.recovering ? 1 : 0);
   AppendScalar(out, "master_manifest_entries_accepted_total",
                "Manifest entries taken back as replicas after a restart.", kC,
                s.manifest_entries_accepted_total);
@@ -153,8 +153,8 @@ std::vector<MetricFamily> CollectMetrics(ReplicatedMaster& master,
                "Calls refused for naming another tenant or another client's resources.", kC,
                rpc.calls_permission_denied_total);
   AppendScalar(out, "rpc_calls_identity_mismatch_total",
-               "Calls refused because the metadata client id differs from the certificate's.",
-               kC, rpc.calls_identity_mismatch_total);
+               "Calls refused because the metadata client id differs from the certificate's.", kC,
+               rpc.calls_identity_mismatch_total);
   AppendScalar(out, "rpc_calls_overloaded_total",
                "Puts, reads and removes refused with RESOURCE_EXHAUSTED above "
                "--calls-in-flight-max.",
@@ -243,8 +243,7 @@ void ReloadTls(const Flags& flags, runtime::MasterServer& server) {
         "use it within %us\n",
         flags.rpc.tls.cert_path.c_str(),
         flags.rpc.tls.client_ca_path.empty() ? "" : " and client CA ",
-        flags.rpc.tls.client_ca_path.c_str(),
-        runtime::ServerTlsReloader::kRefreshIntervalSeconds);
+        flags.rpc.tls.client_ca_path.c_str(), runtime::ServerTlsReloader::kRefreshIntervalSeconds);
   } else {
     std::printf("heatsink-master: reload (SIGHUP): TLS files: %s; the previous ones stay\n",
                 std::string(reloaded.message()).c_str());
@@ -276,8 +275,8 @@ absl::Status CheckEtcdFlags(const Flags& flags) {
         absl::StrCat("--advertise: '", flags.advertise, "' is not host:port"));
   }
   if (flags.etcd_lease_ttl_sec < 1 || flags.etcd_lease_ttl_sec > 3600) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--etcd-lease-ttl-sec: must be in 1..3600, got ", flags.etcd_lease_ttl_sec));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--etcd-lease-ttl-sec: must be in 1..3600, got ", flags.etcd_lease_ttl_sec));
   }
   if (flags.etcd_lease_margin_ms < 0 ||
       flags.etcd_lease_margin_ms >= flags.etcd_lease_ttl_sec * 1000) {
@@ -308,6 +307,107 @@ bool CampaignUntilLeading(runtime::LeaderElection& election, const std::string& 
   }
 }
 
+// The etcd campaign of a master started with --etcd.
+struct Leadership {
+  std::unique_ptr<runtime::EtcdClient> etcd;
+  std::unique_ptr<runtime::LeaderElection> election;
+};
+
+// --etcd: campaigns until this master leads, then keeps the lease alive
+// (losing it ends the process) and gives `master_knobs` the restart grace a
+// new leader needs. The exit code when the process should stop instead (a
+// signal while standing by: 0; no etcd client: 2); nothing when it leads, or
+// without --etcd.
+std::optional<int> Lead(const Flags& flags, runtime::SteadyClock& clock, MasterKnobs& master_knobs,
+                        Leadership& leading) {
+  if (flags.etcd.empty()) return std::nullopt;
+  const absl::StatusOr<runtime::EtcdTarget> target =
+      runtime::ParseEtcdTarget(flags.etcd, /*scheme_optional=*/true);
+  absl::StatusOr<std::unique_ptr<runtime::EtcdClient>> client =
+      runtime::EtcdClient::Create(runtime::EtcdClientOptions{
+          .endpoints = target->endpoints,
+          // A keep-alive must come back well within a third of the TTL.
+          .call_timeout_ms = std::min<int64_t>(1'000, flags.etcd_lease_ttl_sec * 1000 / 3)});
+  if (!client.ok()) {
+    std::fprintf(stderr, "heatsink-master: %s\n", client.status().ToString().c_str());
+    return 2;
+  }
+  leading.etcd = *std::move(client);
+  const std::string key = runtime::LeaderKey(target->prefix);
+  leading.election = std::make_unique<runtime::LeaderElection>(
+      leading.etcd.get(),
+      runtime::LeaderElectionOptions{.leader_key = key,
+                                     .advertise = flags.advertise,
+                                     .lease_ttl_sec = flags.etcd_lease_ttl_sec,
+                                     .lease_margin_ms = flags.etcd_lease_margin_ms},
+      &clock);
+  runtime::LeaderElection& election = *leading.election;
+  std::printf("heatsink-master: campaigning for %s on etcd %s as %s\n", key.c_str(),
+              absl::StrJoin(target->endpoints, ",").c_str(), flags.advertise.c_str());
+  std::fflush(stdout);
+  if (!CampaignUntilLeading(election, key)) return 0;
+  // Keep-alives start at once (the lease runs from its grant). Every call
+  // checks the lease itself; this makes the process go too.
+  election.KeepLeading([](const absl::Status& why) {
+    std::printf("heatsink-master: stepping down: %s; exiting with %d\n",
+                std::string(why.message()).c_str(), kExitLostLeadership);
+    std::fflush(stdout);
+    std::_Exit(kExitLostLeadership);
+  });
+  // A new leader starts empty: unknown keys are UNAVAILABLE, never
+  // NOT_FOUND, while the stores report their manifests.
+  if (master_knobs.restart_grace_ms == 0) {
+    master_knobs.restart_grace_ms = kEtcdRestartGraceMsDefault;
+  }
+  std::printf(
+      "heatsink-master: leading (epoch %lld, lease %llx, TTL %lld s); recovering for "
+      "up to %lld ms\n",
+      static_cast<long long>(election.epoch()),
+      static_cast<unsigned long long>(election.lease_id()),
+      static_cast<long long>(election.lease_ttl_sec()),
+      static_cast<long long>(master_knobs.restart_grace_ms));
+  std::fflush(stdout);
+  return std::nullopt;
+}
+
+// Says how callers are identified and where the master serves (and its
+// metrics), and writes --address-file. False (after saying why) when the
+// file cannot be written.
+bool Announce(const Flags& flags, const runtime::MasterServer& server,
+              const runtime::MetricsEndpoint* metrics, DynamicReplicationMode mode) {
+  if (server.identities_proven()) {
+    std::printf(
+        "heatsink-master: caller identities from client certificates "
+        "(spiffe://%s/heatsink/client/ID)\n",
+        flags.rpc.tls.trust_domain.c_str());
+  } else {
+    std::printf(
+        "heatsink-master: caller identities are asserted in '%s' metadata, not "
+        "proven; give --tls-cert, --tls-key and --tls-client-ca to prove them with "
+        "client certificates\n",
+        runtime::kClientIdMetadataKey);
+  }
+  const std::string metrics_address =
+      metrics == nullptr
+          ? ""
+          : absl::StrCat(flags.metrics_listen.substr(0, flags.metrics_listen.rfind(':')), ":",
+                         metrics->port());
+  std::printf("heatsink-master: serving on %s (mode %s)%s%s\n", server.address().c_str(),
+              std::string(DynamicReplicationModeName(mode)).c_str(),
+              metrics == nullptr ? "" : ", metrics on http://",
+              metrics == nullptr ? "" : absl::StrCat(metrics_address, "/metrics").c_str());
+  std::fflush(stdout);
+  if (!flags.address_file.empty()) {
+    absl::Status written = tools::WriteFileAtomically(
+        flags.address_file, absl::StrCat(server.address(), "\n", metrics_address, "\n"));
+    if (!written.ok()) {
+      std::fprintf(stderr, "heatsink-master: %s\n", written.ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& replication_knobs,
         runtime::TenantBindings tenants) {
   // SIGHUP compares the knobs read again with these (as loaded, before the
@@ -315,54 +415,9 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
   const MasterKnobs loaded_master_knobs = master_knobs;
   // --etcd: campaign first; a standby serves nothing.
   runtime::SteadyClock clock;
-  std::unique_ptr<runtime::EtcdClient> etcd;
-  std::unique_ptr<runtime::LeaderElection> election;
-  if (!flags.etcd.empty()) {
-    const absl::StatusOr<runtime::EtcdTarget> target =
-        runtime::ParseEtcdTarget(flags.etcd, /*scheme_optional=*/true);
-    absl::StatusOr<std::unique_ptr<runtime::EtcdClient>> client =
-        runtime::EtcdClient::Create(runtime::EtcdClientOptions{
-            .endpoints = target->endpoints,
-            // A keep-alive must come back well within a third of the TTL.
-            .call_timeout_ms = std::min<int64_t>(1'000, flags.etcd_lease_ttl_sec * 1000 / 3)});
-    if (!client.ok()) {
-      std::fprintf(stderr, "heatsink-master: %s\n", client.status().ToString().c_str());
-      return 2;
-    }
-    etcd = *std::move(client);
-    const std::string key = runtime::LeaderKey(target->prefix);
-    election = std::make_unique<runtime::LeaderElection>(
-        etcd.get(),
-        runtime::LeaderElectionOptions{.leader_key = key,
-                                       .advertise = flags.advertise,
-                                       .lease_ttl_sec = flags.etcd_lease_ttl_sec,
-                                       .lease_margin_ms = flags.etcd_lease_margin_ms},
-        &clock);
-    std::printf("heatsink-master: campaigning for %s on etcd %s as %s\n", key.c_str(),
-                absl::StrJoin(target->endpoints, ",").c_str(), flags.advertise.c_str());
-    std::fflush(stdout);
-    if (!CampaignUntilLeading(*election, key)) return 0;
-    // Keep-alives start at once (the lease runs from its grant). Every call
-    // checks the lease itself; this makes the process go too.
-    election->KeepLeading([](const absl::Status& why) {
-      std::printf("heatsink-master: stepping down: %s; exiting with %d\n",
-                  std::string(why.message()).c_str(), kExitLostLeadership);
-      std::fflush(stdout);
-      std::_Exit(kExitLostLeadership);
-    });
-    // A new leader starts empty: unknown keys are UNAVAILABLE, never
-    // NOT_FOUND, while the stores report their manifests.
-    if (master_knobs.restart_grace_ms == 0) {
-      master_knobs.restart_grace_ms = kEtcdRestartGraceMsDefault;
-    }
-    std::printf("heatsink-master: leading (epoch %lld, lease %llx, TTL %lld s); recovering for "
-                "up to %lld ms\n",
-                static_cast<long long>(election->epoch()),
-                static_cast<unsigned long long>(election->lease_id()),
-                static_cast<long long>(election->lease_ttl_sec()),
-                static_cast<long long>(master_knobs.restart_grace_ms));
-    std::fflush(stdout);
-  }
+  Leadership leading;
+  if (std::optional<int> exit_code = Lead(flags, clock, master_knobs, leading)) return *exit_code;
+  runtime::LeaderElection* const election = leading.election.get();
   const int64_t epoch = election == nullptr ? 0 : election->epoch();
   std::unique_ptr<runtime::JsonlDecisionSink> sink;
   if (!flags.decisions.empty()) {
@@ -392,23 +447,11 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
   if (tenants.enabled()) (*master)->master().SetKnownTenants(tenants.Tenants());
   runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
   absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
-      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants),
-                                   election.get());
+      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants), election);
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
     if (election != nullptr) (void)election->Resign();
     return 1;
-  }
-
-  if ((*server)->identities_proven()) {
-    std::printf("heatsink-master: caller identities from client certificates "
-                "(spiffe://%s/heatsink/client/ID)\n",
-                flags.rpc.tls.trust_domain.c_str());
-  } else {
-    std::printf("heatsink-master: caller identities are asserted in '%s' metadata, not "
-                "proven; give --tls-cert, --tls-key and --tls-client-ca to prove them with "
-                "client certificates\n",
-                runtime::kClientIdMetadataKey);
   }
   std::unique_ptr<runtime::MetricsEndpoint> metrics;
   if (!flags.metrics_listen.empty()) {
@@ -416,32 +459,16 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
     const runtime::MasterServer* s = server->get();
     const runtime::JsonlDecisionSink* d = sink.get();
     absl::StatusOr<std::unique_ptr<runtime::MetricsEndpoint>> started =
-        runtime::MetricsEndpoint::Start(flags.metrics_listen,
-                                        [m, s, d, epoch] { return CollectMetrics(*m, *s, d, epoch); });
+        runtime::MetricsEndpoint::Start(
+            flags.metrics_listen, [m, s, d, epoch] { return CollectMetrics(*m, *s, d, epoch); });
     if (!started.ok()) {
       std::fprintf(stderr, "heatsink-master: %s\n", started.status().ToString().c_str());
       return 1;
     }
     metrics = *std::move(started);
   }
-  const std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
-  const std::string metrics_address =
-      metrics == nullptr ? "" : absl::StrCat(flags.metrics_listen.substr(
-                                                 0, flags.metrics_listen.rfind(':')),
-                                             ":", metrics->port());
-  std::printf("heatsink-master: serving on %s (mode %s)%s%s\n", (*server)->address().c_str(),
-              std::string(DynamicReplicationModeName(replication_knobs.dynamic_replication_mode))
-                  .c_str(),
-              metrics == nullptr ? "" : ", metrics on http://",
-              metrics == nullptr ? "" : absl::StrCat(metrics_address, "/metrics").c_str());
-  std::fflush(stdout);
-  if (!flags.address_file.empty()) {
-    absl::Status written = tools::WriteFileAtomically(
-        flags.address_file, absl::StrCat((*server)->address(), "\n", metrics_address, "\n"));
-    if (!written.ok()) {
-      std::fprintf(stderr, "heatsink-master: %s\n", written.ToString().c_str());
-      return 1;
-    }
+  if (!Announce(flags, **server, metrics.get(), replication_knobs.dynamic_replication_mode)) {
+    return 1;
   }
 
   int signal = tools::WaitForTerminationOrReloadSignal();

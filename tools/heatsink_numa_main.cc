@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/base/status_macros.h"
 #include "core/env/env.h"
 #include "core/env/rng.h"
 #include "core/metrics/metrics.h"
@@ -89,6 +90,71 @@ int RunPlan(const ConfigFlags& f) {
 
 TierKey LoadKey(int64_t i) { return TierKey{ObjectName{"numa-load", absl::StrCat("k", i)}, 0}; }
 
+// The read load's keys: every head, the last hot_keys of them hot.
+struct LoadKeys {
+  int64_t keys = 0;
+  int64_t hot_keys = 0;
+};
+
+// Fills every head region with fixed heads, in allocation order: the
+// preferred region first, so the last keys stored are the foreign ones.
+absl::StatusOr<LoadKeys> StoreHeads(TierManager& manager, const NumaPlacement& placement,
+                                    const TieringKnobs& knobs, const LoadFlags& load) {
+  uint64_t head_bytes_total = 0;
+  for (const RegionPlacement& r : placement.regions) {
+    if (r.pool == PoolKind::kHead) {
+      head_bytes_total += r.bytes / knobs.block_bytes * knobs.block_bytes;
+    }
+  }
+  LoadKeys out;
+  out.keys = static_cast<int64_t>(head_bytes_total / knobs.ram_head_bytes);
+  std::vector<uint8_t> value(knobs.ram_head_bytes);
+  for (int64_t i = 0; i < out.keys; ++i) {
+    for (size_t b = 0; b < value.size(); b += 4096) value[b] = static_cast<uint8_t>(i);
+    HS_RETURN_IF_ERROR(manager.Put(LoadKey(i), value));
+  }
+  const double preferred_share =
+      static_cast<double>(placement.regions[0].bytes) / static_cast<double>(head_bytes_total);
+  const double hot_fraction = load.hot_fraction > 0 ? load.hot_fraction : preferred_share;
+  out.hot_keys = std::max<int64_t>(1, static_cast<int64_t>(hot_fraction * out.keys));
+  std::printf("%lld heads stored; hot set: the last %lld keys, %d%% of reads\n",
+              static_cast<long long>(out.keys), static_cast<long long>(out.hot_keys),
+              load.hot_read_percent);
+  return out;
+}
+
+// Once a second for `duration_s`: the reads, the local-hit fraction of that
+// second and the exchanges so far.
+void ReportEachSecond(TierManager& manager, double duration_s) {
+  const auto start = std::chrono::steady_clock::now();
+  TieringStats last = manager.stats();
+  for (int second = 1; second <= static_cast<int>(duration_s + 0.999); ++second) {
+    std::this_thread::sleep_until(start + std::chrono::seconds(second));
+    const TieringStats now = manager.stats();
+    const int64_t local = now.reads_local - last.reads_local;
+    const int64_t foreign = now.reads_foreign - last.reads_foreign;
+    std::printf("t=%ds reads=%lld local_hit=%.3f exchanges=%lld decay_passes=%lld\n", second,
+                static_cast<long long>(local + foreign),
+                local + foreign > 0 ? static_cast<double>(local) / (local + foreign) : 0.0,
+                static_cast<long long>(now.exchanges), static_cast<long long>(now.decay_passes));
+    std::fflush(stdout);
+    last = now;
+  }
+}
+
+// The totals line once the load stopped.
+void PrintTotals(TierManager& manager, const NumaPromotionService& service, int64_t read_errors) {
+  const TieringStats totals = manager.stats();
+  const PromotionServiceStats service_stats = service.stats();
+  std::printf(
+      "total: reads=%lld local_hit_fraction=%.3f exchanges=%lld bytes_moved=%lld "
+      "decay_passes=%lld rounds=%lld read_errors=%lld promotion_disabled=%s\n",
+      static_cast<long long>(totals.reads_local + totals.reads_foreign), totals.LocalHitFraction(),
+      static_cast<long long>(totals.exchanges), static_cast<long long>(totals.exchange_bytes),
+      static_cast<long long>(totals.decay_passes), static_cast<long long>(service_stats.rounds),
+      static_cast<long long>(read_errors), service_stats.promotion_disabled ? "yes" : "no");
+}
+
 int RunLoad(const ConfigFlags& f, const LoadFlags& load) {
   absl::StatusOr<Topology> topology = LoadFor(f);
   if (!topology.ok()) return Fail(topology.status());
@@ -128,29 +194,15 @@ int RunLoad(const ConfigFlags& f, const LoadFlags& load) {
   if (!created.ok()) return Fail(created.status());
   TierManager& manager = **created;
 
-  // Fill every head region with fixed heads, in allocation order: the
-  // preferred region first, so the last keys stored are the foreign ones.
-  uint64_t head_bytes_total = 0;
-  for (const RegionPlacement& r : placement->regions) {
-    if (r.pool == PoolKind::kHead) head_bytes_total += r.bytes / knobs->block_bytes * knobs->block_bytes;
-  }
-  const int64_t keys = static_cast<int64_t>(head_bytes_total / knobs->ram_head_bytes);
-  std::vector<uint8_t> value(knobs->ram_head_bytes);
-  for (int64_t i = 0; i < keys; ++i) {
-    for (size_t b = 0; b < value.size(); b += 4096) value[b] = static_cast<uint8_t>(i);
-    if (absl::Status s = manager.Put(LoadKey(i), value); !s.ok()) return Fail(s);
-  }
-  const double preferred_share =
-      static_cast<double>(placement->regions[0].bytes) / static_cast<double>(head_bytes_total);
-  const double hot_fraction = load.hot_fraction > 0 ? load.hot_fraction : preferred_share;
-  const int64_t hot_keys = std::max<int64_t>(1, static_cast<int64_t>(hot_fraction * keys));
-  std::printf("%lld heads stored; hot set: the last %lld keys, %d%% of reads\n",
-              static_cast<long long>(keys), static_cast<long long>(hot_keys),
-              load.hot_read_percent);
+  absl::StatusOr<LoadKeys> stored = StoreHeads(manager, *placement, *knobs, load);
+  if (!stored.ok()) return Fail(stored.status());
+  const int64_t keys = stored->keys;
+  const int64_t hot_keys = stored->hot_keys;
 
   LinuxThreadBinder binder(&*topology);
   PromotionServiceOptions service_options;
-  for (const RegionPlacement& r : placement->regions) service_options.region_nodes.push_back(r.node);
+  for (const RegionPlacement& r : placement->regions)
+    service_options.region_nodes.push_back(r.node);
   service_options.serving_node = placement->serving_node;
   service_options.binder = &binder;
   NumaPromotionService service(&env, &manager, service_options);
@@ -178,34 +230,12 @@ int RunLoad(const ConfigFlags& f, const LoadFlags& load) {
     });
   }
 
-  const auto start = std::chrono::steady_clock::now();
-  TieringStats last = manager.stats();
-  for (int second = 1; second <= static_cast<int>(load.duration_s + 0.999); ++second) {
-    std::this_thread::sleep_until(start + std::chrono::seconds(second));
-    const TieringStats now = manager.stats();
-    const int64_t local = now.reads_local - last.reads_local;
-    const int64_t foreign = now.reads_foreign - last.reads_foreign;
-    std::printf("t=%ds reads=%lld local_hit=%.3f exchanges=%lld decay_passes=%lld\n", second,
-                static_cast<long long>(local + foreign),
-                local + foreign > 0 ? static_cast<double>(local) / (local + foreign) : 0.0,
-                static_cast<long long>(now.exchanges), static_cast<long long>(now.decay_passes));
-    std::fflush(stdout);
-    last = now;
-  }
+  ReportEachSecond(manager, load.duration_s);
   stop = true;
   for (std::thread& t : readers) t.join();
   service.Stop();
 
-  const TieringStats totals = manager.stats();
-  const PromotionServiceStats service_stats = service.stats();
-  std::printf(
-      "total: reads=%lld local_hit_fraction=%.3f exchanges=%lld bytes_moved=%lld "
-      "decay_passes=%lld rounds=%lld read_errors=%lld promotion_disabled=%s\n",
-      static_cast<long long>(totals.reads_local + totals.reads_foreign),
-      totals.LocalHitFraction(), static_cast<long long>(totals.exchanges),
-      static_cast<long long>(totals.exchange_bytes), static_cast<long long>(totals.decay_passes),
-      static_cast<long long>(service_stats.rounds), static_cast<long long>(read_errors.load()),
-      service_stats.promotion_disabled ? "yes" : "no");
+  PrintTotals(manager, service, read_errors.load());
   if (load.metrics) std::fputs(RenderPrometheusText(metrics.Snapshot()).c_str(), stdout);
   if (absl::Status s = manager.CheckInvariants(); !s.ok()) return Fail(s);
   return read_errors.load() == 0 ? 0 : 1;
