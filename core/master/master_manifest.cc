@@ -17,6 +17,72 @@ namespace heatsink {
 
 using master_internal::Allocation;
 
+namespace {
+
+// What a complete replica reported for an object's current version (no put
+// in progress) does: refused, or added, possibly in place of a dynamic
+// replica.
+struct SameVersionReport {
+  absl::Status refused;
+  // The dynamic replica that goes to make room under the dynamic cap.
+  std::optional<size_t> dynamic_to_drop;
+};
+
+// `e` lands on a segment of `domain`; `meta` is looked at, not changed. Refused when its size
+// differs, when the object has a replica on that segment already or holds
+// `replicas_per_object_max`; then the dynamic replica cap (`dynamic_cap`
+// readable replicas, per domain with `per_domain`; 0: none), for a store
+// that reports late, after others brought the object back to its cap: a
+// reported dynamic replica is refused, and for an ordinary one the last
+// complete dynamic replica goes instead (ordinary data is never dropped for
+// an optional copy).
+SameVersionReport JudgeSameVersion(const ManifestEntry& e, master_internal::ObjectMeta& meta,
+                                   const Domain& domain, int64_t replicas_per_object_max,
+                                   int64_t dynamic_cap, bool per_domain) {
+  SameVersionReport out;
+  if (e.size_bytes != meta.size) {
+    out.refused = absl::InvalidArgumentError(
+        absl::StrCat("size ", e.size_bytes, " differs from the object's ", meta.size));
+    return out;
+  }
+  if (meta.FindOnSegment(e.segment_id) != nullptr) {
+    out.refused = absl::AlreadyExistsError("the object already has a replica on this segment");
+    return out;
+  }
+  if (static_cast<int64_t>(meta.replicas.size()) >= replicas_per_object_max) {
+    out.refused = absl::ResourceExhaustedError(absl::StrCat(
+        "the object has replicas_per_object_max (", replicas_per_object_max, ") replicas"));
+    return out;
+  }
+  if (dynamic_cap <= 0) return out;
+  int64_t readable = 0;
+  bool has_dynamic = e.dynamic;
+  for (size_t i = 0; i < meta.replicas.size(); ++i) {
+    const master_internal::ReplicaRecord& x = meta.replicas[i];
+    // Readable replicas, and dynamic copies in flight, which admission
+    // counted when it started them.
+    const bool in_flight = x.dynamic && x.holds_reserved();
+    if (x.status != ReplicaStatus::kComplete && !in_flight) continue;
+    if (per_domain && x.segment->location.domain != domain) continue;
+    ++readable;
+    if (x.dynamic) {
+      has_dynamic = true;
+      if (!in_flight) out.dynamic_to_drop = i;  // the last complete one listed
+    }
+  }
+  if (!has_dynamic || readable < dynamic_cap) {
+    out.dynamic_to_drop.reset();
+  } else if (e.dynamic) {
+    out.refused = absl::ResourceExhaustedError(
+        absl::StrCat("the object holds dynamic_replication_max_memory_replicas (", dynamic_cap,
+                     ") readable replicas", per_domain ? " in domain " : "",
+                     per_domain ? domain : "", ": the reported dynamic replica is freed"));
+  }
+  return out;
+}
+
+}  // namespace
+
 void MasterService::BeginRecovery(int64_t expected_stores, DurationNs grace) {
   MutexLock lock(&recovery_mu_);
   recovery_deadline_ns_ = Now() + grace;
@@ -57,7 +123,8 @@ void MasterService::SetReportedDynamicReplicaCap(int64_t max_memory_replicas, bo
 }
 
 void MasterService::DisableManifestJournal() {
-  HS_CHECK_MSG(segments_.segment_count() == 0, "DisableManifestJournal after a segment was mounted");
+  HS_CHECK_MSG(segments_.segment_count() == 0,
+               "DisableManifestJournal after a segment was mounted");
   journal_enabled_ = false;
 }
 
@@ -127,10 +194,10 @@ absl::StatusOr<ReportManifestResponse> MasterService::ReportManifest(
       const bool discarded = absl::IsFailedPrecondition(s) || absl::IsAborted(s);
       (discarded ? counters_.manifest_discarded : counters_.manifest_rejected)
           .fetch_add(1, std::memory_order_relaxed);
-      s = absl::Status(s.code(), absl::StrCat("store ", client.value, ", manifest entry '",
-                                              e.name.key, "' version ", e.version,
-                                              " at segment ", e.segment_id.value, " offset ",
-                                              e.offset, ": ", s.message()));
+      s = absl::Status(s.code(),
+                       absl::StrCat("store ", client.value, ", manifest entry '", e.name.key,
+                                    "' version ", e.version, " at segment ", e.segment_id.value,
+                                    " offset ", e.offset, ": ", s.message()));
     }
     response.results.push_back(std::move(s));
   }
@@ -218,55 +285,18 @@ absl::Status MasterService::ApplyManifestEntry(ClientId client, const ObjectName
     return absl::OkStatus();
   }
   if (e.version == meta.version && !meta.put_in_progress) {
-    absl::Status refused;
-    if (e.size_bytes != meta.size) {
-      refused = absl::InvalidArgumentError(
-          absl::StrCat("size ", e.size_bytes, " differs from the object's ", meta.size));
-    } else if (meta.FindOnSegment(e.segment_id) != nullptr) {
-      refused = absl::AlreadyExistsError("the object already has a replica on this segment");
-    } else if (static_cast<int64_t>(meta.replicas.size()) >= knobs_.replicas_per_object_max) {
-      refused = absl::ResourceExhaustedError(absl::StrCat(
-          "the object has replicas_per_object_max (", knobs_.replicas_per_object_max,
-          ") replicas"));
-    }
-    // The dynamic replica cap (a store that reports late, after others
-    // brought the object back to its cap).
-    std::optional<size_t> dynamic_to_drop;
-    if (refused.ok() && reported_dynamic_cap_ > 0) {
-      const Domain& domain = a.segment->location.domain;
-      int64_t readable = 0;
-      bool has_dynamic = e.dynamic;
-      for (size_t i = 0; i < meta.replicas.size(); ++i) {
-        const ReplicaRecord& x = meta.replicas[i];
-        // Readable replicas, and dynamic copies in flight, which admission
-        // counted when it started them.
-        const bool in_flight = x.dynamic && x.holds_reserved();
-        if (x.status != ReplicaStatus::kComplete && !in_flight) continue;
-        if (reported_dynamic_cap_per_domain_ && x.segment->location.domain != domain) continue;
-        ++readable;
-        if (x.dynamic) {
-          has_dynamic = true;
-          if (!in_flight) dynamic_to_drop = i;  // the last complete one listed
-        }
-      }
-      if (!has_dynamic || readable < reported_dynamic_cap_) {
-        dynamic_to_drop.reset();
-      } else if (e.dynamic) {
-        refused = absl::ResourceExhaustedError(absl::StrCat(
-            "the object holds dynamic_replication_max_memory_replicas (", reported_dynamic_cap_,
-            ") readable replicas", reported_dynamic_cap_per_domain_ ? " in domain " : "",
-            reported_dynamic_cap_per_domain_ ? domain : "",
-            ": the reported dynamic replica is freed"));
-      }
-    }
-    if (!refused.ok()) {
+    const SameVersionReport verdict =
+        JudgeSameVersion(e, meta, a.segment->location.domain, knobs_.replicas_per_object_max,
+                         reported_dynamic_cap_, reported_dynamic_cap_per_domain_);
+    if (!verdict.refused.ok()) {
       ReleaseClaimed(a, now);
-      return refused;
+      return verdict.refused;
     }
-    if (dynamic_to_drop.has_value()) {
+    if (verdict.dynamic_to_drop.has_value()) {
       // Ordinary data is never dropped for an optional copy: the dynamic
       // replica goes instead.
-      RemoveReplicaLocked(name, meta, *dynamic_to_drop, RemovalCause::kSuperseded, removals);
+      RemoveReplicaLocked(name, meta, *verdict.dynamic_to_drop, RemovalCause::kSuperseded,
+                          removals);
     }
     meta.replicas.push_back(std::move(r));
     return absl::OkStatus();

@@ -98,6 +98,11 @@ MasterStats MasterService::Stats() const {
 
 namespace {
 
+using master_internal::ObjectMeta;
+using master_internal::ObjectNameRef;
+using master_internal::ReplicaRecord;
+using master_internal::TaskRecord;
+
 absl::Status Violation(const std::string& what) {
   return absl::InternalError(absl::StrCat("master invariant violated: ", what));
 }
@@ -112,153 +117,102 @@ struct Expected {
   int64_t copies_as_target = 0;
 };
 
-}  // namespace
+// CheckInvariants' tables, one check per table: every object against the
+// tasks and the mounted segments, every task against its object, then every
+// segment's accounting against what the objects and tasks said it holds.
+class InvariantChecker {
+ public:
+  InvariantChecker(std::vector<SegmentAccounting> accounting, std::vector<TaskRecord> all_tasks)
+      : accounting_(std::move(accounting)), expected_(accounting_.size()) {
+    for (TaskRecord& r : all_tasks) tasks_.emplace(r.task.id, std::move(r));
+    index_of_.reserve(accounting_.size());
+    for (size_t i = 0; i < accounting_.size(); ++i) index_of_.emplace(accounting_[i].id, i);
+  }
 
-absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  // Every shard, in lock order, then the segment table and the task manager
-  // (each snapshot taken under its own lock while all shards are held, so
-  // nothing that changes objects can run in between).
-  for (size_t i = 0; i < shards_.size(); ++i) shards_.at(i).mu.Lock();
-  absl::Status status = [&]() -> absl::Status {
-    const std::vector<SegmentAccounting> accounting = segments_.Accounting();
-    HS_RETURN_IF_ERROR(tasks_.CheckQueues());
-    std::map<TaskId, TaskRecord> tasks;
-    for (TaskRecord& r : tasks_.All()) tasks.emplace(r.task.id, std::move(r));
-    // Per mounted segment, in accounting order: what the objects and tasks
-    // say it should hold. The hash map is only looked up (this loop visits
-    // every replica), never iterated.
-    std::vector<Expected> expected(accounting.size());
-    absl::flat_hash_map<SegmentId, size_t> index_of;
-    index_of.reserve(accounting.size());
-    for (size_t i = 0; i < accounting.size(); ++i) index_of.emplace(accounting[i].id, i);
-    // What `id` should hold, when it is mounted as `instance`; else null.
-    const auto mounted = [&](SegmentId id,
-                             const master_internal::SegmentHandle* instance) -> Expected* {
-      const auto it = index_of.find(id);
-      if (it == index_of.end() || accounting[it->second].instance != instance) return nullptr;
-      return &expected[it->second];
-    };
+  const std::map<TaskId, TaskRecord>& tasks() const { return tasks_; }
 
-    int64_t objects = 0;
-    const Version version_bound = next_version_.load(std::memory_order_relaxed);
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      for (const auto& [name, meta] : shards_.at(i).objects) {
-        ++objects;
-        // Messages are built only for a violation: this loop visits every object.
-        const auto where = [&name = name] {
-          return absl::StrCat("object ", name.tenant, "/", name.key);
-        };
-        if (meta.replicas.empty()) return Violation(where() + " has no replica");
-        if (meta.put_in_progress && meta.put_start_ns < shards_.at(i).oldest_put_start_ns) {
-          return Violation(absl::StrCat(where(), " put started at ", meta.put_start_ns,
-                                        " ns, before its shard's oldest put bound ",
-                                        shards_.at(i).oldest_put_start_ns));
-        }
-        if (meta.version == 0 || meta.version >= version_bound) {
-          return Violation(absl::StrCat(where(), " has version ", meta.version, " out of range"));
-        }
-        if (static_cast<int64_t>(meta.replicas.size()) > knobs_.replicas_per_object_max) {
-          return Violation(where() + " has more than replicas_per_object_max replicas");
-        }
-        absl::InlinedVector<SegmentId, 4> seen;
-        for (const ReplicaRecord& r : meta.replicas) {
-          const auto rw = [&where, &r] { return absl::StrCat(where(), " replica ", r.id.value); };
-          if (r.version != meta.version) {
-            return Violation(absl::StrCat(rw(), " ", ReplicaStatusName(r.status),
-                                          " has stale version ", r.version, " (object ",
-                                          meta.version, ")"));
-          }
-          if (r.size != meta.size) return Violation(rw() + " size differs from the object's");
-          if (std::find(seen.begin(), seen.end(), r.segment_id()) != seen.end()) {
-            return Violation(
-                absl::StrCat(where(), " has two replicas on segment ", r.segment_id().value));
-          }
-          seen.push_back(r.segment_id());
-          Expected* e = mounted(r.segment_id(), r.segment.get());
-          if (e == nullptr) {
-            return Violation(
-                absl::StrCat(rw(), " is on unknown or unmounted segment ", r.segment_id().value));
-          }
-          (r.holds_reserved() ? e->reserved : e->used) += r.size;
-          e->replicas += 1;
-          if (meta.put_in_progress &&
-              (r.origin != ReplicaOrigin::kPut || r.status != ReplicaStatus::kProcessing)) {
-            return Violation(rw() + " is not a PROCESSING put replica during the put");
-          }
-          if (!meta.put_in_progress && r.origin == ReplicaOrigin::kPut &&
-              r.status != ReplicaStatus::kComplete) {
-            return Violation(rw() + " is a PROCESSING put replica after PutEnd");
-          }
-          if (r.holds_reserved()) {
-            auto t = tasks.find(meta.replication_task);
-            if (t == tasks.end() || t->second.phase != CopyPhase::kStarted ||
-                t->second.target_replica != r.id) {
-              return Violation(rw() + " is a PROCESSING copy target without a started task");
-            }
-          }
-        }
-        if (meta.replication_task.valid()) {
-          auto t = tasks.find(meta.replication_task);
-          if (t == tasks.end()) {
-            return Violation(
-                absl::StrCat(where(), " holds missing task ", meta.replication_task.value));
-          }
-        }
-      }
+  // One object: its versions, sizes, replicas and the task it holds.
+  // `oldest_put_start_ns`: its shard's bound; `version_bound`: the next
+  // version the master hands out.
+  absl::Status CheckObject(const ObjectName& name, const ObjectMeta& meta,
+                           TimeNs oldest_put_start_ns, Version version_bound,
+                           int64_t replicas_per_object_max) {
+    // Messages are built only for a violation: this runs for every object.
+    const auto where = [&name] { return absl::StrCat("object ", name.tenant, "/", name.key); };
+    if (meta.replicas.empty()) return Violation(where() + " has no replica");
+    if (meta.put_in_progress && meta.put_start_ns < oldest_put_start_ns) {
+      return Violation(absl::StrCat(where(), " put started at ", meta.put_start_ns,
+                                    " ns, before its shard's oldest put bound ",
+                                    oldest_put_start_ns));
     }
-    if (objects != object_count_.load(std::memory_order_relaxed)) {
-      return Violation(absl::StrCat(objects, " objects but the count says ",
-                                    object_count_.load(std::memory_order_relaxed)));
+    if (meta.version == 0 || meta.version >= version_bound) {
+      return Violation(absl::StrCat(where(), " has version ", meta.version, " out of range"));
     }
-
-    for (const auto& [id, record] : tasks) {
-      const ReplicaCopyPayload& p = record.task.copy;
-      const std::string where = absl::StrCat("task ", id.value);
-      const ObjectNameRef name{p.name.tenant, p.name.key};
-      auto it = shards_.For(name).objects.find(name);
-      if (it == shards_.For(name).objects.end()) return Violation(where + " outlived its object");
-      ObjectMeta& meta = it->second;
-      if (meta.replication_task != id) return Violation(where + " does not hold its key's slot");
-      if (meta.version != p.version) return Violation(where + " has a stale version");
-      const ReplicaRecord* source = meta.FindReplica(p.source_replica);
-      if (source == nullptr || source->status != ReplicaStatus::kComplete ||
-          source->segment_id() != p.source_segment) {
-        return Violation(where + " lost its COMPLETE source replica");
-      }
-      if (record.task.assigned_client != source->segment->location.owner) {
-        return Violation(where + " is not assigned to the source segment's owner");
-      }
-      Expected* source_expected = mounted(p.source_segment, record.source.get());
-      Expected* target_expected = mounted(p.target_segment, record.target.get());
-      if (source_expected == nullptr || target_expected == nullptr) {
-        return Violation(where + " refers to a segment instance that is no longer mounted");
-      }
-      source_expected->copy_tasks_as_source += 1;
-      const ReplicaRecord* target =
-          record.target_replica.valid() ? meta.FindReplica(record.target_replica) : nullptr;
-      switch (record.phase) {
-        case CopyPhase::kNotStarted:
-        case CopyPhase::kRevoked:
-          if (target != nullptr) return Violation(where + " has a target replica it should not");
-          break;
-        case CopyPhase::kStarted:
-          if (target == nullptr || !target->holds_reserved()) {
-            return Violation(where + " started without a PROCESSING target replica");
-          }
-          source_expected->copies_as_source += 1;
-          target_expected->copies_as_target += 1;
-          break;
-        case CopyPhase::kEnded:
-          if (target == nullptr || target->status != ReplicaStatus::kComplete) {
-            return Violation(where + " ended without a COMPLETE target replica");
-          }
-          break;
-      }
+    if (static_cast<int64_t>(meta.replicas.size()) > replicas_per_object_max) {
+      return Violation(where() + " has more than replicas_per_object_max replicas");
     }
+    absl::InlinedVector<SegmentId, 4> seen;
+    for (const ReplicaRecord& r : meta.replicas) {
+      HS_RETURN_IF_ERROR(CheckReplica(where, meta, r, seen));
+    }
+    if (meta.replication_task.valid() && !tasks_.contains(meta.replication_task)) {
+      return Violation(absl::StrCat(where(), " holds missing task ", meta.replication_task.value));
+    }
+    return absl::OkStatus();
+  }
 
-    for (size_t i = 0; i < accounting.size(); ++i) {
-      const SegmentAccounting& a = accounting[i];
-      const Expected& e = expected[i];
+  // One task: its object (`meta`, null when gone; looked at, not changed)
+  // holds it, its source replica is COMPLETE, its segment instances are
+  // mounted and its target replica matches its phase.
+  absl::Status CheckTask(TaskId id, const TaskRecord& record, ObjectMeta* meta) {
+    const ReplicaCopyPayload& p = record.task.copy;
+    const std::string where = absl::StrCat("task ", id.value);
+    if (meta == nullptr) return Violation(where + " outlived its object");
+    if (meta->replication_task != id) return Violation(where + " does not hold its key's slot");
+    if (meta->version != p.version) return Violation(where + " has a stale version");
+    const ReplicaRecord* source = meta->FindReplica(p.source_replica);
+    if (source == nullptr || source->status != ReplicaStatus::kComplete ||
+        source->segment_id() != p.source_segment) {
+      return Violation(where + " lost its COMPLETE source replica");
+    }
+    if (record.task.assigned_client != source->segment->location.owner) {
+      return Violation(where + " is not assigned to the source segment's owner");
+    }
+    Expected* source_expected = Mounted(p.source_segment, record.source.get());
+    Expected* target_expected = Mounted(p.target_segment, record.target.get());
+    if (source_expected == nullptr || target_expected == nullptr) {
+      return Violation(where + " refers to a segment instance that is no longer mounted");
+    }
+    source_expected->copy_tasks_as_source += 1;
+    const ReplicaRecord* target =
+        record.target_replica.valid() ? meta->FindReplica(record.target_replica) : nullptr;
+    switch (record.phase) {
+      case CopyPhase::kNotStarted:
+      case CopyPhase::kRevoked:
+        if (target != nullptr) return Violation(where + " has a target replica it should not");
+        break;
+      case CopyPhase::kStarted:
+        if (target == nullptr || !target->holds_reserved()) {
+          return Violation(where + " started without a PROCESSING target replica");
+        }
+        source_expected->copies_as_source += 1;
+        target_expected->copies_as_target += 1;
+        break;
+      case CopyPhase::kEnded:
+        if (target == nullptr || target->status != ReplicaStatus::kComplete) {
+          return Violation(where + " ended without a COMPLETE target replica");
+        }
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  // Every mounted segment's accounting against what the objects and tasks
+  // checked so far said it holds.
+  absl::Status CheckSegments() const {
+    for (size_t i = 0; i < accounting_.size(); ++i) {
+      const SegmentAccounting& a = accounting_[i];
+      const Expected& e = expected_[i];
       const std::string where = absl::StrCat("segment ", a.id.value);
       if (a.used_bytes + a.reserved_bytes != a.allocator_allocated_bytes) {
         return Violation(absl::StrCat(where, " used ", a.used_bytes, " + reserved ",
@@ -287,6 +241,98 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
       }
     }
     return absl::OkStatus();
+  }
+
+ private:
+  // What `id` should hold, when it is mounted as `instance`; else null. The
+  // hash map is only looked up (once per replica), never iterated.
+  Expected* Mounted(SegmentId id, const master_internal::SegmentHandle* instance) {
+    const auto it = index_of_.find(id);
+    if (it == index_of_.end() || accounting_[it->second].instance != instance) return nullptr;
+    return &expected_[it->second];
+  }
+
+  // One replica of `meta`, counted into its segment's expected holdings;
+  // `seen`: the segments of the object's replicas before it.
+  template <typename Where>
+  absl::Status CheckReplica(const Where& where, const ObjectMeta& meta, const ReplicaRecord& r,
+                            absl::InlinedVector<SegmentId, 4>& seen) {
+    const auto rw = [&where, &r] { return absl::StrCat(where(), " replica ", r.id.value); };
+    if (r.version != meta.version) {
+      return Violation(absl::StrCat(rw(), " ", ReplicaStatusName(r.status), " has stale version ",
+                                    r.version, " (object ", meta.version, ")"));
+    }
+    if (r.size != meta.size) return Violation(rw() + " size differs from the object's");
+    if (std::find(seen.begin(), seen.end(), r.segment_id()) != seen.end()) {
+      return Violation(
+          absl::StrCat(where(), " has two replicas on segment ", r.segment_id().value));
+    }
+    seen.push_back(r.segment_id());
+    Expected* e = Mounted(r.segment_id(), r.segment.get());
+    if (e == nullptr) {
+      return Violation(
+          absl::StrCat(rw(), " is on unknown or unmounted segment ", r.segment_id().value));
+    }
+    (r.holds_reserved() ? e->reserved : e->used) += r.size;
+    e->replicas += 1;
+    if (meta.put_in_progress &&
+        (r.origin != ReplicaOrigin::kPut || r.status != ReplicaStatus::kProcessing)) {
+      return Violation(rw() + " is not a PROCESSING put replica during the put");
+    }
+    if (!meta.put_in_progress && r.origin == ReplicaOrigin::kPut &&
+        r.status != ReplicaStatus::kComplete) {
+      return Violation(rw() + " is a PROCESSING put replica after PutEnd");
+    }
+    if (r.holds_reserved()) {
+      auto t = tasks_.find(meta.replication_task);
+      if (t == tasks_.end() || t->second.phase != CopyPhase::kStarted ||
+          t->second.target_replica != r.id) {
+        return Violation(rw() + " is a PROCESSING copy target without a started task");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const std::vector<SegmentAccounting> accounting_;
+  std::vector<Expected> expected_;  // per mounted segment, in accounting order
+  absl::flat_hash_map<SegmentId, size_t> index_of_;
+  std::map<TaskId, TaskRecord> tasks_;
+};
+
+}  // namespace
+
+absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Every shard, in lock order, then the segment table and the task manager
+  // (each snapshot taken under its own lock while all shards are held, so
+  // nothing that changes objects can run in between).
+  for (size_t i = 0; i < shards_.size(); ++i) shards_.at(i).mu.Lock();
+  absl::Status status = [&]() -> absl::Status {
+    std::vector<SegmentAccounting> accounting = segments_.Accounting();
+    HS_RETURN_IF_ERROR(tasks_.CheckQueues());
+    InvariantChecker check(std::move(accounting), tasks_.All());
+    int64_t objects = 0;
+    const Version version_bound = next_version_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      const Shard& shard = shards_.at(i);
+      for (const auto& [name, meta] : shard.objects) {
+        ++objects;
+        HS_RETURN_IF_ERROR(check.CheckObject(name, meta, shard.oldest_put_start_ns, version_bound,
+                                             knobs_.replicas_per_object_max));
+      }
+    }
+    if (objects != object_count_.load(std::memory_order_relaxed)) {
+      return Violation(absl::StrCat(objects, " objects but the count says ",
+                                    object_count_.load(std::memory_order_relaxed)));
+    }
+    for (const auto& [id, record] : check.tasks()) {
+      const ReplicaCopyPayload& p = record.task.copy;
+      const ObjectNameRef name{p.name.tenant, p.name.key};
+      auto& objects_of_shard = shards_.For(name).objects;
+      const auto it = objects_of_shard.find(name);
+      HS_RETURN_IF_ERROR(
+          check.CheckTask(id, record, it == objects_of_shard.end() ? nullptr : &it->second));
+    }
+    return check.CheckSegments();
   }();
   for (size_t i = shards_.size(); i > 0; --i) shards_.at(i - 1).mu.Unlock();
   return status;
