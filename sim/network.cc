@@ -59,7 +59,7 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
   routes_ = ComputeRoutes(topology_);
   auto add_resource = [this](int64_t capacity) {
     resources_.emplace_back();
-    resources_.back().capacity_bytes_per_sec = capacity;
+    resources_.back().capacity_bytes_per_s = capacity;
     return static_cast<uint32_t>(resources_.size() - 1);
   };
   for (size_t d = 0; d < topology_.domains.size(); ++d) {
@@ -67,10 +67,10 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
       HostState host;
       host.name = spec.name;
       host.domain = static_cast<int>(d);
-      host.local_resource = add_resource(spec.local_copy_bytes_per_sec);
+      host.local_resource = add_resource(spec.local_copy_bytes_per_s);
       for (const NicSpec& nic : spec.nics) {
-        host.send_resources.push_back(add_resource(nic.send_bytes_per_sec));
-        host.receive_resources.push_back(add_resource(nic.receive_bytes_per_sec));
+        host.send_resources.push_back(add_resource(nic.send_bytes_per_s));
+        host.receive_resources.push_back(add_resource(nic.receive_bytes_per_s));
       }
       host_index_.emplace(spec.name, static_cast<int>(hosts_.size()));
       hosts_.push_back(std::move(host));
@@ -78,12 +78,12 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
   }
   for (const TrunkSpec& spec : topology_.trunks) {
     TrunkState trunk;
-    trunk.effective_bytes_per_sec = std::max<int64_t>(
-        1, static_cast<int64_t>(static_cast<__int128>(spec.bandwidth_bytes_per_sec) * 100 /
+    trunk.effective_bytes_per_s = std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<__int128>(spec.bandwidth_bytes_per_s) * 100 /
                                 spec.oversubscription_percent));
     trunk.latency_ns = spec.latency_ns;
-    trunk.resource_a_to_b = add_resource(trunk.effective_bytes_per_sec);
-    trunk.resource_b_to_a = add_resource(trunk.effective_bytes_per_sec);
+    trunk.resource_a_to_b = add_resource(trunk.effective_bytes_per_s);
+    trunk.resource_b_to_a = add_resource(trunk.effective_bytes_per_s);
     trunks_.push_back(trunk);
   }
   counters_.host_bytes_sent.assign(hosts_.size(), 0);
@@ -299,7 +299,7 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
     if (c.heap.capacity() > kFlowSlotsKeepMax) std::vector<Member>().swap(c.heap);
     c.clock = 0;
     c.settled_ns = engine_->NowNs();
-    c.rate_bytes_per_sec = 0;
+    c.rate_bytes_per_s = 0;
     c.positions.clear();
     for (uint32_t r : c.resources) {
       std::vector<uint32_t>& members = resources_[r].classes;
@@ -367,8 +367,8 @@ void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
   c.positions.clear();
   if (c.timer_ns >= 0) engine_->CancelLaneTimer(completion_lane_, route_class);
   c.timer_ns = -1;
-  c.rate_bytes_per_sec = 0;
-  c.next_rate_bytes_per_sec = 0;
+  c.rate_bytes_per_s = 0;
+  c.next_rate_bytes_per_s = 0;
 }
 
 bool Network::MemberLive(const Member& m) const {
@@ -405,7 +405,7 @@ Network::Work Network::ClockNow(const RouteClass& c) const {
   const TimeNs now = engine_->NowNs();
   if (now == c.settled_ns) return c.clock;
   return c.clock +
-         static_cast<Work>(c.rate_bytes_per_sec) * static_cast<Work>(now - c.settled_ns);
+         static_cast<Work>(c.rate_bytes_per_s) * static_cast<Work>(now - c.settled_ns);
 }
 
 void Network::Settle(RouteClass& c) {
@@ -430,10 +430,10 @@ void Network::CountProgress(Flow& flow, Work remaining) {
   if (flow.background) counters_.background_bytes += delta;
 }
 
-TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const {
+TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_s) const {
   const TimeNs now = engine_->NowNs();
   if (remaining == 0) return now;
-  const Work rate = static_cast<Work>(rate_bytes_per_sec);
+  const Work rate = static_cast<Work>(rate_bytes_per_s);
   Work wait;
   if (remaining <= std::numeric_limits<uint64_t>::max() - rate) {
     // The usual case (below 18 GB left): one 64-bit division.
@@ -448,9 +448,9 @@ TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const
 
 void Network::ArmClassTimer(uint32_t route_class, bool fresh) {
   RouteClass& c = classes_[route_class];
-  if (c.rate_bytes_per_sec == 0) return;  // not rated yet: its re-solve arms it
+  if (c.rate_bytes_per_s == 0) return;  // not rated yet: its re-solve arms it
   const uint32_t first = c.heap.front().slot;
-  const TimeNs completion = CompletionTime(RemainingWorkNow(flows_[first]), c.rate_bytes_per_sec);
+  const TimeNs completion = CompletionTime(RemainingWorkNow(flows_[first]), c.rate_bytes_per_s);
   if (fresh) {
     const bool unchanged = c.timer_ns == completion && c.timer_slot == first;
     c.sequence = engine_->DrawSequence();
@@ -564,8 +564,8 @@ std::optional<FlowInfo> Network::GetFlow(FlowId id) const {
     // A flow that joined its class since the class's last re-solve has no
     // rate yet.
     if (c.solves >= flow.rated_after) {
-      info.rate_bytes_per_sec = c.rate_bytes_per_sec;
-      info.completion_ns = CompletionTime(remaining, c.rate_bytes_per_sec);
+      info.rate_bytes_per_s = c.rate_bytes_per_s;
+      info.completion_ns = CompletionTime(remaining, c.rate_bytes_per_s);
     }
   } else {
     info.remaining_bytes = flow.bytes;
@@ -618,10 +618,10 @@ absl::Status Network::DegradeTrunk(absl::string_view domain_a, absl::string_view
   trunk.bandwidth_percent = bandwidth_percent;
   trunk.extra_latency_ns = extra_latency_ns;
   const int64_t capacity = std::max<int64_t>(
-      1, static_cast<int64_t>(static_cast<__int128>(trunk.effective_bytes_per_sec) *
+      1, static_cast<int64_t>(static_cast<__int128>(trunk.effective_bytes_per_s) *
                               bandwidth_percent / 100));
-  resources_[trunk.resource_a_to_b].capacity_bytes_per_sec = capacity;
-  resources_[trunk.resource_b_to_a].capacity_bytes_per_sec = capacity;
+  resources_[trunk.resource_a_to_b].capacity_bytes_per_s = capacity;
+  resources_[trunk.resource_b_to_a].capacity_bytes_per_s = capacity;
   const uint32_t seeds[] = {trunk.resource_a_to_b, trunk.resource_b_to_a};
   Reshare(seeds);
   return absl::OkStatus();

@@ -129,7 +129,7 @@ struct FlowSpec {
 struct FlowInfo {
   FlowId id = 0;
   bool moving = false;             // false while in setup
-  int64_t rate_bytes_per_sec = 0;  // 0 while in setup
+  int64_t rate_bytes_per_s = 0;  // 0 while in setup
   int64_t remaining_bytes = 0;     // rounded up, as of now
   TimeNs completion_ns = -1;       // -1 while in setup
 };
@@ -218,7 +218,7 @@ class Network {
   using Work = unsigned __int128;  // bytes * 10^9
 
   struct Resource {
-    int64_t capacity_bytes_per_sec = 0;
+    int64_t capacity_bytes_per_s = 0;
     std::vector<uint32_t> classes;  // route classes with moving flows over it
     int64_t flows = 0;              // moving flows over it (all its classes)
     int64_t background_flows = 0;   // of which background
@@ -250,8 +250,8 @@ class Network {
     int64_t members = 0;  // live entries
     Work clock = 0;  // virtual progress of every member, as of settled_ns
     TimeNs settled_ns = 0;
-    int64_t rate_bytes_per_sec = 0;  // per flow; 0 until its first re-solve
-    int64_t next_rate_bytes_per_sec = 0;
+    int64_t rate_bytes_per_s = 0;  // per flow; 0 until its first re-solve
+    int64_t next_rate_bytes_per_s = 0;
     bool joined = false;    // a flow joined since the last re-solve
     uint64_t solves = 0;    // re-solves that rated the class
     // Completion timer (lane handle: the class index) and the engine
@@ -290,7 +290,7 @@ class Network {
     std::vector<uint32_t> receive_resources;
   };
   struct TrunkState {
-    int64_t effective_bytes_per_sec = 0;  // after oversubscription
+    int64_t effective_bytes_per_s = 0;  // after oversubscription
     DurationNs latency_ns = 0;
     bool partitioned = false;
     int64_t bandwidth_percent = 100;
@@ -347,7 +347,7 @@ class Network {
   // foreground class counting `foreground_units` and one of a background
   // class `background_units` (0: the class waits for a later pass).
   void SolvePass(int64_t foreground_units, int64_t background_units);
-  TimeNs CompletionTime(Work remaining, int64_t rate_bytes_per_sec) const;
+  TimeNs CompletionTime(Work remaining, int64_t rate_bytes_per_s) const;
 
   Engine* const engine_;
   Rng* const rng_;

@@ -49,9 +49,9 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
   // way: its new flows have no rate yet.
   for (uint32_t k : component_classes_) {
     RouteClass& c = classes_[k];
-    if (c.next_rate_bytes_per_sec == c.rate_bytes_per_sec && !c.joined) continue;
+    if (c.next_rate_bytes_per_s == c.rate_bytes_per_s && !c.joined) continue;
     Settle(c);
-    c.rate_bytes_per_sec = c.next_rate_bytes_per_sec;
+    c.rate_bytes_per_s = c.next_rate_bytes_per_s;
     c.joined = false;
     ++c.solves;
     ArmClassTimer(k, /*fresh=*/true);
@@ -94,7 +94,7 @@ void Network::SolvePass(int64_t foreground_units, int64_t background_units) {
   solve_active_.clear();
   for (uint32_t r : component_resources_) {
     Resource& res = resources_[r];
-    if (first_pass) res.solve_capacity = res.capacity_bytes_per_sec;
+    if (first_pass) res.solve_capacity = res.capacity_bytes_per_s;
     // Flow counts of at most flows_max times at most 2^20 units fit easily.
     res.solve_unfixed = (res.flows - res.background_flows) * foreground_units +
                         res.background_flows * background_units;
@@ -138,7 +138,7 @@ void Network::SolvePass(int64_t foreground_units, int64_t background_units) {
       c.fixed_epoch = epoch_;
       const int64_t share = std::max<int64_t>(
           1, static_cast<int64_t>(static_cast<__int128>(capacity) * units / unfixed));
-      c.next_rate_bytes_per_sec = share;
+      c.next_rate_bytes_per_s = share;
       const int64_t members = c.members;
       const __int128 charge = static_cast<__int128>(share) * members;
       // The bottleneck is charged too: a later pass shares what is left.

@@ -79,12 +79,12 @@ absl::Status NetworkTopology::Validate() const {
                                     host.nics.size()));
       }
       for (size_t n = 0; n < host.nics.size(); ++n) {
-        if (host.nics[n].send_bytes_per_sec <= 0 || host.nics[n].receive_bytes_per_sec <= 0) {
+        if (host.nics[n].send_bytes_per_s <= 0 || host.nics[n].receive_bytes_per_s <= 0) {
           return Invalid(absl::StrCat(where, ".nics[", n, "]: bandwidth must be positive"));
         }
       }
-      if (host.local_copy_bytes_per_sec <= 0) {
-        return Invalid(absl::StrCat(where, ": local_copy_bytes_per_sec must be positive"));
+      if (host.local_copy_bytes_per_s <= 0) {
+        return Invalid(absl::StrCat(where, ": local_copy_bytes_per_s must be positive"));
       }
     }
   }
@@ -107,7 +107,7 @@ absl::Status NetworkTopology::Validate() const {
       return Invalid(absl::StrCat(where, ": second trunk between '", trunk.domain_a, "' and '",
                                   trunk.domain_b, "'"));
     }
-    if (trunk.bandwidth_bytes_per_sec <= 0) {
+    if (trunk.bandwidth_bytes_per_s <= 0) {
       return Invalid(absl::StrCat(where, ": bandwidth must be positive"));
     }
     if (trunk.latency_ns < 0) return Invalid(absl::StrCat(where, ": negative latency"));

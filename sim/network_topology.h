@@ -35,8 +35,8 @@ inline constexpr int kDistanceCount = 3;
 absl::string_view DistanceName(Distance distance);
 
 struct NicSpec {
-  int64_t send_bytes_per_sec = 0;
-  int64_t receive_bytes_per_sec = 0;
+  int64_t send_bytes_per_s = 0;
+  int64_t receive_bytes_per_s = 0;
 };
 
 struct HostSpec {
@@ -44,7 +44,7 @@ struct HostSpec {
   std::vector<NicSpec> nics;  // at least one
   // Bandwidth of a copy between two segments of the same host (memory copy);
   // same-host flows share it instead of a NIC.
-  int64_t local_copy_bytes_per_sec = 20'000'000'000;
+  int64_t local_copy_bytes_per_s = 20'000'000'000;
 };
 
 struct DomainSpec {
@@ -58,7 +58,7 @@ struct DomainSpec {
 struct TrunkSpec {
   Domain domain_a;
   Domain domain_b;
-  int64_t bandwidth_bytes_per_sec = 0;
+  int64_t bandwidth_bytes_per_s = 0;
   DurationNs latency_ns = 0;
   int64_t oversubscription_percent = 100;
 };

@@ -89,7 +89,7 @@ NetworkTopology BuildNetworkTopology(const Scenario& scenario) {
     for (const ScenarioHost& h : d.hosts) {
       HostSpec host;
       host.name = h.name;
-      host.local_copy_bytes_per_sec = h.local_copy_bytes_per_s;
+      host.local_copy_bytes_per_s = h.local_copy_bytes_per_s;
       for (int64_t i = 0; i < h.nic_count; ++i) {
         host.nics.push_back(NicSpec{h.nic_send_bytes_per_s, h.nic_receive_bytes_per_s});
       }

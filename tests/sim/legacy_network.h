@@ -95,7 +95,7 @@ struct FlowSpec {
 struct FlowInfo {
   FlowId id = 0;
   bool moving = false;             // false while in setup
-  int64_t rate_bytes_per_sec = 0;  // 0 while in setup
+  int64_t rate_bytes_per_s = 0;  // 0 while in setup
   int64_t remaining_bytes = 0;     // rounded up, as of now
   TimeNs completion_ns = -1;       // -1 while in setup
 };
@@ -183,7 +183,7 @@ class Network {
   using Work = unsigned __int128;  // bytes * 10^9
 
   struct Resource {
-    int64_t capacity_bytes_per_sec = 0;
+    int64_t capacity_bytes_per_s = 0;
     std::vector<uint32_t> flows;  // slots of moving flows
     uint32_t visit_epoch = 0;
     bool reshare_pending = false;  // in pending_seeds_
@@ -205,8 +205,8 @@ class Network {
     int64_t bytes = 0;
     bool moving = false;
     Work remaining_work = 0;
-    int64_t rate_bytes_per_sec = 0;
-    int64_t next_rate_bytes_per_sec = 0;
+    int64_t rate_bytes_per_s = 0;
+    int64_t next_rate_bytes_per_s = 0;
     TimeNs settled_ns = 0;
     TimeNs completion_ns = -1;
     EventId event = kNoTimer;  // activation, while in setup (completion: the lane)
@@ -224,7 +224,7 @@ class Network {
     std::vector<uint32_t> receive_resources;
   };
   struct TrunkState {
-    int64_t effective_bytes_per_sec = 0;  // after oversubscription
+    int64_t effective_bytes_per_s = 0;  // after oversubscription
     DurationNs latency_ns = 0;
     bool partitioned = false;
     int64_t bandwidth_percent = 100;

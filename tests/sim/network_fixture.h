@@ -18,10 +18,10 @@ namespace heatsink::sim::testing {
 
 inline constexpr int64_t kGBps = 1'000'000'000;
 
-inline HostSpec Host(std::string name, int64_t nic_bytes_per_sec, int nics = 1) {
+inline HostSpec Host(std::string name, int64_t nic_bytes_per_s, int nics = 1) {
   HostSpec h;
   h.name = std::move(name);
-  for (int i = 0; i < nics; ++i) h.nics.push_back(NicSpec{nic_bytes_per_sec, nic_bytes_per_sec});
+  for (int i = 0; i < nics; ++i) h.nics.push_back(NicSpec{nic_bytes_per_s, nic_bytes_per_s});
   return h;
 }
 
@@ -90,7 +90,7 @@ class NetworkHarness {
   int64_t Rate(FlowId id) const {
     auto info = network_->GetFlow(id);
     EXPECT_TRUE(info.has_value());
-    return info.has_value() ? info->rate_bytes_per_sec : -1;
+    return info.has_value() ? info->rate_bytes_per_s : -1;
   }
 
   void RunUntil(TimeNs t) { ASSERT_TRUE(engine_.RunUntil(t).ok()); }

@@ -84,7 +84,7 @@ TEST(MaxMinSharing, PerTransferOverheadAndTrunkLatencyDelayTheStart) {
   h.Start("empty", "a4", "a2", 0);
   h.RunUntil(9'999);
   EXPECT_FALSE(h.net().GetFlow(local)->moving);  // still in setup
-  EXPECT_EQ(h.net().GetFlow(local)->rate_bytes_per_sec, 0);
+  EXPECT_EQ(h.net().GetFlow(local)->rate_bytes_per_s, 0);
   h.Run();
   EXPECT_EQ(h.outcome("local").t_ns, 1'010'000);
   EXPECT_EQ(h.outcome("cross").t_ns, 1'060'000);
