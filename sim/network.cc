@@ -404,8 +404,7 @@ void Network::RequestReshare(absl::Span<const uint32_t> seeds) {
 Network::Work Network::ClockNow(const RouteClass& c) const {
   const TimeNs now = engine_->NowNs();
   if (now == c.settled_ns) return c.clock;
-  return c.clock +
-         static_cast<Work>(c.rate_bytes_per_s) * static_cast<Work>(now - c.settled_ns);
+  return c.clock + static_cast<Work>(c.rate_bytes_per_s) * static_cast<Work>(now - c.settled_ns);
 }
 
 void Network::Settle(RouteClass& c) {
@@ -617,9 +616,9 @@ absl::Status Network::DegradeTrunk(absl::string_view domain_a, absl::string_view
   TrunkState& trunk = trunks_[*index];
   trunk.bandwidth_percent = bandwidth_percent;
   trunk.extra_latency_ns = extra_latency_ns;
-  const int64_t capacity = std::max<int64_t>(
-      1, static_cast<int64_t>(static_cast<__int128>(trunk.effective_bytes_per_s) *
-                              bandwidth_percent / 100));
+  const int64_t capacity =
+      std::max<int64_t>(1, static_cast<int64_t>(static_cast<__int128>(trunk.effective_bytes_per_s) *
+                                                bandwidth_percent / 100));
   resources_[trunk.resource_a_to_b].capacity_bytes_per_s = capacity;
   resources_[trunk.resource_b_to_a].capacity_bytes_per_s = capacity;
   const uint32_t seeds[] = {trunk.resource_a_to_b, trunk.resource_b_to_a};

@@ -95,7 +95,7 @@ struct FlowSpec {
 struct FlowInfo {
   FlowId id = 0;
   bool moving = false;             // false while in setup
-  int64_t rate_bytes_per_s = 0;  // 0 while in setup
+  int64_t rate_bytes_per_s = 0;    // 0 while in setup
   int64_t remaining_bytes = 0;     // rounded up, as of now
   TimeNs completion_ns = -1;       // -1 while in setup
 };
