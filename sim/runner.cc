@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,58 @@ namespace runner_internal {
 namespace {
 
 constexpr uint64_t kProgressEventMask = (uint64_t{1} << 16) - 1;
+
+// Every counter and gauge of `families` as "name{label=value,...}" -> value
+// (histograms left out).
+void FlattenMetrics(const std::vector<MetricFamily>& families,
+                    std::map<std::string, int64_t>& metrics) {
+  for (const MetricFamily& family : families) {
+    if (family.type == MetricType::kHistogram) continue;
+    for (const MetricSample& sample : family.samples) {
+      std::string key = family.name;
+      if (!sample.labels.empty()) {
+        key += "{";
+        for (size_t i = 0; i < sample.labels.size(); ++i) {
+          if (i > 0) key += ",";
+          absl::StrAppend(&key, sample.labels[i].first, "=", sample.labels[i].second);
+        }
+        key += "}";
+      }
+      metrics[key] = sample.value;
+    }
+  }
+}
+
+// The master's eviction, release and pacing counters and the control
+// plane's message counters, under their sim_ names.
+void AddMasterAndControlCounters(const MasterStats& master_stats, const ControlStats& control,
+                                 bool master_crashes, std::map<std::string, int64_t>& metrics) {
+  metrics["sim_master_evicted_objects_total"] = master_stats.evicted_objects_total;
+  // Only when copy pacing held a task back, so runs with unpaced budgets
+  // keep their outputs.
+  if (master_stats.copy_fetches_deferred_total > 0) {
+    metrics["sim_master_copy_fetches_deferred_total"] = master_stats.copy_fetches_deferred_total;
+  }
+  metrics["sim_master_evicted_dynamic_replicas_total"] =
+      master_stats.evicted_dynamic_replicas_total;
+  metrics["sim_master_released_dynamic_replicas_total"] =
+      master_stats.released_dynamic_replicas_total;
+  metrics["sim_control_messages_total"] = static_cast<int64_t>(control.messages);
+  metrics["sim_control_messages_dropped_total"] = static_cast<int64_t>(control.dropped);
+  metrics["sim_control_messages_delayed_total"] = static_cast<int64_t>(control.delayed);
+  metrics["sim_control_messages_unreachable_total"] = static_cast<int64_t>(control.unreachable);
+  metrics["sim_control_calls_timed_out_total"] = static_cast<int64_t>(control.calls_timed_out);
+  if (master_crashes) {
+    metrics["sim_control_calls_master_down_total"] = static_cast<int64_t>(control.master_down);
+    // Present even at 0, so that a crash scenario's checks can name them.
+    for (const char* name :
+         {"sim_read_misses_total", "sim_read_misses_of_stored_objects_total",
+          "sim_reads_failed_total", "sim_read_retries_master_unavailable_total",
+          "sim_reads_gave_up_master_unavailable_total", "sim_master_restarts_total"}) {
+      metrics.try_emplace(name, 0);
+    }
+  }
+}
 
 }  // namespace
 
@@ -43,8 +97,8 @@ void Simulation::CloseNumaInterval(size_t interval) {
     const NumaIntervalStats n = h.numa->CloseInterval(interval);
     s.numa_oracle_local_reads += n.oracle_local_reads;
     result_.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_samples.push_back(
-        NumaHostSample{.t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
+    result_.numa_samples.push_back(NumaHostSample{
+        .t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
   }
 }
 
@@ -168,54 +222,9 @@ absl::StatusOr<RunResult> Simulation::Run() {
   result_.limits = limit_lines_->Compute(limit_options);
   if (options_.keep_limit_reads) result_.limit_recorder = limit_lines_;
   result_.decisions_by_outcome = decisions_->counts();
-  for (const MetricFamily& family : replicated_->SyncMetrics().Snapshot()) {
-    if (family.type == MetricType::kHistogram) continue;
-    for (const MetricSample& sample : family.samples) {
-      std::string key = family.name;
-      if (!sample.labels.empty()) {
-        key += "{";
-        for (size_t i = 0; i < sample.labels.size(); ++i) {
-          if (i > 0) key += ",";
-          absl::StrAppend(&key, sample.labels[i].first, "=", sample.labels[i].second);
-        }
-        key += "}";
-      }
-      result_.metrics[key] = sample.value;
-    }
-  }
+  FlattenMetrics(replicated_->SyncMetrics().Snapshot(), result_.metrics);
   for (const auto& [name, value] : counters_) result_.metrics[name] = value;
-  const MasterStats master_stats = master().Stats();
-  result_.metrics["sim_master_evicted_objects_total"] = master_stats.evicted_objects_total;
-  // Only when copy pacing held a task back, so runs with unpaced budgets
-  // keep their outputs.
-  if (master_stats.copy_fetches_deferred_total > 0) {
-    result_.metrics["sim_master_copy_fetches_deferred_total"] =
-        master_stats.copy_fetches_deferred_total;
-  }
-  result_.metrics["sim_master_evicted_dynamic_replicas_total"] =
-      master_stats.evicted_dynamic_replicas_total;
-  result_.metrics["sim_master_released_dynamic_replicas_total"] =
-      master_stats.released_dynamic_replicas_total;
-  result_.metrics["sim_control_messages_total"] = static_cast<int64_t>(control_stats_.messages);
-  result_.metrics["sim_control_messages_dropped_total"] =
-      static_cast<int64_t>(control_stats_.dropped);
-  result_.metrics["sim_control_messages_delayed_total"] =
-      static_cast<int64_t>(control_stats_.delayed);
-  result_.metrics["sim_control_messages_unreachable_total"] =
-      static_cast<int64_t>(control_stats_.unreachable);
-  result_.metrics["sim_control_calls_timed_out_total"] =
-      static_cast<int64_t>(control_stats_.calls_timed_out);
-  if (master_crashes_) {
-    result_.metrics["sim_control_calls_master_down_total"] =
-        static_cast<int64_t>(control_stats_.master_down);
-    // Present even at 0, so that a crash scenario's checks can name them.
-    for (const char* name :
-         {"sim_read_misses_total", "sim_read_misses_of_stored_objects_total",
-          "sim_reads_failed_total", "sim_read_retries_master_unavailable_total",
-          "sim_reads_gave_up_master_unavailable_total", "sim_master_restarts_total"}) {
-      result_.metrics.try_emplace(name, 0);
-    }
-  }
+  AddMasterAndControlCounters(master().Stats(), control_stats_, master_crashes_, result_.metrics);
   int64_t tiering_exchanges = 0;
   int64_t tiering_decays = 0;
   int64_t tiering_store_failures = 0;
