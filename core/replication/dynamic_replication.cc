@@ -342,62 +342,63 @@ DynamicReplication::AdmissionResult DynamicReplication::Reject(AdmissionResult r
   return result;
 }
 
-DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInput& input) {
-  const TimeNs now = Now();
-  const ObjectName name{NormalizeTenant(input.heat_key.tenant), input.heat_key.key};
+DecisionRecord DynamicReplication::StartRecord(const AdmissionInput& input, TimeNs now,
+                                               const ObjectName& name) const {
   const ReplicaActionProposal* proposal = input.proposal;
   const bool warmup = input.kind == DecisionKind::kWarmup;
-  // Warmup always places inside its domain; otherwise the knob decides.
-  const bool place_in_domain = domain_aware() || warmup;
-
-  AdmissionResult r;
-  r.record.t_ns = now;
-  r.record.kind = input.kind;
-  r.record.tenant = name.tenant;
-  r.record.key = name.key;
+  DecisionRecord record;
+  record.t_ns = now;
+  record.kind = input.kind;
+  record.tenant = name.tenant;
+  record.key = name.key;
   if (domain_aware() && !warmup) {
-    r.record.requester_domain = NormalizeDomain(input.heat_key.domain);
-    r.record.target_domain = input.target_domain;
+    record.requester_domain = NormalizeDomain(input.heat_key.domain);
+    record.target_domain = input.target_domain;
   } else if (warmup) {
-    r.record.target_domain = input.target_domain;
+    record.target_domain = input.target_domain;
   } else if (proposal != nullptr) {
     // Stage 1 logs the hints a proposal carried (they get it rejected).
-    if (!proposal->requester_domain.empty()) r.record.requester_domain = proposal->requester_domain;
-    if (!proposal->target_domain.empty()) r.record.target_domain = proposal->target_domain;
+    if (!proposal->requester_domain.empty()) record.requester_domain = proposal->requester_domain;
+    if (!proposal->target_domain.empty()) record.target_domain = proposal->target_domain;
   }
-  const std::string what = absl::StrCat("'", name.tenant, "/", name.key, "'");
+  return record;
+}
 
-  if (!enabled())
-    return Reject(std::move(r), RejectReason::kModeOff, "dynamic_replication_mode is off");
-
-  if (proposal != nullptr) {
+std::optional<DynamicReplication::Rejection> DynamicReplication::CheckRequest(
+    const AdmissionInput& input, TimeNs now, const ObjectName& name, const std::string& what,
+    int64_t* heat) const {
+  if (!enabled()) return Rejection{RejectReason::kModeOff, "dynamic_replication_mode is off"};
+  if (const ReplicaActionProposal* proposal = input.proposal; proposal != nullptr) {
     if (!proposal->proposal_id.valid() || name.key.empty() ||
         proposal->action != ReplicaAction::kAdd) {
-      return Reject(std::move(r), RejectReason::kInvalidArgument,
-                    "proposal needs a proposal id, a key and action ADD");
+      return Rejection{RejectReason::kInvalidArgument,
+                       "proposal needs a proposal id, a key and action ADD"};
     }
     if (IsExpired(now, proposal->expiration_ns)) {
-      return Reject(std::move(r), RejectReason::kExpired,
-                    absl::StrCat("proposal ", proposal->proposal_id.value, " expired at ",
-                                 proposal->expiration_ns, " ns (now ", now, ")"));
+      return Rejection{RejectReason::kExpired,
+                       absl::StrCat("proposal ", proposal->proposal_id.value, " expired at ",
+                                    proposal->expiration_ns, " ns (now ", now, ")")};
     }
     if (!domain_aware() &&
         (!proposal->requester_domain.empty() || !proposal->target_domain.empty())) {
-      return Reject(std::move(r), RejectReason::kDomainHintUnsupported,
-                    "domain hints need dynamic_replication_domain_aware");
+      return Rejection{RejectReason::kDomainHintUnsupported,
+                       "domain hints need dynamic_replication_domain_aware"};
     }
   }
-
-  if (!warmup) {
+  if (input.kind != DecisionKind::kWarmup) {
     const int64_t count = window_.CountInWindow(now, input.heat_key.view());
-    r.heat = count;
+    *heat = count;
     if (count < hit_count_) {
-      return Reject(std::move(r), RejectReason::kBelowThreshold,
-                    absl::StrCat(what, " has ", count,
-                                 " reads in the heat window, admission needs ", hit_count_));
+      return Rejection{RejectReason::kBelowThreshold,
+                       absl::StrCat(what, " has ", count,
+                                    " reads in the heat window, admission needs ", hit_count_)};
     }
   }
+  return std::nullopt;
+}
 
+std::optional<DynamicReplication::Rejection> DynamicReplication::CheckKeyState(
+    const AdmissionInput& input, TimeNs now, const ObjectName& name, const std::string& what) {
   const PendingKey pending_key{name, PendingDomain(input.target_domain)};
   std::optional<Pending> existing;
   {
@@ -410,98 +411,84 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   // expires. Grant replaces it.
   if (existing.has_value() && (existing->phase == PendingPhase::kInFlight ||
                                master_->GetTask(existing->lease.task_id).has_value())) {
-    return Reject(
-        std::move(r), RejectReason::kPending,
-        absl::StrCat(what, " has dynamic lease ", existing->lease.lease_id.value, " in flight"));
+    return Rejection{
+        RejectReason::kPending,
+        absl::StrCat(what, " has dynamic lease ", existing->lease.lease_id.value, " in flight")};
   }
-  if (!warmup && admission_cooldown_.Active(now, input.heat_key.view())) {
-    return Reject(std::move(r), RejectReason::kCooldown,
-                  absl::StrCat(what, " is in its admission cooldown"));
+  if (input.kind != DecisionKind::kWarmup &&
+      admission_cooldown_.Active(now, input.heat_key.view())) {
+    return Rejection{RejectReason::kCooldown, absl::StrCat(what, " is in its admission cooldown")};
   }
   const Domain cooldown_domain = domain_aware() ? NormalizeDomain(input.target_domain) : Domain();
   if (recreate_cooldown_.Active(now, HeatKeyView{name.tenant, name.key, cooldown_domain})) {
-    return Reject(std::move(r), RejectReason::kRecreateCooldown,
-                  absl::StrCat(what, " lost a dynamic replica recently (recreate cooldown)"));
+    return Rejection{RejectReason::kRecreateCooldown,
+                     absl::StrCat(what, " lost a dynamic replica recently (recreate cooldown)")};
   }
+  return std::nullopt;
+}
 
-  absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
-  if (!object.ok()) {
-    if (absl::IsNotFound(object.status())) {
-      return Reject(std::move(r), RejectReason::kObjectNotFound,
-                    std::string(object.status().message()));
+std::optional<DynamicReplication::Rejection> DynamicReplication::CheckReplicas(
+    const AdmissionInput& input, const ObjectView& object,
+    absl::Span<const ReplicaCandidate> replicas, const std::string& what) const {
+  const bool warmup = input.kind == DecisionKind::kWarmup;
+  // Whether a readable MEMORY replica sits in the target domain.
+  const auto target_domain_has_replica = [&] {
+    for (const ReplicaCandidate& rc : replicas) {
+      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) return true;
     }
-    return Reject(std::move(r), RejectReason::kInvalidArgument,
-                  std::string(object.status().message()));
-  }
-  r.record.version = object->version;
-  if (object->put_in_progress) {
-    return Reject(std::move(r), RejectReason::kNotComplete,
-                  absl::StrCat(what, " is still being put"));
-  }
-  if (object->replication_task.valid()) {
-    return Reject(
-        std::move(r), RejectReason::kPending,
-        absl::StrCat(what, " has copy task ", object->replication_task.value, " running"));
-  }
-
-  const std::vector<SegmentView> segments = master_->ListSegments();
-  Candidates c = BuildCandidates(*object, segments);
-  if (knobs_.dynamic_replication_target_heat_aware) {
-    MutexLock lock(&mu_);
-    for (SegmentCandidate& sc : c.segments) {
-      auto it = hosted_heat_.find(sc.id);
-      if (it != hosted_heat_.end()) sc.hosted_heat = it->second;
-    }
-  }
+    return false;
+  };
   if (warmup) {
-    for (const ReplicaCandidate& rc : c.replicas) {
-      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) {
-        return Reject(std::move(r), RejectReason::kAlreadyPresent,
-                      absl::StrCat(what, " already has a replica in domain ", input.target_domain));
-      }
+    if (target_domain_has_replica()) {
+      return Rejection{
+          RejectReason::kAlreadyPresent,
+          absl::StrCat(what, " already has a replica in domain ", input.target_domain)};
     }
   } else {
-    const int64_t counted = CountReplicasForLimit(c.replicas, input.target_domain, domain_aware());
+    const int64_t counted = CountReplicasForLimit(replicas, input.target_domain, domain_aware());
     if (counted >= knobs_.dynamic_replication_max_memory_replicas) {
-      return Reject(
-          std::move(r), RejectReason::kReplicaLimit,
+      return Rejection{
+          RejectReason::kReplicaLimit,
           absl::StrCat(what, " has ", counted,
                        " readable MEMORY replicas (dynamic_replication_max_memory_replicas ",
-                       knobs_.dynamic_replication_max_memory_replicas, ")"));
+                       knobs_.dynamic_replication_max_memory_replicas, ")")};
     }
   }
-  if (proposal != nullptr) {
-    if (proposal->observed_version != object->version) {
-      return Reject(std::move(r), RejectReason::kVersionMismatch,
-                    absl::StrCat("proposal saw version ", proposal->observed_version, " of ", what,
-                                 ", the master has ", object->version));
+  if (const ReplicaActionProposal* proposal = input.proposal; proposal != nullptr) {
+    if (proposal->observed_version != object.version) {
+      return Rejection{RejectReason::kVersionMismatch,
+                       absl::StrCat("proposal saw version ", proposal->observed_version, " of ",
+                                    what, ", the master has ", object.version)};
     }
-    if (proposal->expected_size_bytes != object->size_bytes) {
-      return Reject(std::move(r), RejectReason::kSizeMismatch,
-                    absl::StrCat("proposal expects ", proposal->expected_size_bytes, " bytes of ",
-                                 what, ", the master has ", object->size_bytes));
+    if (proposal->expected_size_bytes != object.size_bytes) {
+      return Rejection{RejectReason::kSizeMismatch,
+                       absl::StrCat("proposal expects ", proposal->expected_size_bytes,
+                                    " bytes of ", what, ", the master has ", object.size_bytes)};
     }
   }
+  // A copy on behalf of another domain's readers into a domain that already
+  // holds a readable replica adds nothing there; fanout inside the target
+  // domain is asked for by that domain's own heat.
+  if (domain_aware() && !warmup && DomainCost(input.heat_key.domain, input.target_domain) != 0 &&
+      target_domain_has_replica()) {
+    return Rejection{
+        RejectReason::kTargetDomainHasReplica,
+        absl::StrCat("domain ", input.target_domain, " already has a replica of ", what)};
+  }
+  return std::nullopt;
+}
 
-  if (domain_aware() && !warmup && DomainCost(input.heat_key.domain, input.target_domain) != 0) {
-    // A copy on behalf of another domain's readers into a domain that
-    // already holds a readable replica adds nothing there; fanout inside the
-    // target domain is asked for by that domain's own heat.
-    for (const ReplicaCandidate& rc : c.replicas) {
-      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) {
-        return Reject(
-            std::move(r), RejectReason::kTargetDomainHasReplica,
-            absl::StrCat("domain ", input.target_domain, " already has a replica of ", what));
-      }
-    }
-  }
-
+PlacementRequest DynamicReplication::PlacementFor(const AdmissionInput& input,
+                                                  const ObjectName& name,
+                                                  const ObjectView& object) const {
   PlacementRequest request;
   request.object = name;
-  request.size_bytes = object->size_bytes;
-  if (proposal != nullptr) request.preferred_target = proposal->preferred_target_segment;
+  request.size_bytes = object.size_bytes;
+  if (input.proposal != nullptr)
+    request.preferred_target = input.proposal->preferred_target_segment;
   request.target_domain = input.target_domain;
-  request.domain_aware = place_in_domain;
+  // Warmup always places inside its domain; otherwise the knob decides.
+  request.domain_aware = domain_aware() || input.kind == DecisionKind::kWarmup;
   // An optional replica never takes its target into the band that makes
   // eviction run either (DESIGN 12): above the level one eviction pass brings
   // usage down to from the high watermark, watermark x (1 - eviction_ratio),
@@ -510,15 +497,62 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
   const MasterKnobs& mk = master_->knobs();
   const int64_t watermark_ppm =
       std::llround(mk.eviction_high_watermark_ratio * (1.0 - mk.eviction_ratio) * 1e6);
-  request.utilization_cap_ppm =
-      std::clamp<int64_t>(std::min(knobs_.target_utilization_cap_ppm(), watermark_ppm), 1,
-                          1'000'000);
+  request.utilization_cap_ppm = std::clamp<int64_t>(
+      std::min(knobs_.target_utilization_cap_ppm(), watermark_ppm), 1, 1'000'000);
   request.heat_aware = knobs_.dynamic_replication_target_heat_aware;
-  const PlacementPlan plan = PlanCopy(request, c.segments, c.replicas);
+  return request;
+}
+
+DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInput& input) {
+  const TimeNs now = Now();
+  const ObjectName name{NormalizeTenant(input.heat_key.tenant), input.heat_key.key};
+  const ReplicaActionProposal* proposal = input.proposal;
+  const bool warmup = input.kind == DecisionKind::kWarmup;
+  AdmissionResult r;
+  r.record = StartRecord(input, now, name);
+  const std::string what = absl::StrCat("'", name.tenant, "/", name.key, "'");
+  auto rejected = [this, &r](Rejection no) {
+    return Reject(std::move(r), no.reason, std::move(no.message));
+  };
+
+  if (std::optional<Rejection> no = CheckRequest(input, now, name, what, &r.heat)) {
+    return rejected(*std::move(no));
+  }
+  if (std::optional<Rejection> no = CheckKeyState(input, now, name, what)) {
+    return rejected(*std::move(no));
+  }
+  absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
+  if (!object.ok()) {
+    return rejected({absl::IsNotFound(object.status()) ? RejectReason::kObjectNotFound
+                                                       : RejectReason::kInvalidArgument,
+                     std::string(object.status().message())});
+  }
+  r.record.version = object->version;
+  if (object->put_in_progress) {
+    return rejected({RejectReason::kNotComplete, absl::StrCat(what, " is still being put")});
+  }
+  if (object->replication_task.valid()) {
+    return rejected(
+        {RejectReason::kPending,
+         absl::StrCat(what, " has copy task ", object->replication_task.value, " running")});
+  }
+  Candidates c = BuildCandidates(*object, master_->ListSegments());
+  if (knobs_.dynamic_replication_target_heat_aware) {
+    MutexLock lock(&mu_);
+    for (SegmentCandidate& sc : c.segments) {
+      auto it = hosted_heat_.find(sc.id);
+      if (it != hosted_heat_.end()) sc.hosted_heat = it->second;
+    }
+  }
+  if (std::optional<Rejection> no = CheckReplicas(input, *object, c.replicas, what)) {
+    return rejected(*std::move(no));
+  }
+
+  const PlacementPlan plan = PlanCopy(PlacementFor(input, name, *object), c.segments, c.replicas);
   if (plan.source.has_value()) r.record.source_segment = c.replicas[*plan.source].segment;
   if (plan.reason.has_value()) {
-    return Reject(std::move(r), *plan.reason,
-                  absl::StrCat("no placement for ", what, ": ", RejectReasonName(*plan.reason)));
+    return rejected({*plan.reason, absl::StrCat("no placement for ", what, ": ",
+                                                RejectReasonName(*plan.reason))});
   }
   const SegmentCandidate& target = c.segments[*plan.target];
   const ReplicaDescriptor& source = *c.descriptors[*plan.source];
@@ -558,8 +592,8 @@ DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInp
     if (warmup_budget_bytes_used_ > 0 &&
         warmup_budget_bytes_used_ + size > knobs_.dynamic_replication_warmup_bytes_per_second_max) {
       r.deferred = true;
-      return Reject(std::move(r), RejectReason::kWarmupLimit,
-                    "dynamic_replication_warmup_bytes_per_second_max spent for this second");
+      return rejected({RejectReason::kWarmupLimit,
+                       "dynamic_replication_warmup_bytes_per_second_max spent for this second"});
     }
   }
   return Grant(std::move(r), input, *object, source.replica_id, plan.cross_domain, lease);

@@ -169,6 +169,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/env/env.h"
 #include "core/master/dynamic_copy_calls.h"
@@ -180,6 +181,7 @@
 #include "core/replication/heat_read_buffer.h"
 #include "core/replication/heat_recheck.h"
 #include "core/replication/heat_window.h"
+#include "core/replication/placement.h"
 #include "core/replication/replica_action.h"
 #include "core/replication/replication_knobs.h"
 #include "core/replication/replication_metrics.h"
@@ -298,8 +300,8 @@ class DynamicReplication final : public ReadObserver,
   // --- Dynamic copy lifecycle (the source store worker) --------------------
   // DynamicCopyCalls::CheckCopyLease: a read under a copy lease, checked
   // against the pending action of the lease (granted or in flight).
-  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(
-      ClientId asker, const CopyLeaseQuery& query) override;
+  [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
+                                                              const CopyLeaseQuery& query) override;
   [[nodiscard]] absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(
       ClientId client, const CopyStartRequest& req) override;
   [[nodiscard]] absl::Status DynamicReplicaCopyEnd(ClientId client,
@@ -415,7 +417,38 @@ class DynamicReplication final : public ReadObserver,
   // The replica's domain (the default domain when it has no location).
   static absl::string_view ReplicaDomain(const ReplicaDescriptor& d);
 
+  // Why an admission is refused: the decision record's reason and message.
+  struct Rejection {
+    RejectReason reason;
+    std::string message;
+  };
+
+  // The admission decision. Its checks run in this order, each a rejection
+  // or nothing: the request (mode, the proposal's own fields, the heat), the
+  // key's state here (an action in flight, the cooldowns), the object, its
+  // replicas; then placement, and observe, the warmup budget or Grant.
   AdmissionResult Admit(const AdmissionInput& input) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
+  // The decision record as far as the input tells it.
+  DecisionRecord StartRecord(const AdmissionInput& input, TimeNs now, const ObjectName& name) const;
+  // Mode off, a malformed or expired proposal, domain hints without
+  // domain awareness, and (except warmup) fewer reads in the heat window
+  // than the hit count; `*heat` is the window count it looked at.
+  std::optional<Rejection> CheckRequest(const AdmissionInput& input, TimeNs now,
+                                        const ObjectName& name, const std::string& what,
+                                        int64_t* heat) const;
+  // An action of the key already in flight, the admission cooldown (except
+  // warmup) and the recreate cooldown.
+  std::optional<Rejection> CheckKeyState(const AdmissionInput& input, TimeNs now,
+                                         const ObjectName& name, const std::string& what);
+  // The object's replicas: warmup's domain already holds one, or the cap is
+  // reached; the proposal's version and size; a cross-domain copy into a
+  // domain that holds a replica.
+  std::optional<Rejection> CheckReplicas(const AdmissionInput& input, const ObjectView& object,
+                                         absl::Span<const ReplicaCandidate> replicas,
+                                         const std::string& what) const;
+  // Where a copy of `object` may go, as placement is asked.
+  PlacementRequest PlacementFor(const AdmissionInput& input, const ObjectName& name,
+                                const ObjectView& object) const;
   AdmissionResult Reject(AdmissionResult result, RejectReason reason, std::string message);
   // Installs the pending state, creates the task, arms the expiry timer;
   // rolls the pending state back when the task cannot be created.
