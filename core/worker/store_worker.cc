@@ -278,7 +278,10 @@ class StoreWorker::Core : public std::enable_shared_from_this<StoreWorker::Core>
         auto before = std::prev(it);
         if (before->first.first == segment &&
             before->first.second + before->second.size_bytes > begin) {
+          // A b-tree's erase invalidates every iterator (a rebalance may free
+          // the node `it` points into): look the range up again.
           manifest_.erase(before);
+          it = manifest_.lower_bound({segment, begin});
         }
       }
       while (it != manifest_.end() && it->first.first == segment && it->first.second < end) {

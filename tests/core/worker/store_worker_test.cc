@@ -6,13 +6,19 @@
 // the master reaped it, the Dynamic* dispatch for leased tasks, and late
 // callbacks after the worker is gone. Also checks that LocalMasterClient never
 // runs a callback inside the call.
-#include <deque>
-#include <memory>
+#include "core/worker/store_worker.h"
 
+#include <deque>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "core/env/manual_env.h"
 #include "core/master/master_service.h"
 #include "core/worker/local_master_client.h"
-#include "core/worker/store_worker.h"
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 
@@ -84,7 +90,22 @@ class CountingMasterClient final : public MasterClient {
   }
   void FetchTasks(ClientId c, size_t n, uint64_t ack, Callback<FetchTasksResponse> d) override {
     fetch_batches.emplace_back(c, n);
-    inner_->FetchTasks(c, n, ack, std::move(d));
+    if (injected_manifest_changes.empty()) {
+      inner_->FetchTasks(c, n, ack, std::move(d));
+      return;
+    }
+    // The next answer also carries these manifest changes.
+    std::vector<ManifestChange> changes = std::move(injected_manifest_changes);
+    injected_manifest_changes.clear();
+    inner_->FetchTasks(c, n, ack,
+                       [changes = std::move(changes),
+                        d = std::move(d)](absl::StatusOr<FetchTasksResponse> r) mutable {
+                         if (r.ok()) {
+                           r->manifest_changes.insert(r->manifest_changes.end(), changes.begin(),
+                                                      changes.end());
+                         }
+                         std::move(d)(std::move(r));
+                       });
   }
   void MarkTaskComplete(ClientId c, const MarkTaskCompleteRequest& r, StatusCallback d) override {
     reports.push_back(r);
@@ -125,6 +146,8 @@ class CountingMasterClient final : public MasterClient {
   int revokes = 0;
   std::vector<std::pair<ClientId, size_t>> fetch_batches;
   std::vector<MarkTaskCompleteRequest> reports;
+  // Added to the next FetchTasks answer (the master's journal, scripted).
+  std::vector<ManifestChange> injected_manifest_changes;
 
  private:
   MasterClient* const inner_;
@@ -421,4 +444,49 @@ TEST(StoreWorkerOptions, ValidateRejectsBadValues) {
 }
 
 }  // namespace
+// The master reuses ranges: a change that lands over entries the worker
+// holds replaces every one it overlaps, the one reaching in from below
+// included. With hundreds of entries the manifest's b-tree has many nodes,
+// so the erases rebalance it (an iterator kept across such an erase pointed
+// into a freed node; the debug build's b-tree check caught it on swarm seed
+// 501).
+TEST_F(StoreWorkerTest, AManifestChangeReplacesEveryEntryItOverlaps) {
+  FakeDataMover mover;
+  auto worker = MakeWorker(1, uint64_t{1} << 20, &mover);
+  worker->Start();
+  env_.RunUntilIdle();
+  ASSERT_EQ(worker->state(), StoreWorkerState::kRunning);
+  uint64_t seq = 1'000'000;               // above anything the master's own journal numbers
+  std::map<uint64_t, uint64_t> expected;  // offset -> size, by the rule above
+  auto change = [&](uint64_t offset, uint64_t size) {
+    ManifestChange c;
+    c.seq = ++seq;
+    c.present = true;
+    c.entry.name = Name(absl::StrCat("k", offset, "-", size));
+    c.entry.version = 1;
+    c.entry.size_bytes = size;
+    c.entry.segment_id = SegmentId(1);
+    c.entry.offset = offset;
+    c.entry.complete = true;
+    counting_.injected_manifest_changes.push_back(c);
+    auto it = expected.lower_bound(offset);
+    if (it != expected.begin() && std::prev(it)->first + std::prev(it)->second > offset) {
+      expected.erase(std::prev(it));
+    }
+    while (it != expected.end() && it->first < offset + size) it = expected.erase(it);
+    expected[offset] = size;
+  };
+  for (uint64_t i = 0; i < 512; ++i) change(i * 16, 16);
+  env_.AdvanceBy(MsToNs(300));
+  ASSERT_EQ(worker->Manifest().size(), 512u);
+  // Each new range starts inside an entry and covers the next two.
+  for (uint64_t at = 8; at < 512 * 16; at += 192) change(at, 40);
+  env_.AdvanceBy(MsToNs(300));
+  ASSERT_TRUE(counting_.injected_manifest_changes.empty());
+  std::vector<std::pair<uint64_t, uint64_t>> got;
+  for (const ManifestEntry& e : worker->Manifest()) got.emplace_back(e.offset, e.size_bytes);
+  const std::vector<std::pair<uint64_t, uint64_t>> want(expected.begin(), expected.end());
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace heatsink
