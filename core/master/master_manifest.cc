@@ -28,7 +28,7 @@ struct SameVersionReport {
   std::optional<size_t> dynamic_to_drop;
 };
 
-// `e` lands on a segment of `domain`; `meta` is looked at, not changed. Refused when its size
+// `e` lands on a segment of `domain`. Refused when its size
 // differs, when the object has a replica on that segment already or holds
 // `replicas_per_object_max`; then the dynamic replica cap (`dynamic_cap`
 // readable replicas, per domain with `per_domain`; 0: none), for a store
@@ -36,7 +36,7 @@ struct SameVersionReport {
 // reported dynamic replica is refused, and for an ordinary one the last
 // complete dynamic replica goes instead (ordinary data is never dropped for
 // an optional copy).
-SameVersionReport JudgeSameVersion(const ManifestEntry& e, master_internal::ObjectMeta& meta,
+SameVersionReport JudgeSameVersion(const ManifestEntry& e, const master_internal::ObjectMeta& meta,
                                    const Domain& domain, int64_t replicas_per_object_max,
                                    int64_t dynamic_cap, bool per_domain) {
   SameVersionReport out;

@@ -161,10 +161,9 @@ class InvariantChecker {
     return absl::OkStatus();
   }
 
-  // One task: its object (`meta`, null when gone; looked at, not changed)
-  // holds it, its source replica is COMPLETE, its segment instances are
-  // mounted and its target replica matches its phase.
-  absl::Status CheckTask(TaskId id, const TaskRecord& record, ObjectMeta* meta) {
+  // One task: its object (`meta`, null when gone) holds it, its source replica is COMPLETE, its
+  // segment instances are mounted and its target replica matches its phase.
+  absl::Status CheckTask(TaskId id, const TaskRecord& record, const ObjectMeta* meta) {
     const ReplicaCopyPayload& p = record.task.copy;
     const std::string where = absl::StrCat("task ", id.value);
     if (meta == nullptr) return Violation(where + " outlived its object");
@@ -327,7 +326,7 @@ absl::Status MasterService::CheckInvariants() const ABSL_NO_THREAD_SAFETY_ANALYS
     for (const auto& [id, record] : check.tasks()) {
       const ReplicaCopyPayload& p = record.task.copy;
       const ObjectNameRef name{p.name.tenant, p.name.key};
-      auto& objects_of_shard = shards_.For(name).objects;
+      const auto& objects_of_shard = shards_.For(name).objects;
       const auto it = objects_of_shard.find(name);
       HS_RETURN_IF_ERROR(
           check.CheckTask(id, record, it == objects_of_shard.end() ? nullptr : &it->second));

@@ -26,15 +26,15 @@ int ObjectMeta::CompleteCount() const {
   return n;
 }
 
-ReplicaRecord* ObjectMeta::FindReplica(ReplicaId id) {
-  for (ReplicaRecord& r : replicas) {
+const ReplicaRecord* ObjectMeta::FindReplica(ReplicaId id) const {
+  for (const ReplicaRecord& r : replicas) {
     if (r.id == id) return &r;
   }
   return nullptr;
 }
 
-ReplicaRecord* ObjectMeta::FindOnSegment(SegmentId id) {
-  for (ReplicaRecord& r : replicas) {
+const ReplicaRecord* ObjectMeta::FindOnSegment(SegmentId id) const {
+  for (const ReplicaRecord& r : replicas) {
     if (r.segment_id() == id) return &r;
   }
   return nullptr;

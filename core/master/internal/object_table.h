@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -67,8 +68,14 @@ struct ObjectMeta {
   absl::InlinedVector<ReplicaRecord, 1> replicas;
 
   int CompleteCount() const;
-  ReplicaRecord* FindReplica(ReplicaId id);
-  ReplicaRecord* FindOnSegment(SegmentId id);
+  const ReplicaRecord* FindReplica(ReplicaId id) const;
+  ReplicaRecord* FindReplica(ReplicaId id) {
+    return const_cast<ReplicaRecord*>(std::as_const(*this).FindReplica(id));
+  }
+  const ReplicaRecord* FindOnSegment(SegmentId id) const;
+  ReplicaRecord* FindOnSegment(SegmentId id) {
+    return const_cast<ReplicaRecord*>(std::as_const(*this).FindOnSegment(id));
+  }
   uint64_t HeldBytes() const;  // sum over replicas
 };
 
