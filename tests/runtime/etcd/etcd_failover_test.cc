@@ -397,9 +397,15 @@ TEST_F(EtcdFailoverTest, AStoppedLeaderNeverAnswersAWriteAfterLosingItsLease) {
   // It steps down: exit code 3.
   EXPECT_EQ(masters_[leader]->Wait(), 3);
   EXPECT_TRUE(LogSays(absl::StrCat("master", leader, "-", leader + 1, ".log"), "stepping down"));
-  // The write never landed anywhere.
+  // The write never landed anywhere. A key the new leader has not seen is
+  // "master_recovering" (UNAVAILABLE) until every store reported, so ask
+  // once recovery is over.
+  ASSERT_TRUE(WaitFor([&] {
+    return MetricValue(HttpGet(MetricsOf(next), "/metrics"), "heatsink_master_recovering") == 0;
+  }));
   HeatsinkClient checker(rpc_.get(), Reader());
-  EXPECT_TRUE(absl::IsNotFound(checker.Lookup("written-to-the-old-leader").status()));
+  const absl::Status lookup = checker.Lookup("written-to-the-old-leader").status();
+  EXPECT_TRUE(absl::IsNotFound(lookup)) << lookup;
   EXPECT_EQ(ReadAll(written), static_cast<int>(written.size()));
   ExpectStoresAlive();
 }
