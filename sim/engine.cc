@@ -12,6 +12,12 @@ namespace {
 constexpr uint64_t kSequenceMax = (uint64_t{1} << (64 - Engine::kSlotBits)) - 1;
 // Compaction only pays off once the heap holds a fair number of stale entries.
 constexpr int64_t kCompactStaleMin = 1024;
+// A slab smaller than this keeps its size; a larger one shrinks once at most
+// 1 / kShrinkInUseDivisor of it is in use, to twice the slots in use (and no
+// fewer than kShrinkSlotsFloor).
+constexpr size_t kShrinkSlotsMin = 16384;
+constexpr size_t kShrinkInUseDivisor = 8;
+constexpr size_t kShrinkSlotsFloor = 2048;
 
 }  // namespace
 
@@ -43,14 +49,7 @@ EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
     // kSlotMask is never a live slot index, so this id cancels nothing.
     return (sequence << kSlotBits) | kSlotMask;
   }
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  const uint32_t slot = TakeSlot();
   const uint64_t key = (sequence << kSlotBits) | slot;
   Slot& s = slots_[slot];
   s.fn = std::move(fn);
@@ -68,7 +67,7 @@ bool Engine::Cancel(EventId id) {
   if (s.key != id) return false;
   s.fn = nullptr;
   s.key = 0;
-  free_slots_.push_back(static_cast<uint32_t>(slot));
+  FreeSlot(static_cast<uint32_t>(slot));
   --pending_;
   ++stale_;
   MaybeCompact();
@@ -77,12 +76,70 @@ bool Engine::Cancel(EventId id) {
 
 void Engine::MaybeCompact() {
   if (stale_ < kCompactStaleMin || stale_ <= pending_) return;
+  DropStaleEntries();
+}
+
+void Engine::DropStaleEntries() {
   auto live_end = std::remove_if(heap_.begin(), heap_.end(), [this](const HeapEntry& e) {
     return slots_[e.key & kSlotMask].key != e.key;
   });
   heap_.erase(live_end, heap_.end());
   std::make_heap(heap_.begin(), heap_.end(), Later());
   stale_ = 0;
+}
+
+uint32_t Engine::TakeSlot() {
+  if (free_slots_.empty() && shrink_to_ != kNoShrink) AbandonShrink();
+  if (free_slots_.empty()) {
+    slots_.emplace_back();
+    return static_cast<uint32_t>(slots_.size() - 1);
+  }
+  const uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+void Engine::FreeSlot(uint32_t slot) {
+  if (slot >= shrink_to_) {
+    HS_CHECK(live_above_shrink_ > 0);
+    --live_above_shrink_;
+  } else {
+    free_slots_.push_back(slot);
+  }
+}
+
+void Engine::MaybeShrink() {
+  if (shrink_to_ != kNoShrink) {
+    if (live_above_shrink_ == 0) CutSlab();
+    return;
+  }
+  const size_t in_use = slots_.size() - free_slots_.size();
+  if (slots_.size() < kShrinkSlotsMin || in_use * kShrinkInUseDivisor > slots_.size()) return;
+  shrink_to_ = std::max(in_use * 2, kShrinkSlotsFloor);
+  const size_t free_before = free_slots_.size();
+  free_slots_.erase(std::remove_if(free_slots_.begin(), free_slots_.end(),
+                                   [this](uint32_t slot) { return slot >= shrink_to_; }),
+                    free_slots_.end());
+  live_above_shrink_ = (slots_.size() - shrink_to_) - (free_before - free_slots_.size());
+  if (live_above_shrink_ == 0) CutSlab();
+}
+
+void Engine::AbandonShrink() {
+  for (size_t i = shrink_to_; i < slots_.size(); ++i) {
+    if (slots_[i].key == 0) free_slots_.push_back(static_cast<uint32_t>(i));
+  }
+  shrink_to_ = kNoShrink;
+  live_above_shrink_ = 0;
+}
+
+void Engine::CutSlab() {
+  // Stale heap entries may name slots above the cut.
+  DropStaleEntries();
+  slots_.resize(shrink_to_);
+  slots_.shrink_to_fit();
+  free_slots_.shrink_to_fit();
+  heap_.shrink_to_fit();
+  shrink_to_ = kNoShrink;
 }
 
 bool Engine::RefuseAtPendingLimit() {
@@ -148,13 +205,14 @@ void Engine::RunTop() {
   // more events (growing slots_) and must not be cancellable while running.
   EventFn fn = std::move(slots_[slot].fn);
   slots_[slot].key = 0;
-  free_slots_.push_back(slot);
+  FreeSlot(slot);
   --pending_;
   now_ns_ = top.time;
   ++events_run_;
   running_ = true;
   std::move(fn)();
   running_ = false;
+  MaybeShrink();
   RunHook();
 }
 

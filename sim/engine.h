@@ -12,7 +12,13 @@
 // through a free list. An event id is its key, so Cancel is O(1): it empties
 // the slot and leaves a stale heap entry that the run loop skips (lazy
 // cancellation). When stale entries outnumber live ones the heap is compacted,
-// which keeps memory bounded for cancel-heavy users such as timeouts.
+// which keeps memory bounded for cancel-heavy users such as timeouts. After a
+// burst (a bulk put has an event per object waiting at once) the slab would
+// keep its peak size: once at most an eighth of a slab of 16,384 slots or more
+// is in use, slots above twice the number in use are no longer handed out,
+// and when the last of them is free the slab is cut there and its storage
+// given back (MaybeShrink). A new burst before that ends the shrink. Slot
+// numbers never order events (the sequence does), so this changes no output.
 // Timers that move on almost every event (flow completions) live in timer
 // lanes instead (AddLane): indexed heaps moved in place, merged with the main
 // heap by (time, sequence) when the next event is chosen.
@@ -179,6 +185,9 @@ class Engine {
   uint64_t events_run() const { return events_run_; }
   // Events waiting to run (cancelled ones excluded).
   int64_t pending() const { return pending_; }
+  // Slots the event slab holds, in use or free: its memory is this many
+  // times a slot's size (it shrinks after a burst, see the top).
+  size_t slab_slots() const { return slots_.size(); }
   // Time of the earliest pending event, if any.
   std::optional<TimeNs> NextEventTimeNs();
 
@@ -232,6 +241,14 @@ class Engine {
   void RunLaneTop(LaneId lane);
   void RunHook();
   void MaybeCompact();
+  // Drops every stale heap entry (Cancel's lazy leftovers).
+  void DropStaleEntries();
+  // The slab's free list, with the shrink described at the top.
+  uint32_t TakeSlot();
+  void FreeSlot(uint32_t slot);
+  void MaybeShrink();
+  void AbandonShrink();
+  void CutSlab();
   Lane& LaneAt(LaneId lane);
   const Lane& LaneAt(LaneId lane) const;
   uint64_t NextSequence();
@@ -258,7 +275,12 @@ class Engine {
   uint64_t next_sequence_ = 1;
   std::vector<HeapEntry> heap_;
   std::vector<Slot> slots_;
-  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> free_slots_;  // below shrink_to_ while a shrink is under way
+  // While the slab shrinks: slots at or above shrink_to_ are not handed out
+  // again, and live_above_shrink_ of them are still in use.
+  static constexpr size_t kNoShrink = ~size_t{0};
+  size_t shrink_to_ = kNoShrink;
+  size_t live_above_shrink_ = 0;
   std::vector<Lane> lanes_;
   int64_t pending_ = 0;
   int64_t stale_ = 0;  // cancelled entries still in heap_

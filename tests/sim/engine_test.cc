@@ -1,10 +1,11 @@
 // Covers sim/engine: events run in (time, sequence) order with FIFO ties,
 // zero-delay work is queued behind what is already due (never re-entrant),
 // cancellation (including heavy cancel-and-reschedule that triggers heap
-// compaction), timer lanes (moved in place, one by one or in batches, yet run exactly where
-// Cancel + ScheduleAt would run them; counted like events), RunUntil/Run/Step semantics, the
-// after-event hook and stop predicate, the pending-event limit, the core/env adapters, and
-// determinism: two runs of a seeded random workload produce identical traces.
+// compaction, and the slab shrinking after a burst), timer lanes (moved in place, one by one or in
+// batches, yet run exactly where Cancel + ScheduleAt would run them; counted like events),
+// RunUntil/Run/Step semantics, the after-event hook and stop predicate, the pending-event limit,
+// the core/env adapters, and determinism: two runs of a seeded random workload produce identical
+// traces.
 #include "sim/engine.h"
 
 #include <algorithm>
@@ -93,6 +94,74 @@ TEST(Engine, CancelledSlotReuseDoesNotConfuseIds) {
   EXPECT_EQ(ran, 0);
   ASSERT_TRUE(engine.Run().ok());
   EXPECT_EQ(ran, 10);
+}
+
+TEST(Engine, TheSlabShrinksAfterABurstAndEventsKeepTheirOrderAndIds) {
+  Engine engine;
+  constexpr int kBurst = 100'000;
+  std::vector<int> ran;
+  std::vector<EventId> ids;
+  // A burst: every event due at once, some cancelled; one long-lived event
+  // takes a slot near the end of the slab and holds the shrink back.
+  for (int i = 0; i < kBurst; ++i) {
+    ids.push_back(engine.ScheduleAt(10 + i % 7, [&ran, i] { ran.push_back(i); }));
+  }
+  const EventId late = engine.ScheduleAt(1'000, [&ran] { ran.push_back(-1); });
+  for (int i = 0; i < kBurst; i += 10) ASSERT_TRUE(engine.Cancel(ids[static_cast<size_t>(i)]));
+  const size_t burst_slots = engine.slab_slots();
+  EXPECT_GE(burst_slots, static_cast<size_t>(kBurst));
+  // A periodic timer, rescheduled from its own event all along.
+  int ticks = 0;
+  std::function<void()> tick = [&] {
+    ++ticks;
+    if (engine.NowNs() < 2'000) engine.ScheduleAfter(5, [&] { tick(); });
+  };
+  engine.ScheduleAt(10, [&] { tick(); });
+  ASSERT_TRUE(engine.RunUntil(500).ok());
+  // Every burst event that was not cancelled ran, in (time, FIFO) order.
+  std::vector<int> expected;
+  for (int t = 0; t < 7; ++t) {
+    for (int i = t; i < kBurst; i += 7) {
+      if (i % 10 != 0) expected.push_back(i);
+    }
+  }
+  EXPECT_EQ(ran, expected);
+  // The late event's slot is still in use: the slab waits for it.
+  EXPECT_EQ(engine.slab_slots(), burst_slots);
+  ASSERT_TRUE(engine.RunUntil(1'100).ok());
+  EXPECT_EQ(ran.back(), -1);
+  // Cut down to a floor of 2,048 slots; the ids of the burst cancel nothing.
+  EXPECT_LE(engine.slab_slots(), 2'048u);
+  EXPECT_FALSE(engine.Cancel(late));
+  for (size_t i = 1; i < ids.size(); i += 9'999) EXPECT_FALSE(engine.Cancel(ids[i]));
+  // The periodic timer never missed a beat, and new events still run.
+  int after = 0;
+  const EventId next = engine.ScheduleAfter(1, [&] { ++after; });
+  ASSERT_TRUE(engine.Run().ok());
+  EXPECT_EQ(after, 1);
+  EXPECT_FALSE(engine.Cancel(next));
+  EXPECT_EQ(ticks, (2'000 - 10) / 5 + 1);
+}
+
+TEST(Engine, ANewBurstDuringTheShrinkGrowsTheSlabAgain) {
+  Engine engine;
+  std::vector<EventId> first;
+  for (int i = 0; i < 40'000; ++i) first.push_back(engine.ScheduleAt(10, [] {}));
+  // Long-lived events spread over the slab keep the shrink going.
+  int late_ran = 0;
+  for (int i = 0; i < 40'000; i += 8'000) {
+    ASSERT_TRUE(engine.Cancel(first[static_cast<size_t>(i)]));
+    first[static_cast<size_t>(i)] = engine.ScheduleAt(1'000, [&] { ++late_ran; });
+  }
+  ASSERT_TRUE(engine.RunUntil(20).ok());
+  // A second burst, larger than the slots below the shrink's cut.
+  int second_ran = 0;
+  for (int i = 0; i < 30'000; ++i) engine.ScheduleAt(30 + i % 3, [&] { ++second_ran; });
+  EXPECT_GE(engine.slab_slots(), 30'000u);
+  ASSERT_TRUE(engine.Run().ok());
+  EXPECT_EQ(second_ran, 30'000);
+  EXPECT_EQ(late_ran, 5);
+  EXPECT_EQ(engine.pending(), 0);
 }
 
 TEST(Engine, HeavyRescheduleStaysOrderedAndBounded) {
