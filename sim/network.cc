@@ -293,10 +293,9 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
   RouteClass& c = classes_[route_class];
   Flow& flow = flows_[slot];
   if (c.members == 0) {
-    // A class starts afresh each time it gains its first flow (a burst's
-    // heap storage is given back).
+    // A class starts afresh each time it gains its first flow (Leave gave
+    // a burst's heap storage back when the class emptied).
     c.heap.clear();
-    if (c.heap.capacity() > kFlowSlotsKeepMax) std::vector<Member>().swap(c.heap);
     c.clock = 0;
     c.settled_ns = engine_->NowNs();
     c.rate_bytes_per_s = 0;
@@ -351,6 +350,8 @@ void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
     return;
   }
   c.heap.clear();
+  // A burst's heap storage goes back at once, not at the class's next flow.
+  if (c.heap.capacity() > kFlowSlotsKeepMax) std::vector<Member>().swap(c.heap);
   // Empty: off its resources' lists (swap with the last entry), no timer.
   for (size_t i = 0; i < c.resources.size(); ++i) {
     std::vector<uint32_t>& members = resources_[c.resources[i]].classes;
