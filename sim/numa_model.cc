@@ -152,58 +152,25 @@ void NumaHostModel::Start() {
   if (!driver_->running()) driver_->Start();
 }
 
-absl::Status NumaHostModel::CheckInvariants() const {
-  HS_RETURN_IF_ERROR(manager_->CheckInvariants());
-  if (indexed_chunks_ != manager_->key_count()) {
-    return absl::InternalError(absl::StrCat("NUMA model records ", indexed_chunks_,
-                                            " indexed chunks but the tiering index holds ",
-                                            manager_->key_count(), " keys"));
-  }
-  return absl::OkStatus();
-}
+absl::Status NumaHostModel::CheckInvariants() const { return manager_->CheckInvariants(); }
 
 void NumaHostModel::Store(const ObjectName& name, uint64_t size_bytes) {
-  ChunkBits* bits = nullptr;  // created at the first chunk indexed
-  TierKey key{name, 0};       // one copy of the name for every chunk
+  TierKey key{name, 0};  // one copy of the name for every chunk
   for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
-    const uint32_t chunk = key.chunk;
     const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
     absl::StatusOr<StoreTicket> ticket = manager_->BeginStore(key, bytes);
     if (!ticket.ok() || !manager_->CommitStore(std::move(*ticket)).ok()) {
-      // A key indexed before stays indexed (its bit, if any, stays set).
+      // A key indexed before stays indexed.
       ++stores_failed_;
-      continue;
-    }
-    if (bits == nullptr) bits = &indexed_[name];
-    const size_t word = chunk / 64;
-    const uint64_t bit = uint64_t{1} << (chunk % 64);
-    if (bits->size() <= word) bits->resize(word + 1, 0);
-    if (((*bits)[word] & bit) == 0) {
-      (*bits)[word] |= bit;
-      ++indexed_chunks_;
     }
   }
 }
 
 void NumaHostModel::Remove(const ObjectName& name, uint64_t size_bytes) {
-  const auto it = indexed_.find(name);
-  ChunkBits* bits = it == indexed_.end() ? nullptr : &it->second;
-  uint32_t chunk = 0;
-  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++chunk) {
+  TierKey key{name, 0};
+  for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
     // NOT_FOUND for a chunk the pool never took is expected.
-    const bool deleted = manager_->Delete(TierKey{name, chunk}).ok();
-    const size_t word = chunk / 64;
-    const uint64_t bit = uint64_t{1} << (chunk % 64);
-    const bool recorded = bits != nullptr && word < bits->size() && ((*bits)[word] & bit) != 0;
-    HS_CHECK_MSG(deleted == recorded, "the NUMA model's record of indexed chunks is wrong");
-    if (recorded) {
-      (*bits)[word] &= ~bit;
-      --indexed_chunks_;
-    }
-  }
-  if (bits != nullptr &&
-      std::all_of(bits->begin(), bits->end(), [](uint64_t w) { return w == 0; })) {
-    indexed_.erase(it);
+    (void)manager_->Delete(key);
   }
 }
 
@@ -220,18 +187,11 @@ NumaReadCost NumaHostModel::Read(const ObjectName& name, uint64_t size_bytes, si
     ++open_interval_;
   }
   NumaReadCost cost;
-  const auto it = indexed_.find(name);
-  if (it == indexed_.end()) return cost;  // no chunk indexed: all from backing memory
-  const ChunkBits& bits = it->second;
   TierKey key{name, 0};
   for (uint64_t offset = 0; offset < size_bytes; offset += ram_head_bytes_, ++key.chunk) {
-    const size_t word = key.chunk / 64;
-    if (word >= bits.size()) break;
-    // Never indexed: backing memory.
-    if ((bits[word] & (uint64_t{1} << (key.chunk % 64))) == 0) continue;
+    std::optional<ReadToken> token = manager_->OpenReadIfIndexed(key);
+    if (!token.has_value()) continue;  // never indexed: backing memory
     const uint64_t bytes = std::min(ram_head_bytes_, size_bytes - offset);
-    absl::StatusOr<ReadToken> token = manager_->OpenRead(key);
-    HS_CHECK_MSG(token.ok(), "a chunk the NUMA model recorded as indexed is not");
     if (token->placement() != ReadPlacement::kEvicted) {
       // The region the chunk's head is pinned in while the token is open.
       const int region = token->region() >= 0 ? token->region() : 0;

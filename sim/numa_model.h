@@ -43,7 +43,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "core/env/env.h"
 #include "core/env/head_memory.h"
@@ -130,8 +129,9 @@ class NumaHostModel {
   TieringStats stats() const { return manager_->stats(); }
   int64_t stores_failed() const { return stores_failed_; }
   // The tiering core's invariants (TierManager::CheckInvariants): finite
-  // scores, exactly one score owner per key, head pool accounting; and that
-  // the model's record of indexed chunks counts the index's keys.
+  // scores, exactly one score owner per key, head pool accounting. Which
+  // chunks of an object are indexed is the TierManager's index alone: the
+  // model keeps no second record of the names.
   [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
@@ -141,9 +141,6 @@ class NumaHostModel {
     DurationNs latency_ns = 0;
     int64_t bytes_per_s = 1;
   };
-  // Bit c of word c / 64: chunk c of the object is indexed.
-  using ChunkBits = absl::InlinedVector<uint64_t, 1>;
-
   NumaHostModel() = default;
   DurationNs ChunkCost(int region, uint64_t bytes) const;
 
@@ -162,9 +159,6 @@ class NumaHostModel {
   std::vector<RegionCost> region_costs_;
   uint64_t ram_head_bytes_ = 0;
   int64_t stores_failed_ = 0;
-  // Objects with at least one indexed chunk (lookup only, never iterated).
-  absl::flat_hash_map<ObjectName, ChunkBits> indexed_;
-  int64_t indexed_chunks_ = 0;  // bits set in indexed_
   // The interval being counted and its per-chunk reads (summed into
   // order-independent totals when it closes, never iterated into an order).
   size_t open_interval_ = 0;

@@ -261,11 +261,17 @@ absl::Status TierManager::EvictHead(const TierKey& key) {
 // ---- Reads.
 
 absl::StatusOr<ReadToken> TierManager::OpenRead(const TierKey& key) {
-  ReaderMutexLock lock(&mu_);
-  IndexEntry* entry = index_.Find(key);
-  if (entry == nullptr) {
+  std::optional<ReadToken> token = OpenReadIfIndexed(key);
+  if (!token.has_value()) {
     return absl::NotFoundError(absl::StrCat("key ", FormatTierKey(key), " not indexed"));
   }
+  return *std::move(token);
+}
+
+std::optional<ReadToken> TierManager::OpenReadIfIndexed(const TierKey& key) {
+  ReaderMutexLock lock(&mu_);
+  IndexEntry* entry = index_.Find(key);
+  if (entry == nullptr) return std::nullopt;
   ReadToken token;
   token.key_ = key;
   token.entry_ = entry;

@@ -280,6 +280,9 @@ class TierManager {
 
   // ---- Reads.
   [[nodiscard]] absl::StatusOr<ReadToken> OpenRead(const TierKey& key);
+  // The same, with nullopt (and no error message built) for a key that is
+  // not indexed: for callers to which an unindexed key is an ordinary case.
+  [[nodiscard]] std::optional<ReadToken> OpenReadIfIndexed(const TierKey& key);
   // Copies head bytes [offset, offset + out.size()) of the read; may be
   // called any number of times. FAILED_PRECONDITION for an evicted head
   // (read the backing store); OUT_OF_RANGE past the value.
