@@ -30,6 +30,9 @@ struct HeatReadBuffer::Header {
 struct HeatReadBuffer::Stripe {
   // Written by the stripe's producers (in units).
   alignas(64) std::atomic<uint64_t> tail{0};
+  // The ring, set once by the first append (null until then); freed with
+  // the buffer.
+  std::atomic<Unit*> ring{nullptr};
   // The head as a producer last read it (at most the real head): refreshed
   // only when the stripe looks full or past its high-water mark, so a
   // producer does not read the drainer's line on every append.
@@ -73,13 +76,33 @@ HeatReadBuffer::HeatReadBuffer(int64_t records_per_stripe)
            (records_per_stripe & (records_per_stripe - 1)) == 0);
   // The longest record fits below the high-water mark.
   HS_CHECK(static_cast<uint64_t>(units_) / 2 >= kUnitsMax);
-  void* memory =
-      std::calloc(static_cast<size_t>(kStripes) * static_cast<size_t>(units_), sizeof(Unit));
-  HS_CHECK_MSG(memory != nullptr, "heat read buffer allocation failed");
-  units_memory_.reset(static_cast<Unit*>(memory));
 }
 
-HeatReadBuffer::~HeatReadBuffer() = default;
+HeatReadBuffer::~HeatReadBuffer() {
+  for (int32_t i = 0; i < kStripes; ++i) std::free(stripes_[i].ring.load());
+}
+
+HeatReadBuffer::Unit* HeatReadBuffer::RingOf(Stripe& s) {
+  if (Unit* ring = s.ring.load(std::memory_order_acquire); ring != nullptr) return ring;
+  void* memory = std::calloc(static_cast<size_t>(units_), sizeof(Unit));
+  HS_CHECK_MSG(memory != nullptr, "heat read buffer allocation failed");
+  Unit* expected = nullptr;
+  // Two threads sharing the stripe may both get here: one ring wins.
+  if (s.ring.compare_exchange_strong(expected, static_cast<Unit*>(memory),
+                                     std::memory_order_acq_rel, std::memory_order_acquire)) {
+    return static_cast<Unit*>(memory);
+  }
+  std::free(memory);
+  return expected;
+}
+
+int64_t HeatReadBuffer::MemoryBytes() const {
+  int64_t rings = 0;
+  for (int32_t i = 0; i < kStripes; ++i) {
+    if (stripes_[i].ring.load(std::memory_order_acquire) != nullptr) ++rings;
+  }
+  return rings * StripeBytes();
+}
 
 int32_t HeatReadBuffer::ThisThreadStripeIndex() {
   if (this_thread_stripe < 0) {
@@ -95,6 +118,8 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
   const uint64_t units = static_cast<uint64_t>(UnitsFor(key));
   const int32_t stripe_index = ThisThreadStripeIndex();
   Stripe& s = stripes_[stripe_index];
+  // Before the claim: once the tail moves, the drain reads the ring.
+  Unit* const ring = RingOf(s);
   const uint64_t capacity = static_cast<uint64_t>(units_);
   const uint64_t high_water = capacity / 2;
   uint64_t t = s.tail.load(std::memory_order_relaxed);
@@ -127,7 +152,6 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
       break;
     }
   }
-  Unit* const ring = units_memory_.get() + static_cast<size_t>(stripe_index) * capacity;
   if (padding > 0) {
     Header& pad = *reinterpret_cast<Header*>(&ring[t & mask_]);
     pad.kind = kPadding;
@@ -162,9 +186,11 @@ int64_t HeatReadBuffer::Drain(absl::FunctionRef<void(TimeNs, HeatKeyView, HeatRe
   int64_t applied = 0;
   for (int32_t i = 0; i < kStripes; ++i) {
     Stripe& s = stripes_[i];
-    Unit* const ring = units_memory_.get() + static_cast<size_t>(i) * static_cast<size_t>(units_);
     const uint64_t head = s.head.load(std::memory_order_relaxed);
     const uint64_t tail = s.tail.load(std::memory_order_seq_cst);
+    if (tail == head) continue;
+    // Set before the tail first moved (Append), so seen with it.
+    Unit* const ring = s.ring.load(std::memory_order_acquire);
     uint64_t next = head;
     while (next != tail) {
       const uint64_t at = next & mask_;

@@ -20,9 +20,11 @@
 // more of shorter ones, fewer of longer ones (kKeyBytesMax = 240 bytes
 // together, 256 bytes a record). A record never wraps: one that does not
 // fit before the ring's end is preceded by a padding record up to it.
-// Memory: kStripes x records_per_stripe x 64 bytes, reserved zeroed at
-// construction (4 MiB with the default 4096 records per stripe); a stripe's
-// pages become resident when a thread first writes them.
+// Memory: records_per_stripe x 64 bytes per stripe in use (256 KiB with the
+// default 4096 records per stripe; at most kStripes of them, 4 MiB). A
+// stripe's ring is allocated, zeroed, by the first append to it: the one
+// allocation of the read path, once per stripe for the buffer's lifetime. A
+// single-threaded driver (the simulator) therefore holds one ring.
 //
 // Append (foreground): claim the record's units (and any padding) at the
 // thread's stripe's tail with one compare-exchange (uncontended while no
@@ -126,17 +128,15 @@ class HeatReadBuffer {
   // Half a stripe, in units: an append that leaves at least this many units
   // undrained reports kAppendedHighWater.
   int64_t high_water_units() const { return units_ / 2; }
-  int64_t MemoryBytes() const {
-    return static_cast<int64_t>(kStripes) * units_ * static_cast<int64_t>(kUnitBytes);
-  }
+  // Bytes of the stripes' rings allocated so far (one ring per stripe that
+  // was appended to).
+  int64_t MemoryBytes() const;
+  // Bytes of one stripe's ring.
+  int64_t StripeBytes() const { return units_ * static_cast<int64_t>(kUnitBytes); }
 
  private:
   struct Header;
   struct Stripe;
-  struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-  };
-
   static int32_t ThisThreadStripeIndex();
 
   struct alignas(kUnitBytes) Unit {
@@ -148,9 +148,10 @@ class HeatReadBuffer {
   const int64_t units_;
   const uint64_t mask_;
   std::unique_ptr<Stripe[]> stripes_;
-  // kStripes x units_ units, calloc'ed: zero publication flags, pages
-  // resident only once written.
-  std::unique_ptr<Unit, FreeDeleter> units_memory_;
+
+  // The stripe's ring (units_ units, calloc'ed: zero publication flags),
+  // allocated by the first append to the stripe.
+  Unit* RingOf(Stripe& s);
 };
 
 }  // namespace heatsink

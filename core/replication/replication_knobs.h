@@ -86,11 +86,11 @@ struct ReplicationKnobs {
   int64_t dynamic_replication_heat_drain_interval_ms = 5;
   // Read-buffer stripe size, in reads of keys up to 48 bytes (64 bytes
   // each; a read takes 16 bytes plus its tenant, key and domain bytes, so
-  // shorter keys fit more): a power of two. 16 stripes: 4 MiB reserved with
-  // the default, resident only where written. A read that finds its stripe
-  // full is dropped and counted (dynamic_replication_heat_reads_dropped_total),
-  // never waited for. At 2 million reads per second on one thread, 4096
-  // records are 2 ms of reads; the drain is asked for at half of that.
+  // shorter keys fit more): a power of two. One stripe per reading thread
+  // (at most 16), allocated by its first read: 256 KiB each with the
+  // default. A read that finds its stripe full is dropped and counted
+  // (dynamic_replication_heat_reads_dropped_total), never waited for. At 2 million reads per second
+  // on one thread, 4096 records are 2 ms of reads; the drain is asked for at half of that.
   int64_t dynamic_replication_heat_read_buffer_records = 4'096;
 
   // --- Cooldowns (DESIGN 3) -----------------------------------------------

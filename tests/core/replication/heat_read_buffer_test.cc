@@ -6,14 +6,14 @@
 // documented fixed size. Appends from many
 // threads are in tests/core/stress/replication_stress_test.cc.
 #include "core/replication/heat_read_buffer.h"
-#include "core/replication/replication_knobs.h"
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/env/rng.h"
-
+#include "core/replication/replication_knobs.h"
 #include "gtest/gtest.h"
 
 namespace heatsink {
@@ -181,14 +181,24 @@ TEST(HeatReadBuffer, KeysLongerThanARecordAreRefused) {
   EXPECT_EQ(b.dropped(), 0);
 }
 
-TEST(HeatReadBuffer, MemoryIsFixedPerStripe) {
+TEST(HeatReadBuffer, AStripeHoldsMemoryOnceAThreadAppendsToIt) {
   const int64_t records = ReplicationKnobs().dynamic_replication_heat_read_buffer_records;
   HeatReadBuffer b(records);
   EXPECT_EQ(b.records_per_stripe(), records);
-  EXPECT_EQ(b.MemoryBytes(), int64_t{HeatReadBuffer::kStripes} * records * 64);
-  std::printf("read buffer: %d stripes x %lld records x %zu bytes = %lld KiB\n",
-              HeatReadBuffer::kStripes, static_cast<long long>(b.records_per_stripe()),
-              HeatReadBuffer::kRecordBytes, static_cast<long long>(b.MemoryBytes() / 1024));
+  EXPECT_EQ(b.StripeBytes(), records * 64);
+  EXPECT_EQ(b.MemoryBytes(), 0);
+  // Each thread appends to its own stripe (round robin over kStripes): one
+  // ring per thread, allocated by its first append, none by later ones.
+  EXPECT_EQ(b.Append(1, HeatKeyView{"", "a", ""}), HeatReadBuffer::AppendResult::kAppended);
+  EXPECT_EQ(b.Append(2, HeatKeyView{"", "b", ""}), HeatReadBuffer::AppendResult::kAppended);
+  EXPECT_EQ(b.MemoryBytes(), b.StripeBytes());
+  std::thread other([&b] { (void)b.Append(3, HeatKeyView{"", "c", ""}); });
+  other.join();
+  EXPECT_EQ(b.MemoryBytes(), 2 * b.StripeBytes());
+  EXPECT_EQ(DrainAll(b).size(), 3u);
+  std::printf("read buffer: %lld records x %zu bytes = %lld KiB per reading thread, at most %d\n",
+              static_cast<long long>(b.records_per_stripe()), HeatReadBuffer::kRecordBytes,
+              static_cast<long long>(b.StripeBytes() / 1024), HeatReadBuffer::kStripes);
 }
 
 }  // namespace
