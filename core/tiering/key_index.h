@@ -88,17 +88,17 @@ struct IndexEntry {
 
   // Guarded by the tier lock.
   Residence residence = Residence::kEvicted;
+  // False while the entry sits on the free list. Written under the shard
+  // mutex, and only by Insert/Erase, which TierManager calls under its
+  // exclusive tier lock; so a holder of the shared tier lock may read it.
+  // (Beside residence: the two share the padding before region.)
+  bool live = false;
   int region = -1;          // kFixedHead / kArena: region of the bytes
   uint64_t offset = 0;      // kFixedHead / kArena: byte offset in the region
   uint64_t size_bytes = 0;  // value size
 
   // The score when residence != kFixedHead, the no-score tag otherwise.
   std::atomic<double> score{0.0};
-
-  // False while the entry sits on the free list. Written under the shard
-  // mutex, and only by Insert/Erase, which TierManager calls under its
-  // exclusive tier lock; so a holder of the shared tier lock may read it.
-  bool live = false;
 };
 
 class KeyIndex {
