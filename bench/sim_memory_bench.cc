@@ -11,6 +11,12 @@
 //                             use during the run (sampled every 65,536 events
 //                             and at the end) minus the heap before it: what
 //                             the puts in flight add on top;
+//                           end_resident_bytes_per_object the process's
+//                             resident memory at the end of the run minus
+//                             before it (both after malloc_trim), per object:
+//                             what the machine holds, where the heap figure
+//                             also counts reserved pages never touched (the
+//                             heat window's table, sized by its entry limit);
 //                         and, as the baseline measured in the same run, the
 //                         same figures for 10^5 objects:
 //                         ratio_end_vs_100k (1 when the cost per object does
@@ -18,9 +24,11 @@
 //                         bytes per object.
 // Heap bytes are glibc's arena bytes in use plus its mmap-ed blocks.
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +43,18 @@ namespace {
 double HeapBytesInUse() {
   const struct mallinfo2 info = mallinfo2();
   return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
+
+// Resident bytes of the process (/proc/self/statm), after handing free heap
+// pages back to the system.
+double ResidentBytes() {
+  malloc_trim(0);
+  std::ifstream statm("/proc/self/statm");
+  int64_t size_pages = 0;
+  int64_t resident_pages = 0;
+  statm >> size_pages >> resident_pages;
+  HS_CHECK_MSG(statm.good(), "cannot read /proc/self/statm");
+  return static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 std::string BulkPutScenario(int64_t objects) {
@@ -55,14 +75,17 @@ class EndSampler : public RunObserver {
  public:
   absl::Status AtEnd(const RunWorld& /*world*/) override {
     end_heap = HeapBytesInUse();
+    end_resident = ResidentBytes();
     return absl::OkStatus();
   }
   double end_heap = 0;
+  double end_resident = 0;
 };
 
 struct Footprint {
-  double end_bytes = 0;   // above the heap before the run
+  double end_bytes = 0;  // above the heap before the run
   double peak_bytes = 0;
+  double end_resident_bytes = 0;  // above the resident memory before the run
   int64_t puts = 0;
 };
 
@@ -74,7 +97,7 @@ Footprint Measure(int64_t objects) {
   options.keep_scenario_echo = false;
   EndSampler end;
   options.observer = &end;
-  malloc_trim(0);
+  const double resident_before = ResidentBytes();
   const double before = HeapBytesInUse();
   double peak = before;
   options.progress = [&peak](TimeNs, TimeNs, uint64_t) {
@@ -86,7 +109,8 @@ Footprint Measure(int64_t objects) {
   const auto it = run->metrics.find("sim_puts_total");
   HS_CHECK(it != run->metrics.end());
   HS_CHECK_MSG(it->second == objects, "not every put landed");
-  return Footprint{end.end_heap - before, peak - before, objects};
+  return Footprint{end.end_heap - before, peak - before, end.end_resident - resident_before,
+                   objects};
 }
 
 void BM_MemoryPerObject(benchmark::State& state) {
@@ -100,6 +124,7 @@ void BM_MemoryPerObject(benchmark::State& state) {
   const double n = static_cast<double>(objects);
   state.counters["end_heap_bytes_per_object"] = f.end_bytes / n;
   state.counters["peak_heap_bytes_per_object"] = f.peak_bytes / n;
+  state.counters["end_resident_bytes_per_object"] = f.end_resident_bytes / n;
   state.counters["end_heap_bytes_per_object_100k"] = base.end_bytes / 1e5;
   state.counters["ratio_end_vs_100k"] = (f.end_bytes / n) / (base.end_bytes / 1e5);
 }
