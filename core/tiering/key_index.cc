@@ -60,7 +60,6 @@ absl::StatusOr<IndexEntry*> KeyIndex::Insert(const TierKey& key, uint64_t incarn
     entry = &s.chunks.back()[s.used_in_last_chunk++];
   }
   entry->key = key;
-  entry->key_hash = hashed.hash;
   entry->incarnation = incarnation;
   entry->residence = Residence::kEvicted;
   entry->region = -1;

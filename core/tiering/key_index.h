@@ -15,11 +15,13 @@
 //
 // Storage: each shard keeps its entries in chunks (stable addresses, reused
 // through a free list) beside a hash set of pointers to them, probed by key
-// (a key is stored once, in its entry, with its hash). Chunks grow
+// (a key is stored once, in its entry). Chunks grow
 // geometrically from kChunkEntriesMin to kChunkEntriesMax entries, so a shard
 // holding a few keys (a small host, or many shards) does not construct and
-// touch a full chunk. Decay and iteration walk the chunks in storage order --
-// sequential memory, not a pointer chase through the map -- which is also a
+// touch a full chunk, and a shard's last chunk leaves at most 63 entries
+// unused (with 1,024-entry chunks, 64 shards of four hosts holding 10^5 keys
+// left a quarter of their entries unused: 33 bytes per key). Decay and iteration walk the chunks in
+// storage order -- sequential memory, not a pointer chase through the map -- which is also a
 // deterministic order for a given sequence of inserts and erases (the chunk
 // sizes do not change it: slots are handed out in the same order).
 //
@@ -80,7 +82,6 @@ struct IndexEntry {
 
   // Set by KeyIndex::Insert and constant while the entry is live.
   TierKey key;
-  size_t key_hash = 0;  // KeyIndex's hash of `key`
   // Distinguishes a key from an earlier one of the same name: a delete and
   // recreate gets a new incarnation (and a score of zero); a replacement keeps
   // both.
@@ -133,10 +134,10 @@ class KeyIndex {
 
  private:
   static constexpr size_t kChunkEntriesMin = 16;
-  static constexpr size_t kChunkEntriesMax = 1024;
+  static constexpr size_t kChunkEntriesMax = 64;
   // Entries of the shard's chunk number `c`.
   static constexpr size_t ChunkEntries(size_t c) {
-    return c >= 6 ? kChunkEntriesMax : std::min(kChunkEntriesMax, kChunkEntriesMin << c);
+    return c >= 2 ? kChunkEntriesMax : kChunkEntriesMin << c;
   }
 
   // A key with its absl::Hash, for lookups that hash once (heterogeneous
@@ -147,19 +148,17 @@ class KeyIndex {
   };
   // The shard's set holds entry pointers and finds them by key: the key is
   // stored once, in the entry (constant while it is live), and the set's
-  // slots are one pointer each. An entry keeps its key's hash, so growing the
-  // set does not hash keys again.
+  // slots are one pointer each. Growing the set hashes its keys again (an
+  // entry keeping its hash cost 8 bytes per key, for a rare event).
   struct EntryHash {
     using is_transparent = void;
-    size_t operator()(const IndexEntry* e) const { return e->key_hash; }
+    size_t operator()(const IndexEntry* e) const { return absl::Hash<TierKey>{}(e->key); }
     size_t operator()(const HashedKey& key) const { return key.hash; }
   };
   struct EntryEq {
     using is_transparent = void;
     bool operator()(const IndexEntry* a, const IndexEntry* b) const { return a == b; }
-    bool operator()(const IndexEntry* a, const HashedKey& b) const {
-      return a->key_hash == b.hash && a->key == b.key;
-    }
+    bool operator()(const IndexEntry* a, const HashedKey& b) const { return a->key == b.key; }
     bool operator()(const HashedKey& a, const IndexEntry* b) const { return (*this)(b, a); }
   };
 
