@@ -312,7 +312,6 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
         r.segment = reserved->segment;
         r.offset = reserved->offset;
         r.size = reserved->size;
-        r.version = meta.version;
         r.status = ReplicaStatus::kProcessing;
         r.origin = ReplicaOrigin::kCopy;
         r.dynamic = p.leased();
@@ -324,7 +323,7 @@ absl::StatusOr<CopyStartResponse> MasterService::CopyStartInternal(ClientId clie
         HS_CHECK(tasks_.MarkStarted(fence.task_id, r.id, Now()));
         record.source->copies_in_flight_as_source.fetch_add(1, std::memory_order_relaxed);
         reserved->segment->copies_in_flight_as_target.fetch_add(1, std::memory_order_relaxed);
-        JournalReplica(name, r);
+        JournalReplica(name, meta.version, r);
         meta.replicas.push_back(std::move(r));
         return response;
       }
@@ -360,7 +359,7 @@ absl::Status MasterService::CopyEndInternal(ClientId client, const CopyTaskFence
   HS_CHECK_MSG(target != nullptr && target->holds_reserved(),
                "a started copy lost its target replica");
   target->status = ReplicaStatus::kComplete;
-  JournalReplica(name, *target);
+  JournalReplica(name, it->second.version, *target);
   segments_.CommitReserved(target->segment_id(), target->size);
   HS_CHECK(tasks_.SetPhase(fence.task_id, CopyPhase::kStarted, CopyPhase::kEnded, Now()));
   record.source->copies_in_flight_as_source.fetch_sub(1, std::memory_order_relaxed);

@@ -128,11 +128,12 @@ void MasterService::DisableManifestJournal() {
   journal_enabled_ = false;
 }
 
-void MasterService::JournalReplica(const ObjectNameRef& name, const ReplicaRecord& r) {
+void MasterService::JournalReplica(const ObjectNameRef& name, Version version,
+                                   const ReplicaRecord& r) {
   if (!journal_enabled_) return;
   ManifestEntry e;
   e.name = Own(name);
-  e.version = r.version;
+  e.version = version;
   e.size_bytes = r.size;
   e.segment_id = r.segment_id();
   e.offset = r.offset;
@@ -226,7 +227,7 @@ absl::Status MasterService::ApplyManifestEntry(ClientId client, const ObjectName
     // The same replica reported again (a report retried): nothing to do.
     const ReplicaRecord* same = it->second.FindOnSegment(e.segment_id);
     if (same != nullptr && e.complete && same->status == ReplicaStatus::kComplete &&
-        same->offset == e.offset && same->size == e.size_bytes && same->version == e.version) {
+        same->offset == e.offset && same->size == e.size_bytes && it->second.version == e.version) {
       return absl::OkStatus();
     }
   }
@@ -244,7 +245,6 @@ absl::Status MasterService::ApplyManifestEntry(ClientId client, const ObjectName
   r.segment = a.segment;
   r.offset = a.offset;
   r.size = a.size;
-  r.version = e.version;
   r.status = ReplicaStatus::kComplete;
   // A dynamic replica comes back dynamic (optional, first to go under
   // pressure, counted under the cap like every readable replica); its lease

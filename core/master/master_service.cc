@@ -157,7 +157,7 @@ void MasterService::RemoveReplicaLocked(const ObjectNameRef& name, ObjectMeta& m
   ReplicaRemoval removal;
   removal.t_ns = Now();
   removal.name = Own(name);
-  removal.replica = r.Describe();
+  removal.replica = r.Describe(meta.version);
   removal.cause = cause;
   removal.object_deleted = meta.replicas.empty();
   out.push_back(std::move(removal));
@@ -190,7 +190,7 @@ bool MasterService::DiscardPutLocked(Shard& shard, const ObjectNameRef& name, Re
     ReplicaRemoval removal;
     removal.t_ns = now;
     removal.name = Own(name);
-    removal.replica = meta.replicas[i].Describe();
+    removal.replica = meta.replicas[i].Describe(meta.version);
     removal.cause = RemovalCause::kPutDiscarded;
     removal.object_deleted = i + 1 == meta.replicas.size();
     out.push_back(std::move(removal));
@@ -295,11 +295,10 @@ absl::Status MasterService::PutStartLocked(Shard& shard, const ObjectNameRef& na
     r.segment = std::move(a.segment);
     r.offset = a.offset;
     r.size = a.size;
-    r.version = meta.version;
     r.status = ReplicaStatus::kProcessing;
     r.origin = ReplicaOrigin::kPut;
-    out.replicas.push_back(r.Describe());
-    JournalReplica(name, r);
+    out.replicas.push_back(r.Describe(meta.version));
+    JournalReplica(name, meta.version, r);
     meta.replicas.push_back(std::move(r));
   }
   shard.objects.emplace(Own(name), std::move(meta));
@@ -328,7 +327,7 @@ absl::Status MasterService::PutEnd(ClientId client, const PutEndRequest& req) {
   if (!meta.put_in_progress) return absl::OkStatus();  // repeated PutEnd
   for (ReplicaRecord& r : meta.replicas) {
     r.status = ReplicaStatus::kComplete;
-    JournalReplica(name, r);
+    JournalReplica(name, meta.version, r);
   }
   meta.put_in_progress = false;
   // Not a lease (already expired), but it orders unread objects by age for
@@ -452,7 +451,7 @@ absl::StatusOr<GetReplicaListResponse> MasterService::GetReplicaList(
     response.replicas.reserve(meta.replicas.size());
     for (const ReplicaRecord& r : meta.replicas) {
       if (r.status != ReplicaStatus::kComplete) continue;
-      response.replicas.push_back(r.Describe());
+      response.replicas.push_back(r.Describe(meta.version));
       r.segment->replica_lists_served_total.fetch_add(1, std::memory_order_relaxed);
     }
     meta.lease_expiry_ns = std::max(meta.lease_expiry_ns, now + knobs_.default_kv_lease_ttl_ns());

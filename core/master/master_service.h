@@ -422,7 +422,7 @@ class MasterService {
   void ScheduleSweep();
 
   // The store owning `r`'s segment now holds / no longer holds it.
-  void JournalReplica(const ObjectNameRef& name, const ReplicaRecord& r);
+  void JournalReplica(const ObjectNameRef& name, Version version, const ReplicaRecord& r);
   void JournalRemoval(const ReplicaRecord& r);
   // One manifest entry (ReportManifest). REQUIRES: `name` checked.
   absl::Status ApplyManifestEntry(ClientId client, const ObjectNameRef& name,

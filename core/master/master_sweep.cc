@@ -201,7 +201,7 @@ bool MasterService::DropReplicaLocked(const ObjectNameRef& name, ObjectMeta& met
   ReplicaRemoval removal;
   removal.t_ns = now;
   removal.name = Own(name);
-  removal.replica = r.Describe();
+  removal.replica = r.Describe(meta.version);
   removal.cause = cause;
   removal.object_deleted = false;
   out.push_back(std::move(removal));

@@ -34,10 +34,10 @@ enum class ReplicaKind { kMemory };
 
 // PROCESSING: bytes are being written (by a put or a copy); never readable.
 // COMPLETE: readable.
-enum class ReplicaStatus { kProcessing, kComplete };
+enum class ReplicaStatus : uint8_t { kProcessing, kComplete };
 
 // Who created the replica: PutStart or a REPLICA_COPY task's CopyStart.
-enum class ReplicaOrigin { kPut, kCopy };
+enum class ReplicaOrigin : uint8_t { kPut, kCopy };
 
 enum class TaskType { kReplicaCopy };
 

@@ -4,7 +4,7 @@
 
 namespace heatsink::master_internal {
 
-ReplicaDescriptor ReplicaRecord::Describe() const {
+ReplicaDescriptor ReplicaRecord::Describe(Version version) const {
   ReplicaDescriptor d;
   d.replica_id = id;
   d.kind = ReplicaKind::kMemory;

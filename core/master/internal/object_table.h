@@ -38,7 +38,8 @@ struct ReplicaRecord {
   std::shared_ptr<SegmentHandle> segment;
   uint64_t offset = 0;
   uint64_t size = 0;
-  Version version = 0;
+  // No version of its own: every replica holds its object's version
+  // (ObjectMeta::version; a record per replica cost 8 bytes per object).
   ReplicaStatus status = ReplicaStatus::kProcessing;
   ReplicaOrigin origin = ReplicaOrigin::kPut;
   bool dynamic = false;
@@ -50,7 +51,8 @@ struct ReplicaRecord {
   bool holds_reserved() const {
     return origin == ReplicaOrigin::kCopy && status == ReplicaStatus::kProcessing;
   }
-  ReplicaDescriptor Describe() const;
+  // `version`: the object's (ObjectMeta::version).
+  ReplicaDescriptor Describe(Version version) const;
 };
 
 struct ObjectMeta {
