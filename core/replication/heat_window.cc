@@ -307,6 +307,65 @@ void FreeSlot(ShardT& s, uint32_t idx) {
   --s.live;
 }
 
+// The coldest entry of the replacement probe at the shard's hand, which the
+// probe advances: an idle one at once; otherwise the lowest count in the
+// window, ties to the least recently read, then to probe order. kNoSlot when
+// every probed entry is at or above the hit count (hot now: never replaced).
+// `*count`: the victim's count. REQUIRES: the shard lock, every slot live.
+template <typename ShardT>
+uint32_t ProbeVictim(ShardT& s, int32_t probe_slots, int64_t cur, int32_t n, int64_t hit_count,
+                     int64_t* count) {
+  uint32_t best = kNoSlot;
+  int64_t best_count = 0;
+  int64_t best_head = 0;
+  const uint32_t size = s.slot_count;
+  for (int32_t i = 0; i < probe_slots; ++i) {
+    const uint32_t idx = s.hand;
+    s.hand = idx + 1 == size ? 0 : idx + 1;
+    ++s.stats.slot_visits;
+    if (idx == best) continue;  // a probe longer than the shard
+    const auto& e = s.slot(idx);
+    const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
+    const bool better = c < hit_count && (best == kNoSlot || c < best_count ||
+                                          (c == best_count && e.head_bucket < best_head));
+    if (!better) continue;
+    best = idx;
+    best_count = c;
+    best_head = e.head_bucket;
+    if (c == 0) break;
+  }
+  *count = best_count;
+  return best;
+}
+
+// Makes `e` the entry of `key` with one read in sub-bucket `cur`.
+template <typename SlotT>
+void FillNewEntry(SlotT& e, HeatKeyView key, uint64_t hash, int64_t cur, int32_t n) {
+  const size_t key_block_len = key.tenant.size() + key.key.size() + key.domain.size();
+  // A replaced entry's block is reused when the new key has the same
+  // length (keys of one workload usually do); otherwise it is reallocated.
+  if (e.block == nullptr || e.block_len() != key_block_len) {
+    e.block = std::make_unique<char[]>(key_block_len);
+  }
+  char* p = e.block.get();
+  // An empty view may have a null data(), which memcpy must not see even
+  // for zero bytes (the stage-1 domain is such a view).
+  const auto append = [&p](absl::string_view part) {
+    if (!part.empty()) std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  };
+  append(key.tenant);
+  append(key.key);
+  append(key.domain);
+  e.tenant_len = static_cast<uint16_t>(key.tenant.size());
+  e.key_len = static_cast<uint16_t>(key.key.size());
+  e.domain_len = static_cast<uint16_t>(key.domain.size());
+  e.hash32 = static_cast<uint32_t>(hash);
+  e.head_bucket = cur;
+  std::fill(e.ring, e.ring + n, 0);
+  e.ring[0] = 1;
+}
+
 }  // namespace
 
 HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
@@ -348,26 +407,9 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     ++s.slot_count;
   } else {
     // Full: every slot is live. Probe at the hand for the coldest entry.
-    uint32_t best = kNoSlot;
     int64_t best_count = 0;
-    int64_t best_head = 0;
-    const uint32_t size = s.slot_count;
-    for (int32_t i = 0; i < options_.replacement_probe_slots; ++i) {
-      const uint32_t idx = s.hand;
-      s.hand = idx + 1 == size ? 0 : idx + 1;
-      ++s.stats.slot_visits;
-      if (idx == best) continue;  // a probe longer than the shard
-      const Slot& e = s.slot(idx);
-      const int64_t c = CountAt(e.ring, e.head_bucket, cur, n);
-      const bool better =
-          c < hit_count &&  // hot now: never replaced
-          (best == kNoSlot || c < best_count || (c == best_count && e.head_bucket < best_head));
-      if (!better) continue;
-      best = idx;
-      best_count = c;
-      best_head = e.head_bucket;
-      if (c == 0) break;
-    }
+    const uint32_t best =
+        ProbeVictim(s, options_.replacement_probe_slots, cur, n, hit_count, &best_count);
     if (best == kNoSlot) {
       ++s.stats.untracked;
       out.tracked = false;
@@ -385,29 +427,7 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     slot = best;
     replaced = true;
   }
-  Slot& e = s.slot(slot);
-  // A replaced entry's block is reused when the new key has the same
-  // length (keys of one workload usually do); otherwise it is reallocated.
-  if (e.block == nullptr || e.block_len() != key_block_len) {
-    e.block = std::make_unique<char[]>(key_block_len);
-  }
-  char* p = e.block.get();
-  // An empty view may have a null data(), which memcpy must not see even
-  // for zero bytes (the stage-1 domain is such a view).
-  const auto append = [&p](absl::string_view part) {
-    if (!part.empty()) std::memcpy(p, part.data(), part.size());
-    p += part.size();
-  };
-  append(key.tenant);
-  append(key.key);
-  append(key.domain);
-  e.tenant_len = static_cast<uint16_t>(key.tenant.size());
-  e.key_len = static_cast<uint16_t>(key.key.size());
-  e.domain_len = static_cast<uint16_t>(key.domain.size());
-  e.hash32 = static_cast<uint32_t>(hash);
-  e.head_bucket = cur;
-  std::fill(e.ring, e.ring + n, 0);
-  e.ring[0] = 1;
+  FillNewEntry(s.slot(slot), key, hash, cur, n);
   // The replacement may have shifted index cells: find the empty cell again.
   const size_t cell = replaced ? FindKey(s, hash, key).pos : found.pos;
   s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);

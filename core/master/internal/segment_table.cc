@@ -259,9 +259,12 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
     }
   }
   if (out.size() == replica_num) return out;
+  return RollBackPut(out, size, replica_num, eviction_may_help);
+}
 
-  // All or nothing: give back what was taken.
-  for (const Allocation& a : out) {
+absl::Status SegmentTable::RollBackPut(const std::vector<Allocation>& taken, uint64_t size,
+                                       uint32_t replica_num, bool* eviction_may_help) {
+  for (const Allocation& a : taken) {
     SegmentRecord& r = MustFind(a.segment->location.id);
     r.allocator.Free(a.offset, a.size);
     r.used_bytes -= a.size;

@@ -196,6 +196,11 @@ class SegmentTable {
   bool Usable(const SegmentRecord& r, uint64_t size) const;
   SegmentView ViewOf(const SegmentRecord& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   SegmentRecord& MustFind(SegmentId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AllocateForPut found fewer than replica_num places: gives back what
+  // `taken` holds and explains why (all or nothing).
+  absl::Status RollBackPut(const std::vector<Allocation>& taken, uint64_t size,
+                           uint32_t replica_num, bool* eviction_may_help)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MasterKnobs knobs_;
