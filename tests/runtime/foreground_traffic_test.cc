@@ -383,6 +383,9 @@ TEST_F(CopyPacingTest, TheServerMarksTheConnectionOfAReadUnderACopyLease) {
     }
     EXPECT_EQ(StableHash(bytes), Checksum(memory_a_, kSource, 5, size));
   }
+  // The server counts a read once its last frame went out, which may be
+  // after the reader has the bytes.
+  EXPECT_TRUE(WaitUntil([&] { return server_a_->reads_completed() == 2; }));
   EXPECT_EQ(server_a_->copy_reads_completed(), 1u);
   EXPECT_EQ(server_a_->reads_completed(), 2u);
 }
