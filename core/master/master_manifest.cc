@@ -26,6 +26,9 @@ struct SameVersionReport {
   absl::Status refused;
   // The dynamic replica that goes to make room under the dynamic cap.
   std::optional<size_t> dynamic_to_drop;
+  // No complete dynamic replica can go, but a dynamic copy in flight, which
+  // admission counted, holds the cap: that copy is revoked instead.
+  bool revoke_copy_in_flight = false;
 };
 
 // `e` lands on a segment of `domain`. Refused when its size
@@ -34,7 +37,8 @@ struct SameVersionReport {
 // readable replicas, per domain with `per_domain`; 0: none), for a store
 // that reports late, after others brought the object back to its cap: a
 // reported dynamic replica is refused, and for an ordinary one the last
-// complete dynamic replica goes instead (ordinary data is never dropped for
+// complete dynamic replica goes instead, or, when the only dynamic one is a
+// copy in flight, that copy is revoked (ordinary data is never dropped for
 // an optional copy).
 SameVersionReport JudgeSameVersion(const ManifestEntry& e, const master_internal::ObjectMeta& meta,
                                    const Domain& domain, int64_t replicas_per_object_max,
@@ -57,6 +61,7 @@ SameVersionReport JudgeSameVersion(const ManifestEntry& e, const master_internal
   if (dynamic_cap <= 0) return out;
   int64_t readable = 0;
   bool has_dynamic = e.dynamic;
+  bool copy_in_flight = false;
   for (size_t i = 0; i < meta.replicas.size(); ++i) {
     const master_internal::ReplicaRecord& x = meta.replicas[i];
     // Readable replicas, and dynamic copies in flight, which admission
@@ -68,10 +73,15 @@ SameVersionReport JudgeSameVersion(const ManifestEntry& e, const master_internal
     if (x.dynamic) {
       has_dynamic = true;
       if (!in_flight) out.dynamic_to_drop = i;  // the last complete one listed
+      copy_in_flight = copy_in_flight || in_flight;
     }
   }
   if (!has_dynamic || readable < dynamic_cap) {
     out.dynamic_to_drop.reset();
+  } else if (!e.dynamic && !out.dynamic_to_drop.has_value()) {
+    // Only a copy in flight is dynamic: completing it would put the object
+    // over the cap beside this ordinary replica.
+    out.revoke_copy_in_flight = copy_in_flight;
   } else if (e.dynamic) {
     out.refused = absl::ResourceExhaustedError(
         absl::StrCat("the object holds dynamic_replication_max_memory_replicas (", dynamic_cap,
@@ -82,6 +92,23 @@ SameVersionReport JudgeSameVersion(const ManifestEntry& e, const master_internal
 }
 
 }  // namespace
+
+void MasterService::MakeRoomForReported(const ObjectNameRef& name, ObjectMeta& meta,
+                                        std::optional<size_t> dynamic_to_drop,
+                                        bool revoke_copy_in_flight, Removals& removals) {
+  if (dynamic_to_drop.has_value()) {
+    // Ordinary data is never dropped for an optional copy: the dynamic
+    // replica goes instead.
+    RemoveReplicaLocked(name, meta, *dynamic_to_drop, RemovalCause::kSuperseded, removals);
+  }
+  if (revoke_copy_in_flight) {
+    // The same for a dynamic copy still in flight (at most one task per
+    // key): its target replica goes and its CopyEnd will be refused.
+    HS_CHECK(meta.replication_task.valid());
+    FinishTaskLocked(name, meta, meta.replication_task, RemovalCause::kCopyCancelled, removals);
+    counters_.tasks_cancelled.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 void MasterService::BeginRecovery(int64_t expected_stores, DurationNs grace) {
   MutexLock lock(&recovery_mu_);
@@ -292,12 +319,8 @@ absl::Status MasterService::ApplyManifestEntry(ClientId client, const ObjectName
       ReleaseClaimed(a, now);
       return verdict.refused;
     }
-    if (verdict.dynamic_to_drop.has_value()) {
-      // Ordinary data is never dropped for an optional copy: the dynamic
-      // replica goes instead.
-      RemoveReplicaLocked(name, meta, *verdict.dynamic_to_drop, RemovalCause::kSuperseded,
-                          removals);
-    }
+    MakeRoomForReported(name, meta, verdict.dynamic_to_drop, verdict.revoke_copy_in_flight,
+                        removals);
     meta.replicas.push_back(std::move(r));
     return absl::OkStatus();
   }

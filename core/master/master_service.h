@@ -427,6 +427,12 @@ class MasterService {
   // One manifest entry (ReportManifest). REQUIRES: `name` checked.
   absl::Status ApplyManifestEntry(ClientId client, const ObjectNameRef& name,
                                   const ManifestEntry& e, bool recovering, Removals& removals);
+  // Makes room under the dynamic cap for a reported replica, as
+  // JudgeSameVersion decided: drops a complete dynamic replica, or revokes
+  // the dynamic copy in flight. REQUIRES: the object's shard lock.
+  void MakeRoomForReported(const ObjectNameRef& name, ObjectMeta& meta,
+                           std::optional<size_t> dynamic_to_drop, bool revoke_copy_in_flight,
+                           Removals& removals);
   // Takes the entry's range and lets it go: at once (`release_at` <= now)
   // or as a discarded range freed at `release_at`.
   void ReleaseClaimed(const master_internal::Allocation& a, TimeNs release_at);

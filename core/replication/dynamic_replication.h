@@ -100,7 +100,11 @@
 // fence's task is the lease's task (stale, nothing cleared); the task's
 // source and target are the lease's (nothing cleared); the caller is the
 // lease's source client (PERMISSION_DENIED, nothing cleared); the target
-// segment is still mounted and allocatable (clears). Then the master reserves
+// segment is still mounted and allocatable (clears); unless warmup, the
+// object's readable replicas (in the target's domain when domain-aware) are
+// still below the cap, which a store reporting late after a master restart
+// can fill after admission (RESOURCE_EXHAUSTED replica_limit, clears). Then
+// the master reserves
 // target quota; if that fails, the pending state is cleared and the task
 // retired, so the key is neither stuck nor blocking an ordinary copy.
 // DynamicReplicaCopyEnd and ...Revoke must present the lease id and version
@@ -446,6 +450,11 @@ class DynamicReplication final : public ReadObserver,
   std::optional<Rejection> CheckReplicas(const AdmissionInput& input, const ObjectView& object,
                                          absl::Span<const ReplicaCandidate> replicas,
                                          const std::string& what) const;
+  // The cap at a copy's start: replica_limit when `object` already holds
+  // dynamic_replication_max_memory_replicas readable MEMORY replicas (in
+  // `target_domain` when domain-aware); OK otherwise.
+  absl::Status CheckCapAtCopyStart(const ObjectView& object, const ReplicaActionLease& lease,
+                                   absl::string_view target_domain) const;
   // Where a copy of `object` may go, as placement is asked.
   PlacementRequest PlacementFor(const AdmissionInput& input, const ObjectName& name,
                                 const ObjectView& object) const;

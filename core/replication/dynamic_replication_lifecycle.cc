@@ -11,6 +11,7 @@
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "core/replication/dynamic_replication.h"
+#include "core/replication/placement.h"
 
 namespace heatsink {
 namespace {
@@ -350,6 +351,26 @@ absl::StatusOr<CopyLeaseGrant> DynamicReplication::CheckCopyLease(
   return CopyLeaseGrant{lease.expiration_ns - now};
 }
 
+absl::Status DynamicReplication::CheckCapAtCopyStart(const ObjectView& object,
+                                                     const ReplicaActionLease& lease,
+                                                     absl::string_view target_domain) const {
+  // Admission counted the cap; a store that reported its replicas late
+  // (after a master restart) may have filled it since.
+  int64_t counted = 0;
+  for (const ReplicaDescriptor& d : object.replicas) {
+    if (d.kind != ReplicaKind::kMemory || d.status != ReplicaStatus::kComplete) continue;
+    if (domain_aware() && DomainCost(target_domain, ReplicaDomain(d)) != 0) continue;
+    ++counted;
+  }
+  if (counted < knobs_.dynamic_replication_max_memory_replicas) return absl::OkStatus();
+  return RejectionStatus(
+      RejectReason::kReplicaLimit,
+      absl::StrCat("object '", lease.name.key, "' has ", counted,
+                   " readable MEMORY replicas (dynamic_replication_max_memory_replicas ",
+                   knobs_.dynamic_replication_max_memory_replicas, ") since lease ",
+                   lease.lease_id.value, " was granted"));
+}
+
 absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
     ClientId client, const CopyStartRequest& req) {
   MutexLock control(&control_mu_);
@@ -422,6 +443,10 @@ absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
   if (!target.has_value() || target->unmounting || !target->allocatable) {
     return fail(absl::FailedPreconditionError(absl::StrCat(
         "target segment ", lease.target_segment.value, " is no longer a valid target")));
+  }
+  if (!lease.warmup) {
+    absl::Status cap = CheckCapAtCopyStart(*object, lease, target->location.domain);
+    if (!cap.ok()) return fail(std::move(cap));
   }
   absl::StatusOr<CopyStartResponse> started = master_->LeasedCopyStart(client, req);
   if (!started.ok()) {

@@ -394,6 +394,92 @@ TEST_F(DynamicReplicationStage1, CopyLeaseReadsAreConfirmedOnlyWhileTheLeaseHold
             absl::StatusCode::kNotFound);
 }
 
+// Found by the swarm (seed 633): after a master restart, a store reported
+// its ordinary replica of a key between the key's admission and its copy's
+// start; the copy then put the key over the cap. With a cap of 2 and one
+// replica at admission, a late report of a second one stops the copy at
+// its start: refused with replica_limit, the lease and task cleared, no
+// target replica left behind.
+TEST_F(DynamicReplicationStage1, ACopyDoesNotStartWhenALateReportFilledTheCap) {
+  HS_ASSERT_OK(h_.AddStore(3, kMiB, "h3"));
+  const ReplicaActionLease lease = Granted();
+  const std::vector<Task> tasks = h_.Fetch(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  // The store that is neither the source nor the target reports a replica
+  // of the same version.
+  const uint64_t reporter = lease.target_segment == SegmentId(2) ? 3 : 2;
+  ManifestEntry late;
+  late.name = ObjectName{"", "k"};
+  late.version = version_;
+  late.segment_id = SegmentId(reporter);
+  late.offset = 0;
+  late.size_bytes = 1000;
+  late.complete = true;
+  ReportManifestRequest report;
+  report.entries = {late};
+  report.last = true;
+  absl::StatusOr<ReportManifestResponse> reported =
+      h_.master().ReportManifest(ClientId(reporter), report);
+  HS_ASSERT_OK(reported);
+  ASSERT_EQ(reported->results.size(), 1u);
+  HS_ASSERT_OK(reported->results[0]);
+
+  const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
+  const absl::StatusOr<CopyStartResponse> started =
+      h_.rm().DynamicReplicaCopyStart(ClientId(1), fence);
+  HS_EXPECT_REASON(started, RejectReason::kReplicaLimit);
+  EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
+  EXPECT_FALSE(h_.master().GetTask(fence.task_id).has_value());
+  absl::StatusOr<ObjectView> object = h_.master().GetObjectView(ObjectName{"", "k"});
+  HS_ASSERT_OK(object);
+  ASSERT_EQ(object->replicas.size(), 2u);
+  for (const ReplicaDescriptor& d : object->replicas) {
+    EXPECT_FALSE(d.dynamic);
+    EXPECT_EQ(d.status, ReplicaStatus::kComplete);
+  }
+}
+
+// The same report after the copy started: the copy in flight, which
+// admission counted, gives way to the ordinary replica (ordinary data is
+// never refused for an optional copy): it is revoked, its CopyEnd refused.
+TEST_F(DynamicReplicationStage1, ALateReportAtTheCapRevokesTheDynamicCopyInFlight) {
+  HS_ASSERT_OK(h_.AddStore(3, kMiB, "h3"));
+  const ReplicaActionLease lease = Granted();
+  const std::vector<Task> tasks = h_.Fetch(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
+  HS_ASSERT_OK(h_.rm().DynamicReplicaCopyStart(ClientId(1), fence));
+  const uint64_t reporter = lease.target_segment == SegmentId(2) ? 3 : 2;
+  ManifestEntry late;
+  late.name = ObjectName{"", "k"};
+  late.version = version_;
+  late.segment_id = SegmentId(reporter);
+  late.offset = 0;
+  late.size_bytes = 1000;
+  late.complete = true;
+  ReportManifestRequest report;
+  report.entries = {late};
+  report.last = true;
+  absl::StatusOr<ReportManifestResponse> reported =
+      h_.master().ReportManifest(ClientId(reporter), report);
+  HS_ASSERT_OK(reported);
+  ASSERT_EQ(reported->results.size(), 1u);
+  HS_ASSERT_OK(reported->results[0]);
+
+  EXPECT_FALSE(h_.master().GetTask(fence.task_id).has_value());
+  EXPECT_FALSE(h_.rm().DynamicReplicaCopyEnd(ClientId(1), fence).ok());
+  h_.Settle();
+  EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
+  absl::StatusOr<ObjectView> object = h_.master().GetObjectView(ObjectName{"", "k"});
+  HS_ASSERT_OK(object);
+  ASSERT_EQ(object->replicas.size(), 2u);
+  for (const ReplicaDescriptor& d : object->replicas) {
+    EXPECT_FALSE(d.dynamic);
+    EXPECT_EQ(d.status, ReplicaStatus::kComplete);
+  }
+  EXPECT_EQ(h_.master().GetSegment(lease.target_segment)->reserved_bytes, 0u);
+}
+
 TEST_F(DynamicReplicationStage1, AnExpiredCopyLeaseIsNotConfirmed) {
   const ReplicaActionLease lease = Granted();
   const std::vector<Task> tasks = h_.Fetch(1);
