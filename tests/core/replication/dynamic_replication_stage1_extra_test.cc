@@ -21,7 +21,30 @@ using testing::kMiB;
 using testing::ReplicationHarness;
 using testing::ReplicationTestKnobs;
 
-class DynamicReplicationStage1 : public testing::OneObjectTwoStores {};
+class DynamicReplicationStage1 : public testing::OneObjectTwoStores {
+ protected:
+  // A third store (neither `lease`'s source nor its target) reports a
+  // complete replica of "k" at its version, as a store reporting late after
+  // a master restart does. REQUIRES: AddStore(3, ...).
+  void ReportLateReplicaOfK(const ReplicaActionLease& lease) {
+    const uint64_t reporter = lease.target_segment == SegmentId(2) ? 3 : 2;
+    ManifestEntry late;
+    late.name = ObjectName{"", "k"};
+    late.version = version_;
+    late.segment_id = SegmentId(reporter);
+    late.offset = 0;
+    late.size_bytes = 1000;
+    late.complete = true;
+    ReportManifestRequest report;
+    report.entries = {late};
+    report.last = true;
+    absl::StatusOr<ReportManifestResponse> reported =
+        h_.master().ReportManifest(ClientId(reporter), report);
+    HS_ASSERT_OK(reported);
+    ASSERT_EQ(reported->results.size(), 1u);
+    HS_ASSERT_OK(reported->results[0]);
+  }
+};
 
 TEST_F(DynamicReplicationStage1, WindowEntryLimitAdmitsAHotKeyWhileTheTableIsFullOfColdKeys) {
   ReplicationKnobs knobs = ReplicationTestKnobs();
@@ -407,22 +430,7 @@ TEST_F(DynamicReplicationStage1, ACopyDoesNotStartWhenALateReportFilledTheCap) {
   ASSERT_EQ(tasks.size(), 1u);
   // The store that is neither the source nor the target reports a replica
   // of the same version.
-  const uint64_t reporter = lease.target_segment == SegmentId(2) ? 3 : 2;
-  ManifestEntry late;
-  late.name = ObjectName{"", "k"};
-  late.version = version_;
-  late.segment_id = SegmentId(reporter);
-  late.offset = 0;
-  late.size_bytes = 1000;
-  late.complete = true;
-  ReportManifestRequest report;
-  report.entries = {late};
-  report.last = true;
-  absl::StatusOr<ReportManifestResponse> reported =
-      h_.master().ReportManifest(ClientId(reporter), report);
-  HS_ASSERT_OK(reported);
-  ASSERT_EQ(reported->results.size(), 1u);
-  HS_ASSERT_OK(reported->results[0]);
+  ASSERT_NO_FATAL_FAILURE(ReportLateReplicaOfK(lease));
 
   const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
   const absl::StatusOr<CopyStartResponse> started =
@@ -449,22 +457,7 @@ TEST_F(DynamicReplicationStage1, ALateReportAtTheCapRevokesTheDynamicCopyInFligh
   ASSERT_EQ(tasks.size(), 1u);
   const CopyTaskFence fence = ReplicationHarness::FenceOf(tasks[0]);
   HS_ASSERT_OK(h_.rm().DynamicReplicaCopyStart(ClientId(1), fence));
-  const uint64_t reporter = lease.target_segment == SegmentId(2) ? 3 : 2;
-  ManifestEntry late;
-  late.name = ObjectName{"", "k"};
-  late.version = version_;
-  late.segment_id = SegmentId(reporter);
-  late.offset = 0;
-  late.size_bytes = 1000;
-  late.complete = true;
-  ReportManifestRequest report;
-  report.entries = {late};
-  report.last = true;
-  absl::StatusOr<ReportManifestResponse> reported =
-      h_.master().ReportManifest(ClientId(reporter), report);
-  HS_ASSERT_OK(reported);
-  ASSERT_EQ(reported->results.size(), 1u);
-  HS_ASSERT_OK(reported->results[0]);
+  ASSERT_NO_FATAL_FAILURE(ReportLateReplicaOfK(lease));
 
   EXPECT_FALSE(h_.master().GetTask(fence.task_id).has_value());
   EXPECT_FALSE(h_.rm().DynamicReplicaCopyEnd(ClientId(1), fence).ok());
