@@ -44,6 +44,16 @@ class DynamicReplicationStage1 : public testing::OneObjectTwoStores {
     ASSERT_EQ(reported->results.size(), 1u);
     HS_ASSERT_OK(reported->results[0]);
   }
+  // "k" ends with its put replica and the late one, no dynamic copy.
+  void ExpectKHoldsTwoOrdinaryReplicas() {
+    absl::StatusOr<ObjectView> object = h_.master().GetObjectView(ObjectName{"", "k"});
+    HS_ASSERT_OK(object);
+    ASSERT_EQ(object->replicas.size(), 2u);
+    for (const ReplicaDescriptor& d : object->replicas) {
+      EXPECT_FALSE(d.dynamic);
+      EXPECT_EQ(d.status, ReplicaStatus::kComplete);
+    }
+  }
 };
 
 TEST_F(DynamicReplicationStage1, WindowEntryLimitAdmitsAHotKeyWhileTheTableIsFullOfColdKeys) {
@@ -438,13 +448,7 @@ TEST_F(DynamicReplicationStage1, ACopyDoesNotStartWhenALateReportFilledTheCap) {
   HS_EXPECT_REASON(started, RejectReason::kReplicaLimit);
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
   EXPECT_FALSE(h_.master().GetTask(fence.task_id).has_value());
-  absl::StatusOr<ObjectView> object = h_.master().GetObjectView(ObjectName{"", "k"});
-  HS_ASSERT_OK(object);
-  ASSERT_EQ(object->replicas.size(), 2u);
-  for (const ReplicaDescriptor& d : object->replicas) {
-    EXPECT_FALSE(d.dynamic);
-    EXPECT_EQ(d.status, ReplicaStatus::kComplete);
-  }
+  ExpectKHoldsTwoOrdinaryReplicas();
 }
 
 // The same report after the copy started: the copy in flight, which
@@ -463,13 +467,7 @@ TEST_F(DynamicReplicationStage1, ALateReportAtTheCapRevokesTheDynamicCopyInFligh
   EXPECT_FALSE(h_.rm().DynamicReplicaCopyEnd(ClientId(1), fence).ok());
   h_.Settle();
   EXPECT_FALSE(h_.dr().FindPending(ObjectName{"", "k"}).has_value());
-  absl::StatusOr<ObjectView> object = h_.master().GetObjectView(ObjectName{"", "k"});
-  HS_ASSERT_OK(object);
-  ASSERT_EQ(object->replicas.size(), 2u);
-  for (const ReplicaDescriptor& d : object->replicas) {
-    EXPECT_FALSE(d.dynamic);
-    EXPECT_EQ(d.status, ReplicaStatus::kComplete);
-  }
+  ExpectKHoldsTwoOrdinaryReplicas();
   EXPECT_EQ(h_.master().GetSegment(lease.target_segment)->reserved_bytes, 0u);
 }
 
