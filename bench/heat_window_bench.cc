@@ -12,12 +12,9 @@
 //     same keys.
 //
 // A final table prints every ratio. Run: heatsink-heat-window-bench
-#include <malloc.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/resident_bytes.h"
 #include "benchmark/benchmark.h"
 #include "core/env/rng.h"
 #include "core/replication/heat_window.h"
@@ -113,17 +111,6 @@ void BM_HeatWindowRecord(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HeatWindowRecord)->Threads(1)->Threads(2)->UseRealTime();
-
-// Resident bytes of the process, after returning freed heap memory to the
-// system so earlier benchmarks' garbage does not hide (or absorb) growth.
-int64_t ResidentBytes() {
-  malloc_trim(0);
-  std::ifstream statm("/proc/self/statm");
-  int64_t size_pages = 0;
-  int64_t resident_pages = 0;
-  statm >> size_pages >> resident_pages;
-  return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
 
 void BM_BaselineMapMemory(benchmark::State& state) {
   const int64_t n = state.range(0);

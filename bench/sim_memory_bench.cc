@@ -24,14 +24,13 @@
 //                         bytes per object.
 // Heap bytes are glibc's arena bytes in use plus its mmap-ed blocks.
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bench/resident_bytes.h"
 #include "benchmark/benchmark.h"
 #include "core/base/check.h"
 #include "sim/runner.h"
@@ -43,18 +42,6 @@ namespace {
 double HeapBytesInUse() {
   const struct mallinfo2 info = mallinfo2();
   return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
-}
-
-// Resident bytes of the process (/proc/self/statm), after handing free heap
-// pages back to the system.
-double ResidentBytes() {
-  malloc_trim(0);
-  std::ifstream statm("/proc/self/statm");
-  int64_t size_pages = 0;
-  int64_t resident_pages = 0;
-  statm >> size_pages >> resident_pages;
-  HS_CHECK_MSG(statm.good(), "cannot read /proc/self/statm");
-  return static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 std::string BulkPutScenario(int64_t objects) {
@@ -75,7 +62,7 @@ class EndSampler : public RunObserver {
  public:
   absl::Status AtEnd(const RunWorld& /*world*/) override {
     end_heap = HeapBytesInUse();
-    end_resident = ResidentBytes();
+    end_resident = static_cast<double>(ResidentBytes());
     return absl::OkStatus();
   }
   double end_heap = 0;
@@ -97,7 +84,7 @@ Footprint Measure(int64_t objects) {
   options.keep_scenario_echo = false;
   EndSampler end;
   options.observer = &end;
-  const double resident_before = ResidentBytes();
+  const double resident_before = static_cast<double>(ResidentBytes());
   const double before = HeapBytesInUse();
   double peak = before;
   options.progress = [&peak](TimeNs, TimeNs, uint64_t) {

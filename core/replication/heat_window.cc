@@ -339,9 +339,10 @@ uint32_t ProbeVictim(ShardT& s, int32_t probe_slots, int64_t cur, int32_t n, int
 }
 
 // Makes `e` the entry of `key` with one read in sub-bucket `cur`.
+// `key_block_len`: its tenant, key and domain bytes together.
 template <typename SlotT>
-void FillNewEntry(SlotT& e, HeatKeyView key, uint64_t hash, int64_t cur, int32_t n) {
-  const size_t key_block_len = key.tenant.size() + key.key.size() + key.domain.size();
+void FillNewEntry(SlotT& e, HeatKeyView key, size_t key_block_len, uint64_t hash, int64_t cur,
+                  int32_t n) {
   // A replaced entry's block is reused when the new key has the same
   // length (keys of one workload usually do); otherwise it is reallocated.
   if (e.block == nullptr || e.block_len() != key_block_len) {
@@ -427,7 +428,7 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
     slot = best;
     replaced = true;
   }
-  FillNewEntry(s.slot(slot), key, hash, cur, n);
+  FillNewEntry(s.slot(slot), key, key_block_len, hash, cur, n);
   // The replacement may have shifted index cells: find the empty cell again.
   const size_t cell = replaced ? FindKey(s, hash, key).pos : found.pos;
   s.index[cell] = (TagOf(hash) << kSlotBits) | (slot + 1);

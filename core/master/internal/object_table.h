@@ -106,11 +106,11 @@ struct ObjectNameEq {
   }
 };
 
-// Nodes, not slots: a flat map keeps name and metadata (192 bytes) in every
-// slot, so between its load factors of 7/16 and 7/8 an object costs 220 to
-// 440 bytes; a node costs its 192 bytes (plus the allocator's 16) and an
-// 8-byte slot (2026-12-07: 405 against 591 bytes per object at 10^6 objects
-// in heatsink-sim-memory-bench, and no slower in heatsink-master-bench).
+// Nodes, not slots: a flat map keeps name and metadata in every slot, so
+// between its load factors of 7/16 and 7/8 an object costs 1.1 to 2.3 times
+// their size; a node costs their size, the allocator's header and an 8-byte
+// slot (measurements: docs/performance.md, "Memory per object in the
+// simulator").
 using ObjectMap = absl::node_hash_map<ObjectName, ObjectMeta, ObjectNameHash, ObjectNameEq>;
 
 struct Shard {
