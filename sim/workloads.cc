@@ -116,6 +116,20 @@ struct ReadProcess {
   bool active() const { return next_ns < end_ns && reads_left != 0; }
 };
 
+}  // namespace
+
+void ClearOp(SimOp* op) {
+  std::vector<std::string> keys = std::move(op->keys);
+  std::string client = std::move(op->client);
+  keys.clear();
+  client.clear();
+  *op = SimOp();
+  op->keys = std::move(keys);
+  op->client = std::move(client);
+}
+
+namespace {
+
 class SyntheticOpStream final : public OpStream {
  public:
   SyntheticOpStream(const Scenario& s, int32_t index, const Rng& rng)
@@ -133,7 +147,7 @@ class SyntheticOpStream final : public OpStream {
   void OwnSampler(std::unique_ptr<ZipfSampler> z) { samplers_.push_back(std::move(z)); }
 
   absl::StatusOr<bool> Next(SimOp* op) override {
-    *op = SimOp();
+    ClearOp(op);
     op->workload = index_;
     op->tenant = workload_.tenant;
     if (puts_done_ < put_objects_) {
@@ -387,7 +401,8 @@ class MergedOpStream final : public OpStream {
       return absl::ResourceExhaustedError(
           absl::StrCat("the scenario generates more than ", ops_max_, " operations"));
     }
-    *op = std::move(*heads_[best]);
+    // The caller's spent op goes to the source, which fills it again.
+    std::swap(*op, *heads_[best]);
     ++emitted_;
     HS_RETURN_IF_ERROR(Refill(best));
     return true;
@@ -395,11 +410,10 @@ class MergedOpStream final : public OpStream {
 
  private:
   absl::Status Refill(size_t i) {
-    heads_[i].reset();
-    SimOp next;
-    HS_ASSIGN_OR_RETURN(bool more, sources_[i]->Next(&next));
+    if (!heads_[i].has_value()) heads_[i].emplace();
+    HS_ASSIGN_OR_RETURN(bool more, sources_[i]->Next(&*heads_[i]));
     // Sources are time-ordered, so the first op at or past the end ends it.
-    if (more && next.t_ns < end_ns_) heads_[i] = std::move(next);
+    if (!more || heads_[i]->t_ns >= end_ns_) heads_[i].reset();
     return absl::OkStatus();
   }
 

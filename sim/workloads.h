@@ -124,10 +124,15 @@ class OpStream {
  public:
   virtual ~OpStream() = default;
   // Fills *op with the next operation and returns true, or returns false at
-  // the end. Times never decrease. Errors (limits, unreadable trace) end the
-  // stream.
+  // the end. Every field of *op is overwritten (the caller may pass an op it
+  // is done with, so its storage can be reused). Times never decrease.
+  // Errors (limits, unreadable trace) end the stream.
   [[nodiscard]] virtual absl::StatusOr<bool> Next(SimOp* op) = 0;
 };
+
+// Resets *op to SimOp() but keeps the storage of its keys and client, so a
+// stream that fills the same op again and again does not allocate for them.
+void ClearOp(SimOp* op);
 
 struct ExpandOptions {
   // Most operations one scenario stream emits (RESOURCE_EXHAUSTED beyond).

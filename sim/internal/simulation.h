@@ -327,6 +327,17 @@ class Simulation {
     int64_t waiting = 0;
     std::vector<ObjectName> names;
   };
+  // A single put in progress (see IssuePut). Its callbacks name it by its
+  // index in puts_, so each fits in an event's inline storage.
+  struct PutRt {
+    ObjectName name;
+    ClientId writer;
+    int writer_host = 0;
+    int target = -1;  // host of the replica, once PutStart answered
+    uint64_t size = 0;
+    Version version = 0;
+    std::optional<size_t> request_row;
+  };
   // A batch put in progress (see IssueBatchPut).
   struct PutBatchRt {
     ClientId writer;
@@ -377,6 +388,12 @@ class Simulation {
   void PumpNext();
   absl::Status Execute(SimOp& op);
   void IssuePut(const SimOp& op, std::optional<size_t> request_row);
+  // IssuePut's steps after PutStart, after the flow and after PutEnd.
+  void PutStarted(uint32_t put, absl::StatusOr<PutStartResponse> started);
+  void PutMoved(uint32_t put, absl::Status moved);
+  void PutEnded(uint32_t put, absl::Status ended);
+  // Ends the put (EndPut), finishes its request and frees its record.
+  void FinishPut(uint32_t put);
   // A put of several keys: one BatchPutStart, a flow per started key, then,
   // once every flow has ended, one BatchPutEnd for the keys that landed and
   // one BatchPutRevoke for the rest. A key is readable once its end is
@@ -475,6 +492,10 @@ class Simulation {
   // waiters run in registration order.
   absl::flat_hash_map<ObjectName, absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1>>
       puts_in_flight_;
+  // Records of single puts in progress, reused through a free list (the
+  // pool is given back once a large burst of puts has ended).
+  std::vector<PutRt> puts_;
+  std::vector<uint32_t> free_puts_;
 
   // master_crashes bookkeeping (sim/internal/simulation_crash.cc).
   int64_t master_restarts_ = 0;

@@ -26,7 +26,9 @@ void Simulation::PumpNext() {
   }
   if (!*more) return;
   env_.engine().ScheduleAt(std::max(next_op_.t_ns, env_.NowNs()), [this] {
-    SimOp op = std::move(next_op_);
+    // Executed in place: PumpNext hands the spent op back to the stream,
+    // which reuses its storage for the next one.
+    SimOp& op = next_op_;
     if (options_.observer != nullptr) options_.observer->OnOp(env_.NowNs(), op);
     if (absl::Status st = Execute(op); !st.ok()) {
       Fail(st);
@@ -166,61 +168,93 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
   req.replica_num = 1;
   // Mooncake's client prefers the segment of its own host.
   for (const MountSegmentRequest& s : host.segments) req.preferred_segments.push_back(s.segment_id);
-  const ClientId writer = client.id;
-  const int writer_host = client.host;
-  const ObjectName name = req.name;
-  const uint64_t size = req.size_bytes;
-  puts_in_flight_.try_emplace(name);
-  host.master_client->PutStart(
-      writer, req,
-      [this, writer, writer_host, name, size,
-       request_row](absl::StatusOr<PutStartResponse> started) {
-        if (!started.ok() || started->replicas.empty()) {
-          CountMetric("sim_puts_failed_total");
-          EndPut(name);
-          FinishRequestOp(request_row);
-          return;
-        }
-        const ReplicaDescriptor replica = started->replicas.front();
-        const Version version = started->version;
-        const std::optional<int> target = HostOfSegment(replica.segment_id);
-        HS_CHECK(target.has_value());
-        FlowSpec flow;
-        flow.src_host = writer_host;
-        flow.dst_host = *target;
-        flow.bytes = static_cast<int64_t>(size);
-        auto finish = [this, writer, writer_host, name, size, version, target,
-                       request_row](absl::Status moved) {
-          SimMasterClient* mc = hosts_[static_cast<size_t>(writer_host)].master_client.get();
-          if (!moved.ok()) {
-            CountMetric("sim_puts_failed_total");
-            mc->PutRevoke(writer, PutRevokeRequest{name, version}, [](absl::Status) {});
-            EndPut(name);
-            FinishRequestOp(request_row);
-            return;
-          }
-          mc->PutEnd(writer, PutEndRequest{name, version},
-                     [this, name, size, target, request_row](absl::Status ended) {
-                       if (ended.ok()) {
-                         CountMetric("sim_puts_total");
-                         HostRt& h = hosts_[static_cast<size_t>(*target)];
-                         if (h.numa != nullptr) h.numa->Store(name, size);
-                       } else {
-                         CountMetric("sim_puts_failed_total");
-                       }
-                       EndPut(name);
-                       FinishRequestOp(request_row);
-                     });
-        };
-        absl::StatusOr<FlowId> id = network_->StartFlow(flow, std::move(finish));
-        if (!id.ok()) {
-          CountMetric("sim_puts_failed_total");
-          hosts_[static_cast<size_t>(writer_host)].master_client->PutRevoke(
-              writer, PutRevokeRequest{name, version}, [](absl::Status) {});
-          EndPut(name);
-          FinishRequestOp(request_row);
-        }
-      });
+  uint32_t put = 0;
+  if (free_puts_.empty()) {
+    put = static_cast<uint32_t>(puts_.size());
+    puts_.emplace_back();
+  } else {
+    put = free_puts_.back();
+    free_puts_.pop_back();
+  }
+  PutRt& p = puts_[put];
+  p.name = req.name;
+  p.writer = client.id;
+  p.writer_host = client.host;
+  p.target = -1;
+  p.size = req.size_bytes;
+  p.version = 0;
+  p.request_row = request_row;
+  puts_in_flight_.try_emplace(p.name);
+  host.master_client->PutStart(p.writer, req,
+                               [this, put](absl::StatusOr<PutStartResponse> started) {
+                                 PutStarted(put, std::move(started));
+                               });
+}
+
+void Simulation::PutStarted(uint32_t put, absl::StatusOr<PutStartResponse> started) {
+  PutRt& p = puts_[put];
+  if (!started.ok() || started->replicas.empty()) {
+    CountMetric("sim_puts_failed_total");
+    FinishPut(put);
+    return;
+  }
+  p.version = started->version;
+  const std::optional<int> target = HostOfSegment(started->replicas.front().segment_id);
+  HS_CHECK(target.has_value());
+  p.target = *target;
+  FlowSpec flow;
+  flow.src_host = p.writer_host;
+  flow.dst_host = p.target;
+  flow.bytes = static_cast<int64_t>(p.size);
+  absl::StatusOr<FlowId> id = network_->StartFlow(
+      flow, [this, put](absl::Status moved) { PutMoved(put, std::move(moved)); });
+  if (!id.ok()) {
+    CountMetric("sim_puts_failed_total");
+    hosts_[static_cast<size_t>(p.writer_host)].master_client->PutRevoke(
+        p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
+    FinishPut(put);
+  }
+}
+
+void Simulation::PutMoved(uint32_t put, absl::Status moved) {
+  const PutRt& p = puts_[put];
+  SimMasterClient* mc = hosts_[static_cast<size_t>(p.writer_host)].master_client.get();
+  if (!moved.ok()) {
+    CountMetric("sim_puts_failed_total");
+    mc->PutRevoke(p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
+    FinishPut(put);
+    return;
+  }
+  mc->PutEnd(p.writer, PutEndRequest{p.name, p.version},
+             [this, put](absl::Status ended) { PutEnded(put, std::move(ended)); });
+}
+
+void Simulation::PutEnded(uint32_t put, absl::Status ended) {
+  const PutRt& p = puts_[put];
+  if (ended.ok()) {
+    CountMetric("sim_puts_total");
+    HostRt& h = hosts_[static_cast<size_t>(p.target)];
+    if (h.numa != nullptr) h.numa->Store(p.name, p.size);
+  } else {
+    CountMetric("sim_puts_failed_total");
+  }
+  FinishPut(put);
+}
+
+namespace {
+// A pool of put records at least this large is given back once empty.
+constexpr size_t kPutPoolKeepMax = size_t{1} << 14;
+}  // namespace
+
+void Simulation::FinishPut(uint32_t put) {
+  // EndPut may start reads that wait for this put; they never touch puts_.
+  EndPut(puts_[put].name);
+  FinishRequestOp(puts_[put].request_row);
+  free_puts_.push_back(put);
+  if (free_puts_.size() == puts_.size() && puts_.size() > kPutPoolKeepMax) {
+    puts_ = {};
+    free_puts_ = {};
+  }
 }
 
 void Simulation::IssueBatchPut(const SimOp& op, std::optional<size_t> request_row) {
