@@ -54,10 +54,48 @@ EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   Slot& s = slots_[slot];
   s.fn = std::move(fn);
   s.key = key;
-  heap_.push_back(HeapEntry{t, key});
-  std::push_heap(heap_.begin(), heap_.end(), Later());
+  HeapPush(HeapEntry{t, key});
   ++pending_;
   return key;
+}
+
+void Engine::HeapPush(const HeapEntry& e) {
+  size_t i = heap_.size();
+  heap_.push_back(e);
+  while (i > 0) {
+    const size_t parent = (i - 1) / kHeapArity;
+    if (!Later()(heap_[parent], e)) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = e;
+}
+
+void Engine::HeapPop() {
+  const HeapEntry last = heap_.back();
+  heap_.pop_back();
+  if (heap_.empty()) return;
+  heap_[0] = last;
+  HeapSiftDown(0);
+}
+
+void Engine::HeapSiftDown(size_t i) {
+  const size_t n = heap_.size();
+  if (i >= n) return;
+  const HeapEntry moving = heap_[i];
+  for (;;) {
+    const size_t first = i * kHeapArity + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t end = std::min(first + kHeapArity, n);
+    for (size_t c = first + 1; c < end; ++c) {
+      if (Later()(heap_[best], heap_[c])) best = c;
+    }
+    if (!Later()(moving, heap_[best])) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = moving;
 }
 
 bool Engine::Cancel(EventId id) {
@@ -84,7 +122,7 @@ void Engine::DropStaleEntries() {
     return slots_[e.key & kSlotMask].key != e.key;
   });
   heap_.erase(live_end, heap_.end());
-  std::make_heap(heap_.begin(), heap_.end(), Later());
+  for (size_t i = heap_.size() / kHeapArity + 1; i-- > 0;) HeapSiftDown(i);
   stale_ = 0;
 }
 
@@ -160,8 +198,7 @@ const Engine::HeapEntry* Engine::PeekLive() {
   while (!heap_.empty()) {
     const HeapEntry& top = heap_.front();
     if (slots_[top.key & kSlotMask].key == top.key) return &top;
-    std::pop_heap(heap_.begin(), heap_.end(), Later());
-    heap_.pop_back();
+    HeapPop();
     --stale_;
   }
   return nullptr;
@@ -198,9 +235,15 @@ void Engine::RunEvent(const NextEvent& next) {
 
 void Engine::RunTop() {
   const HeapEntry top = heap_.front();
-  std::pop_heap(heap_.begin(), heap_.end(), Later());
-  heap_.pop_back();
+  HeapPop();
   const uint32_t slot = static_cast<uint32_t>(top.key & kSlotMask);
+  // The next top's slot is likely the next event's: fetch it while this one
+  // runs (with a million events waiting, the slab is far larger than cache).
+  if (!heap_.empty()) {
+    const char* next = reinterpret_cast<const char*>(&slots_[heap_.front().key & kSlotMask]);
+    __builtin_prefetch(next);
+    __builtin_prefetch(next + sizeof(Slot) - 1);
+  }
   // Move the callback out and free its slot first: the event may schedule
   // more events (growing slots_) and must not be cancellable while running.
   EventFn fn = std::move(slots_[slot].fn);

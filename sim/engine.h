@@ -7,7 +7,7 @@
 // re-entrantly. SimClock and SimExecutor expose the engine to core code through
 // the core/env interfaces, so core components cannot tell they are simulated.
 //
-// Layout, chosen for speed: the heap holds 16-byte PODs {time, key} where
+// Layout, chosen for speed: the (4-ary) heap holds 16-byte PODs {time, key} where
 // key = (sequence << 24) | slot; the callbacks live in a slab of slots reused
 // through a free list. An event id is its key, so Cancel is O(1): it empties
 // the slot and leaves a stale heap entry that the run loop skips (lazy
@@ -196,6 +196,14 @@ class Engine {
     TimeNs time;
     uint64_t key;  // (sequence << kSlotBits) | slot; also the EventId
   };
+  // The event heap is 4-ary: a node's children are 64 contiguous bytes (one
+  // or two cache lines), and a heap of a million events is half as deep as a
+  // binary one.
+  static constexpr size_t kHeapArity = 4;
+  void HeapPush(const HeapEntry& e);
+  // Removes the top. REQUIRES: !heap_.empty().
+  void HeapPop();
+  void HeapSiftDown(size_t i);
   // Min-heap order on (time, key); key order is sequence order.
   struct Later {
     bool operator()(const HeapEntry& a, const HeapEntry& b) const {
