@@ -189,6 +189,7 @@ void SwarmChecker::OnMasterCrash(TimeNs now_ns) {
   missing_since_ns_.clear();
   burst_leases_.clear();
   last_heat_decision_ns_.clear();
+  at_cap_ns_.clear();
   mode_on_since_ns_ = -1;
 }
 
@@ -362,7 +363,6 @@ absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
   if (world.now_ns - mode_on_since_ns_ < bound) return absl::OkStatus();
   const int64_t hit_count = k.AdmissionHitCount();
   for (const auto& [key, last_ns] : last_heat_decision_ns_) {
-    if (world.now_ns - last_ns <= bound) continue;
     const ObjectName name = key.object();
     if (rm.replication().HeatCount(name, key.domain) < hit_count) continue;
     absl::StatusOr<ObjectView> object = rm.master().GetObjectView(name);
@@ -378,7 +378,18 @@ absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
         ++counted;
       }
     }
-    if (counted >= k.dynamic_replication_max_memory_replicas) continue;
+    if (counted >= k.dynamic_replication_max_memory_replicas) {
+      at_cap_ns_[key] = world.now_ns;
+      continue;
+    }
+    // The key needs a decision since it fell below its cap (a replica lost
+    // with its worker, evicted or dropped) or since its last decision,
+    // whichever is later; the fall is seen at the last check that found the
+    // key at its cap, at most a check interval early.
+    const auto at_cap = at_cap_ns_.find(key);
+    const TimeNs since_ns =
+        at_cap == at_cap_ns_.end() ? last_ns : std::max(last_ns, at_cap->second);
+    if (world.now_ns - since_ns <= bound) continue;
     return Violate(world, "liveness.hot_key_reevaluated",
                    absl::StrCat(FormatName(name), " (requester domain '", key.domain,
                                 "') is still hot with ", counted,

@@ -43,7 +43,9 @@
 //   liveness.hot_key_reevaluated a heat key that had a decision and is still
 //                                at or above the hit count, below its cap,
 //                                with its object complete and the mode on,
-//                                gets a new decision within max(admission
+//                                gets a new decision (counted from the later
+//                                of its last decision and the last check that
+//                                found it at its cap) within max(admission
 //                                cooldown, recreate cooldown, retry delay,
 //                                lease TTL + reaping period) + two heat
 //                                sub-buckets + the drain interval + 1 s
@@ -158,6 +160,8 @@ class SwarmChecker final : public RunObserver {
   // Sustained heat: the last heat decision per heat key, since when the mode
   // has been on (-1: off now), when the check last ran.
   std::map<HeatKey, TimeNs> last_heat_decision_ns_;
+  // The last check that found the heat key at its replica cap.
+  std::map<HeatKey, TimeNs> at_cap_ns_;
   TimeNs mode_on_since_ns_ = -1;
   TimeNs last_heat_check_ns_ = 0;
   int64_t copy_ends_accepted_ = 0;

@@ -69,7 +69,9 @@
 // ordinary trigger is queued; a key that cooled is dropped; one that holds
 // its cap now is looked at again after the retry delay without a decision
 // (its reads record no heat, so it soon cools); one whose object still runs a
-// copy task is looked at again one heat sub-bucket later. Nothing is
+// copy task is looked at again when a pending dynamic copy of the object
+// (of any domain) ends or fails, or, with none pending, one heat sub-bucket
+// later. Nothing is
 // re-armed after below_threshold, target_domain_has_replica or mode_off, nor
 // for proposals and warmup. So a hot key gets a new decision at each cooldown end
 // until it holds its cap or cools.
@@ -476,6 +478,9 @@ class DynamicReplication final : public ReadObserver,
   void RearmAfter(const AdmissionInput& input, const AdmissionResult& result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
   void ScheduleRecheck(TimeNs due_ns, HeatKeyView key);
+  // Parks `key` on a pending dynamic copy of its object, of any domain
+  // (the first in PendingKey order); false when none is pending.
+  bool ParkOnPendingCopyOf(const HeatKey& key) ABSL_LOCKS_EXCLUDED(mu_);
   // Arms the recheck timer for `due_ns` unless it is armed for that time or
   // earlier.
   void ArmRecheckTimer(TimeNs due_ns);

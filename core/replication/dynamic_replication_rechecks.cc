@@ -109,6 +109,18 @@ void DynamicReplication::RearmAfter(const AdmissionInput& input, const Admission
   if (TransientRejection(reason)) ScheduleRecheck(now + retry, key);
 }
 
+bool DynamicReplication::ParkOnPendingCopyOf(const HeatKey& key) {
+  MutexLock lock(&mu_);
+  // The object's pending copies sort together, the empty domain first.
+  const auto it = pending_.lower_bound(PendingKey{key.object(), Domain()});
+  if (it == pending_.end() || it->first.name != key.object()) return false;
+  if (!rechecks_.Park(BlockerOf(it->first), key.view()).ok()) {
+    metrics_.recheck_overflows.Add();
+    ++stats_.rechecks_lost;
+  }
+  return true;
+}
+
 void DynamicReplication::ScheduleRecheck(TimeNs due_ns, HeatKeyView key) {
   if (!rechecks_.Schedule(due_ns, key).ok()) {
     metrics_.recheck_overflows.Add();
@@ -145,10 +157,14 @@ void DynamicReplication::RunRechecks() {
   const TimeNs now = Now();
   const std::vector<HeatKey> due = rechecks_.TakeDue(now, kRecheckBatchMax);
   if (enabled()) {
-    // A copy task of the object still running (typically a dynamic copy that
-    // ended and whose worker has not reported the task complete yet) would
-    // only turn the look into a `pending` line: look again one heat
-    // sub-bucket later instead, without a decision.
+    // A copy task of the object still running would only turn the look into
+    // a `pending` line. While a dynamic copy of the object is pending (for
+    // any domain), the key parks on it and is looked at when it ends or
+    // fails: polling could keep missing the instant between back-to-back
+    // copies of another domain whose leases expire (swarm seed 2917).
+    // Otherwise (an ordinary copy task, or a dynamic copy that ended and
+    // whose worker has not reported the task complete yet) it is looked at
+    // again one heat sub-bucket later, without a decision.
     const DurationNs defer = window_.options().window_ns / window_.options().sub_buckets;
     for (const HeatKey& key : due) {
       if (window_.CountInWindow(now, key.view()) < hit_count_) {
@@ -157,7 +173,7 @@ void DynamicReplication::RunRechecks() {
       }
       absl::StatusOr<ObjectView> object = master_->GetObjectView(key.object());
       if (object.ok() && object->replication_task.valid()) {
-        ScheduleRecheck(now + defer, key.view());
+        if (!ParkOnPendingCopyOf(key)) ScheduleRecheck(now + defer, key.view());
         continue;
       }
       if (object.ok() && AtReplicaCap(*object, key.domain)) {

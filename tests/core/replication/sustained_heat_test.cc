@@ -162,6 +162,74 @@ TEST_F(SustainedHeat, TransientRejectionIsRetriedAfterTheRetryDelay) {
   EXPECT_EQ(Kind(h_.sink().records(), DecisionOutcome::kAccepted).size(), 1u) << h_.sink().Jsonl();
 }
 
+// Domain-aware, one replica per domain: "k" lives in domain da and is hot in
+// db and dc. Copies are never run, so each db copy fails when its lease
+// expires and db, parked on it, is admitted again at that instant.
+class SustainedHeatTwoDomains : public ::testing::Test {
+ protected:
+  SustainedHeatTwoDomains() : h_(Knobs()) {
+    HS_CHECK_OK(h_.AddStore(1, kMiB, "a1", "da"));
+    HS_CHECK_OK(h_.AddStore(2, kMiB, "b1", "db"));
+    HS_CHECK_OK(h_.AddStore(3, kMiB, "c1", "dc"));
+    HS_CHECK_OK(h_.Put("k", 1000, {SegmentId(1)}).status());
+  }
+
+  static ReplicationKnobs Knobs() {
+    ReplicationKnobs k = ReplicationTestKnobs();  // window 1 s in 4 sub-buckets, hit count 3
+    k.dynamic_replication_domain_aware = true;
+    k.dynamic_replication_max_memory_replicas = 1;
+    k.dynamic_replication_admission_cooldown_ms = 0;
+    k.dynamic_replication_lease_ttl_ms = 450;
+    k.dynamic_replication_admission_retry_ms = 1'000;
+    return k;
+  }
+
+  std::vector<DecisionRecord> Of(const std::string& domain) {
+    std::vector<DecisionRecord> out;
+    for (const DecisionRecord& r : h_.sink().records()) {
+      if (r.kind == DecisionKind::kHeat && r.requester_domain == domain) out.push_back(r);
+    }
+    return out;
+  }
+
+  ReplicationHarness h_;
+};
+
+TEST_F(SustainedHeatTwoDomains, AKeyBehindAnotherDomainsCopyIsLookedAtWhenThatCopyEnds) {
+  // db is admitted first; dc's first look meets db's copy (pending).
+  h_.ReadTimes("k", 3, "db");
+  h_.Settle();
+  h_.ReadTimes("k", 3, "dc");
+  h_.Settle();
+  ASSERT_EQ(Of("db").size(), 1u) << h_.sink().Jsonl();
+  ASSERT_EQ(Of("dc").size(), 1u) << h_.sink().Jsonl();
+  EXPECT_EQ(Of("dc")[0].reason, RejectReason::kPending);
+  // Both stay hot for 3 s; every db copy fails at its lease's end.
+  for (int i = 0; i < 30; ++i) {
+    h_.ReadTimes("k", 1, "db");
+    h_.ReadTimes("k", 1, "dc");
+    h_.env().AdvanceBy(kStepNs);
+  }
+  const std::vector<DecisionRecord> db = Of("db");
+  const std::vector<DecisionRecord> dc = Of("dc");
+  ASSERT_GE(db.size(), 4u) << h_.sink().Jsonl();
+  // After its retry delay dc looks again, finds db's copy running and waits
+  // on it: dc is decided again exactly when a db copy ends, never later
+  // than the copy after its retry delay (before, it looked again one heat
+  // sub-bucket at a time and kept missing the instant between db's copies).
+  ASSERT_GE(dc.size(), 2u) << h_.sink().Jsonl();
+  const TimeNs retry_end = dc[0].t_ns + MsToNs(1'000);
+  const auto ends_db_copy = [&](TimeNs t) {
+    for (const DecisionRecord& r : db) {
+      if (r.outcome == DecisionOutcome::kAccepted && r.t_ns + MsToNs(450) == t) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(ends_db_copy(dc[1].t_ns)) << h_.sink().Jsonl();
+  EXPECT_LE(dc[1].t_ns, retry_end + MsToNs(450)) << h_.sink().Jsonl();
+  HS_EXPECT_OK(h_.rm().CheckInvariants());
+}
+
 // --------------------------------------------------------- optional replicas
 
 class OptionalReplicas : public SustainedHeat {};
