@@ -252,8 +252,9 @@ void Simulation::FinishPut(uint32_t put) {
   FinishRequestOp(puts_[put].request_row);
   free_puts_.push_back(put);
   if (free_puts_.size() == puts_.size() && puts_.size() > kPutPoolKeepMax) {
-    puts_ = {};
-    free_puts_ = {};
+    // Not `= {}`: assigning an empty list keeps a vector's capacity.
+    puts_ = std::vector<PutRt>();
+    free_puts_ = std::vector<uint32_t>();
   }
 }
 
