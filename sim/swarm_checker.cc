@@ -355,7 +355,11 @@ absl::Status SwarmChecker::CheckSustainedHeat(const RunWorld& world) {
   const MasterKnobs& mk = rm.master_knobs();
   const DurationNs bound =
       std::max({k.admission_cooldown_ns(), k.recreate_cooldown_ns(), k.admission_retry_ns(),
-                k.lease_ttl_ns() + mk.sweep_interval_ns()}) +
+                k.lease_ttl_ns() + mk.sweep_interval_ns(),
+                // A copy task of the object holds the look until it ends; one
+                // whose worker died ends when the master times it out.
+                mk.pending_task_timeout_ns() + mk.processing_task_timeout_ns() +
+                    mk.sweep_interval_ns()}) +
       // A look that finds the key just below the hit count drops it; the
       // key then crosses again within a sub-bucket, seen one drain later.
       2 * (k.heat_window_ns() / k.dynamic_replication_heat_window_sub_buckets) +

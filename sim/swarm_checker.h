@@ -47,7 +47,8 @@
 //                                of its last decision and the last check that
 //                                found it at its cap) within max(admission
 //                                cooldown, recreate cooldown, retry delay,
-//                                lease TTL + reaping period) + two heat
+//                                lease TTL + reaping period, pending + processing
+//                                task timeouts + reaping period) + two heat
 //                                sub-buckets + the drain interval + 1 s
 //                                (DESIGN 1); checked once
 //                                per simulated second, and not once a
