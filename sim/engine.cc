@@ -59,12 +59,23 @@ EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   return key;
 }
 
+namespace {
+
+// (time, key) as one unsigned number, for one comparison instead of two.
+// Times are never negative.
+inline unsigned __int128 RankOf(TimeNs time, uint64_t key) {
+  return (static_cast<unsigned __int128>(static_cast<uint64_t>(time)) << 64) | key;
+}
+
+}  // namespace
+
 void Engine::HeapPush(const HeapEntry& e) {
   size_t i = heap_.size();
   heap_.push_back(e);
+  const unsigned __int128 rank = RankOf(e.time, e.key);
   while (i > 0) {
     const size_t parent = (i - 1) / kHeapArity;
-    if (!Later()(heap_[parent], e)) break;
+    if (RankOf(heap_[parent].time, heap_[parent].key) < rank) break;
     heap_[i] = heap_[parent];
     i = parent;
   }
@@ -83,15 +94,21 @@ void Engine::HeapSiftDown(size_t i) {
   const size_t n = heap_.size();
   if (i >= n) return;
   const HeapEntry moving = heap_[i];
+  const unsigned __int128 rank = RankOf(moving.time, moving.key);
   for (;;) {
     const size_t first = i * kHeapArity + 1;
     if (first >= n) break;
     size_t best = first;
+    unsigned __int128 best_rank = RankOf(heap_[first].time, heap_[first].key);
     const size_t end = std::min(first + kHeapArity, n);
     for (size_t c = first + 1; c < end; ++c) {
-      if (Later()(heap_[best], heap_[c])) best = c;
+      const unsigned __int128 r = RankOf(heap_[c].time, heap_[c].key);
+      if (r < best_rank) {
+        best = c;
+        best_rank = r;
+      }
     }
-    if (!Later()(moving, heap_[best])) break;
+    if (rank < best_rank) break;
     heap_[i] = heap_[best];
     i = best;
   }
