@@ -171,7 +171,8 @@ class SyntheticOpStream final : public OpStream {
     op->reader = static_cast<int64_t>(reader);
     op->client = p->readers.Client(reader).name;
     op->requester_domain = p->readers.Client(reader).domain;
-    std::vector<int64_t> ranks;
+    std::vector<int64_t>& ranks = ranks_;  // reused: no allocation per read
+    ranks.clear();
     while (static_cast<int64_t>(ranks.size()) < p->batch_size) ranks.push_back(NextRank(*p, ranks));
     // A drifting hot set: rank r reads object (r + steps) mod objects.
     const int64_t steps =
@@ -217,6 +218,7 @@ class SyntheticOpStream final : public OpStream {
   int64_t puts_done_ = 0;
   std::vector<ReadProcess> processes_;
   std::vector<std::unique_ptr<ZipfSampler>> samplers_;
+  std::vector<int64_t> ranks_;  // the current read's key ranks
 };
 
 absl::StatusOr<std::unique_ptr<ZipfSampler>> MakeSampler(int64_t n, double skew,
