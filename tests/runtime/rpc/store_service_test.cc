@@ -410,7 +410,8 @@ TEST_F(BoundClusterTest, PutAndGetOverTheGrpcDataPath) {
 TEST_F(BoundClusterTest, CallersNameOnlyTheirOwnTenant) {
   std::unique_ptr<HeatsinkClient> owner = Client(10, "t1");
   const std::string bytes = Pattern(6, 5000);
-  ASSERT_TRUE(owner->Put("k", bytes).ok());
+  const absl::Status put = owner->Put("k", bytes);
+  ASSERT_TRUE(put.ok()) << put;
   const MasterStats before = master_->master().Stats();
 
   // Client 20 is bound to t2 and names t1's object: refused, nothing changes.
