@@ -196,20 +196,15 @@ class Engine {
     TimeNs time;
     uint64_t key;  // (sequence << kSlotBits) | slot; also the EventId
   };
-  // The event heap is 4-ary: a node's children are 64 contiguous bytes (one
-  // or two cache lines), and a heap of a million events is half as deep as a
-  // binary one.
+  // The event heap is a min-heap on (time, key) (key order is sequence
+  // order) and 4-ary: a node's children are 64 contiguous bytes (one or two
+  // cache lines), and a heap of a million events is half as deep as a binary
+  // one.
   static constexpr size_t kHeapArity = 4;
   void HeapPush(const HeapEntry& e);
   // Removes the top. REQUIRES: !heap_.empty().
   void HeapPop();
   void HeapSiftDown(size_t i);
-  // Min-heap order on (time, key); key order is sequence order.
-  struct Later {
-    bool operator()(const HeapEntry& a, const HeapEntry& b) const {
-      return a.time > b.time || (a.time == b.time && a.key > b.key);
-    }
-  };
   struct Slot {
     EventFn fn;
     uint64_t key = 0;  // 0: free

@@ -116,8 +116,8 @@ struct ReadProcess {
   bool active() const { return next_ns < end_ns && reads_left != 0; }
 };
 
-}  // namespace
-
+// Resets *op to SimOp() but keeps the storage of its keys and client, so a
+// stream that fills the same op again and again does not allocate for them.
 void ClearOp(SimOp* op) {
   std::vector<std::string> keys = std::move(op->keys);
   std::string client = std::move(op->client);
@@ -127,8 +127,6 @@ void ClearOp(SimOp* op) {
   op->keys = std::move(keys);
   op->client = std::move(client);
 }
-
-namespace {
 
 class SyntheticOpStream final : public OpStream {
  public:
@@ -171,14 +169,15 @@ class SyntheticOpStream final : public OpStream {
     op->reader = static_cast<int64_t>(reader);
     op->client = p->readers.Client(reader).name;
     op->requester_domain = p->readers.Client(reader).domain;
-    std::vector<int64_t>& ranks = ranks_;  // reused: no allocation per read
-    ranks.clear();
-    while (static_cast<int64_t>(ranks.size()) < p->batch_size) ranks.push_back(NextRank(*p, ranks));
+    ranks_.clear();
+    while (static_cast<int64_t>(ranks_.size()) < p->batch_size) {
+      ranks_.push_back(NextRank(*p, ranks_));
+    }
     // A drifting hot set: rank r reads object (r + steps) mod objects.
     const int64_t steps =
         p->drift_step_ns > 0 ? (op->t_ns - p->first_read_ns) / p->drift_step_ns : 0;
-    for (int64_t rank : ranks) op->keys.push_back(Key((rank + steps) % p->objects));
-    op->kind = ranks.size() == 1 ? SimOpKind::kGet : SimOpKind::kBatchGet;
+    for (int64_t rank : ranks_) op->keys.push_back(Key((rank + steps) % p->objects));
+    op->kind = ranks_.size() == 1 ? SimOpKind::kGet : SimOpKind::kBatchGet;
     const DurationNs m = p->mean_gap_ns;
     p->next_ns += rng_.UniformRange(m - m / 2, m + m / 2);
     if (p->reads_left > 0) --p->reads_left;

@@ -130,10 +130,6 @@ class OpStream {
   [[nodiscard]] virtual absl::StatusOr<bool> Next(SimOp* op) = 0;
 };
 
-// Resets *op to SimOp() but keeps the storage of its keys and client, so a
-// stream that fills the same op again and again does not allocate for them.
-void ClearOp(SimOp* op);
-
 struct ExpandOptions {
   // Most operations one scenario stream emits (RESOURCE_EXHAUSTED beyond).
   int64_t ops_max = 500'000'000;

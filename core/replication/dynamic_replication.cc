@@ -1,9 +1,9 @@
 // DynamicReplication, part one: construction, the read path (heat), admission
 // and proposals. Sustained heat (re-evaluating keys that stay hot) is in
-// dynamic_replication_rechecks.cc. Part two (dynamic_replication_lifecycle.cc): pending state
-// and lease expiry, removals, the dynamic copy lifecycle, warmup, views and
-// invariants. The contract and the order of checks are in
-// dynamic_replication.h; these files say why where it is not obvious.
+// dynamic_replication_rechecks.cc, warmup in dynamic_replication_warmup.cc.
+// Part two (dynamic_replication_lifecycle.cc): pending state and lease expiry,
+// removals, the dynamic copy lifecycle, views and invariants. The contract and the order of checks
+// are in dynamic_replication.h; these files say why where it is not obvious.
 #include "core/replication/dynamic_replication.h"
 
 #include <algorithm>

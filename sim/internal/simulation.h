@@ -392,6 +392,8 @@ class Simulation {
   void PutStarted(uint32_t put, absl::StatusOr<PutStartResponse> started);
   void PutMoved(uint32_t put, absl::Status moved);
   void PutEnded(uint32_t put, absl::Status ended);
+  // A put whose data did not move: counted failed, revoked and finished.
+  void RevokePut(uint32_t put);
   // Ends the put (EndPut), finishes its request and frees its record.
   void FinishPut(uint32_t put);
   // A put of several keys: one BatchPutStart, a flow per started key, then,

@@ -208,25 +208,26 @@ void Simulation::PutStarted(uint32_t put, absl::StatusOr<PutStartResponse> start
   flow.bytes = static_cast<int64_t>(p.size);
   absl::StatusOr<FlowId> id = network_->StartFlow(
       flow, [this, put](absl::Status moved) { PutMoved(put, std::move(moved)); });
-  if (!id.ok()) {
-    CountMetric("sim_puts_failed_total");
-    hosts_[static_cast<size_t>(p.writer_host)].master_client->PutRevoke(
-        p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
-    FinishPut(put);
-  }
+  if (!id.ok()) RevokePut(put);
 }
 
 void Simulation::PutMoved(uint32_t put, absl::Status moved) {
-  const PutRt& p = puts_[put];
-  SimMasterClient* mc = hosts_[static_cast<size_t>(p.writer_host)].master_client.get();
   if (!moved.ok()) {
-    CountMetric("sim_puts_failed_total");
-    mc->PutRevoke(p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
-    FinishPut(put);
+    RevokePut(put);
     return;
   }
-  mc->PutEnd(p.writer, PutEndRequest{p.name, p.version},
-             [this, put](absl::Status ended) { PutEnded(put, std::move(ended)); });
+  const PutRt& p = puts_[put];
+  hosts_[static_cast<size_t>(p.writer_host)].master_client->PutEnd(
+      p.writer, PutEndRequest{p.name, p.version},
+      [this, put](absl::Status ended) { PutEnded(put, std::move(ended)); });
+}
+
+void Simulation::RevokePut(uint32_t put) {
+  const PutRt& p = puts_[put];
+  CountMetric("sim_puts_failed_total");
+  hosts_[static_cast<size_t>(p.writer_host)].master_client->PutRevoke(
+      p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
+  FinishPut(put);
 }
 
 void Simulation::PutEnded(uint32_t put, absl::Status ended) {
