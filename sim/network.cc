@@ -186,9 +186,14 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
       spec.dst_nic >= nic_count(spec.dst_host)) {
     return absl::InvalidArgumentError("flow NIC index out of range");
   }
-  if (flows_alive_ >= knobs_.flows_max) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("flows_max (", knobs_.flows_max, ") flows already alive"));
+  if (spec.count < 1 || spec.count > knobs_.flows_max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flow group of ", spec.count, " flows outside [1, flows_max=", knobs_.flows_max, "]"));
+  }
+  if (flows_alive_ > knobs_.flows_max - spec.count) {
+    return absl::ResourceExhaustedError(absl::StrCat("flows_max (", knobs_.flows_max,
+                                                     ") would be passed: ", flows_alive_,
+                                                     " flows alive, ", spec.count, " more asked"));
   }
   if (free_flow_slots_.empty() && flows_.size() > kFlowSlotMask) {
     return absl::ResourceExhaustedError(
@@ -226,6 +231,7 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   flow.dst_nic = spec.dst_nic;
   flow.distance = DistanceBetween(spec.src_host, spec.dst_host);
   flow.bytes = spec.bytes;
+  flow.count = spec.count;
   // Under `equal` sharing background flows are ordinary ones.
   flow.background = spec.traffic_class == TrafficClass::kBackground;
   flow.background_class =
@@ -237,8 +243,8 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   flow.event = engine_->ScheduleAfter(
       setup_ns, [this, token] { Activate(TokenSlot(token), TokenId(token)); });
   flow_slot_.emplace(id, slot);
-  ++flows_alive_;
-  ++counters_.flows_started;
+  flows_alive_ += spec.count;
+  counters_.flows_started += static_cast<uint64_t>(spec.count);
   return id;
 }
 
@@ -309,8 +315,8 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
     Settle(c);
   }
   for (uint32_t r : c.resources) {
-    ++resources_[r].flows;
-    if (c.background) ++resources_[r].background_flows;
+    resources_[r].flows += flow.count;
+    if (c.background) resources_[r].background_flows += flow.count;
   }
   flow.moving = true;
   flow.route_class = route_class;
@@ -321,6 +327,7 @@ void Network::Join(uint32_t slot, uint32_t route_class) {
   c.heap.push_back(Member{flow.target_work, flow.join_order, slot});
   std::push_heap(c.heap.begin(), c.heap.end(), MemberAfter());
   ++c.members;
+  c.flows += flow.count;
 }
 
 void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
@@ -330,9 +337,10 @@ void Network::Leave(uint32_t slot, std::vector<uint32_t>& touched) {
   const bool was_first = c.heap.front().join_order == flow.join_order;
   flow.moving = false;  // its heap entry is stale from here
   --c.members;
+  c.flows -= flow.count;
   for (uint32_t r : c.resources) {
-    --resources_[r].flows;
-    if (c.background) --resources_[r].background_flows;
+    resources_[r].flows -= flow.count;
+    if (c.background) resources_[r].background_flows -= flow.count;
     touched.push_back(r);
   }
   if (c.members > 0) {
@@ -421,8 +429,8 @@ Network::Work Network::RemainingWorkNow(const Flow& flow) const {
 void Network::CountProgress(Flow& flow, Work remaining) {
   const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
   const uint64_t bytes_done = static_cast<uint64_t>((total - remaining) / kWorkPerByte);
-  const uint64_t delta = bytes_done - flow.bytes_counted;
-  if (delta == 0) return;
+  if (bytes_done == flow.bytes_counted) return;
+  const uint64_t delta = (bytes_done - flow.bytes_counted) * static_cast<uint64_t>(flow.count);
   flow.bytes_counted = bytes_done;
   counters_.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
   counters_.host_bytes_sent[flow.src_host] += delta;
@@ -481,8 +489,8 @@ void Network::Complete(uint32_t slot) {
   }
   CountProgress(flow, remaining);
   FlowDone done = std::move(flow.done);
+  counters_.flows_completed += static_cast<uint64_t>(flow.count);
   FreeSlot(slot);
-  ++counters_.flows_completed;
   // The remaining flows' rates are re-solved once for every flow that ends
   // now (see RequestReshare); `done` only starts flows, which begin in setup.
   if (!touched_.empty()) RequestReshare(touched_);
@@ -501,7 +509,8 @@ void Network::FreeSlot(uint32_t slot) {
   flow.dst_nic = -1;
   flow.done = nullptr;
   free_flow_slots_.push_back(slot);
-  --flows_alive_;
+  flows_alive_ -= flow.count;
+  flow.count = 1;
 }
 
 void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& touched) {
@@ -517,8 +526,8 @@ void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& to
   }
   CountProgress(flow, remaining);
   FlowDone done = std::move(flow.done);
+  counters_.flows_failed += static_cast<uint64_t>(flow.count);
   FreeSlot(slot);
-  ++counters_.flows_failed;
   // Posted, so a failure never calls back into the code that caused it.
   engine_->Post([done = std::move(done), status = std::move(status)]() mutable {
     std::move(done)(std::move(status));
@@ -672,7 +681,8 @@ NetworkCounters Network::Counters() const {
     const Work remaining = RemainingWorkNow(flow);
     const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
     const uint64_t delta =
-        static_cast<uint64_t>((total - remaining) / kWorkPerByte) - flow.bytes_counted;
+        (static_cast<uint64_t>((total - remaining) / kWorkPerByte) - flow.bytes_counted) *
+        static_cast<uint64_t>(flow.count);
     out.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
     out.host_bytes_sent[flow.src_host] += delta;
     out.host_bytes_received[flow.dst_host] += delta;

@@ -76,6 +76,17 @@
 // of setup, the source NIC with the fewest sending flows and the destination
 // NIC with the fewest receiving flows (ties: lowest NIC index).
 //
+// Flow groups (bulk operations): a FlowSpec with count = k > 1 is k flows of
+// `bytes` each, started together over the same route and NIC pair. They join
+// their class together, always move at the same rate and land at the same
+// instant, so the group is one class member (weight k in the solver, k in
+// every flow count and NIC load, k times the bytes in the counters) with one
+// timer and one `done`. Against k single flows started in the same event the
+// rates, completion times and counters are the same to the byte; what
+// differs is the number of engine events (one completion instead of k) and,
+// on hosts with several NICs and no NIC named, the NIC choice: the group
+// takes one least-loaded pair where single flows would spread.
+//
 // Host indices passed to any method must be in [0, host_count()) (a
 // programmer error otherwise), except in StartFlow, which reports
 // INVALID_ARGUMENT.
@@ -122,6 +133,8 @@ struct FlowSpec {
   // 0..kSourceDelayMaxNs.
   DurationNs source_delay_ns = 0;
   TrafficClass traffic_class = TrafficClass::kForeground;
+  // Flows in the group, 1..flows_max (see "Flow groups" above).
+  int64_t count = 1;
 
   static constexpr DurationNs kSourceDelayMaxNs = DurationNs{3'600} * 1'000'000'000;
 };
@@ -248,6 +261,7 @@ class Network {
     // ones.
     std::vector<Member> heap;
     int64_t members = 0;  // live entries
+    int64_t flows = 0;    // flows of the live entries (a group counts its size)
     Work clock = 0;  // virtual progress of every member, as of settled_ns
     TimeNs settled_ns = 0;
     int64_t rate_bytes_per_s = 0;  // per flow; 0 until its first re-solve
@@ -270,7 +284,8 @@ class Network {
     int src_nic = -1;
     int dst_nic = -1;
     Distance distance = Distance::kSameHost;
-    int64_t bytes = 0;
+    int64_t bytes = 0;  // per flow of the group
+    int64_t count = 1;  // flows in the group
     bool moving = false;
     bool background = false;        // TrafficClass::kBackground (accounting)
     bool background_class = false;  // shares as background (not under `equal`)
@@ -279,7 +294,7 @@ class Network {
     uint64_t join_order = 0;   // ties between equal targets; unique
     uint64_t rated_after = 0;  // the class's `solves` count once it has a rate
     EventId event = kNoTimer;  // activation, while in setup
-    uint64_t bytes_counted = 0;  // bytes already in counters_
+    uint64_t bytes_counted = 0;  // bytes per flow already in counters_
     FlowDone done;
   };
   struct HostState {

@@ -38,7 +38,7 @@ void Network::Reshare(absl::Span<const uint32_t> seeds) {
       if (c.visit_epoch == epoch_) continue;
       c.visit_epoch = epoch_;
       component_classes_.push_back(k);
-      component_flows += c.members;
+      component_flows += c.flows;
       for (uint32_t other : c.resources) visit_resource(other);
     }
   }
@@ -139,7 +139,7 @@ void Network::SolvePass(int64_t foreground_units, int64_t background_units) {
       const int64_t share = std::max<int64_t>(
           1, static_cast<int64_t>(static_cast<__int128>(capacity) * units / unfixed));
       c.next_rate_bytes_per_s = share;
-      const int64_t members = c.members;
+      const int64_t members = c.flows;
       const __int128 charge = static_cast<__int128>(share) * members;
       // The bottleneck is charged too: a later pass shares what is left.
       for (uint32_t r : c.resources) {

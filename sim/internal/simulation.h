@@ -396,13 +396,14 @@ class Simulation {
   void RevokePut(uint32_t put);
   // Ends the put (EndPut), finishes its request and frees its record.
   void FinishPut(uint32_t put);
-  // A put of several keys: one BatchPutStart, a flow per started key, then,
-  // once every flow has ended, one BatchPutEnd for the keys that landed and
-  // one BatchPutRevoke for the rest. A key is readable once its end is
-  // answered.
+  // A put of several keys: one BatchPutStart, one flow group per target host
+  // of the started keys, then, once every group has ended, one BatchPutEnd
+  // for the keys that landed and one BatchPutRevoke for the rest. A key is
+  // readable once its end is answered.
   // More keys than the master's batch_keys_max go in several batches.
   void IssueBatchPut(const SimOp& op, std::optional<size_t> request_row);
   void StartBatchPut(const HostRt& host, PutBatchHandle batch);
+  void BatchPutStarted(const PutBatchHandle& batch, const absl::StatusOr<BatchPutStartResponse>& r);
   void EndBatchPut(const PutBatchHandle& batch);
   void IssueRead(const SimOp& op, std::optional<size_t> request_row);
   void ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt);

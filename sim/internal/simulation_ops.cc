@@ -288,38 +288,58 @@ void Simulation::StartBatchPut(const HostRt& host, PutBatchHandle batch) {
   for (const MountSegmentRequest& s : host.segments) req.preferred_segments.push_back(s.segment_id);
   const ClientId writer = batch->writer;
   host.master_client->BatchPutStart(
-      writer, std::move(req), [this, batch](absl::StatusOr<BatchPutStartResponse> r) {
-        const size_t n = batch->names.size();
-        batch->versions.assign(n, 0);
-        batch->targets.assign(n, -1);
-        batch->landed.assign(n, false);
-        batch->flows_outstanding = 1;  // until every flow below is started
-        for (size_t i = 0; i < n; ++i) {
-          const absl::StatusOr<PutStartResponse>* started = r.ok() ? &r->results[i] : nullptr;
-          if (started == nullptr || !started->ok() || (*started)->replicas.empty()) {
-            // Nothing to end or revoke: the key's put failed here.
-            CountMetric("sim_puts_failed_total");
-            EndPut(batch->names[i]);
-            continue;
+      writer, std::move(req),
+      [this, batch](absl::StatusOr<BatchPutStartResponse> r) { BatchPutStarted(batch, r); });
+}
+
+void Simulation::BatchPutStarted(const PutBatchHandle& batch,
+                                 const absl::StatusOr<BatchPutStartResponse>& r) {
+  const size_t n = batch->names.size();
+  batch->versions.assign(n, 0);
+  batch->targets.assign(n, -1);
+  batch->landed.assign(n, false);
+  // The keys bound for one host travel as one flow group (sim/network.h,
+  // "Flow groups"): same source, destination and size, started together.
+  // Groups start in the order of their first key.
+  std::vector<std::pair<int, int64_t>> groups;  // (target host, keys)
+  for (size_t i = 0; i < n; ++i) {
+    const absl::StatusOr<PutStartResponse>* started = r.ok() ? &r->results[i] : nullptr;
+    if (started == nullptr || !started->ok() || (*started)->replicas.empty()) {
+      // Nothing to end or revoke: the key's put failed here.
+      CountMetric("sim_puts_failed_total");
+      EndPut(batch->names[i]);
+      continue;
+    }
+    batch->versions[i] = (*started)->version;
+    const std::optional<int> target = HostOfSegment((*started)->replicas.front().segment_id);
+    HS_CHECK(target.has_value());
+    batch->targets[i] = *target;
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == *target; });
+    if (group == groups.end()) {
+      groups.emplace_back(*target, 1);
+    } else {
+      ++group->second;
+    }
+  }
+  batch->flows_outstanding = 1;  // until every group below is started
+  for (const auto& [target, keys] : groups) {
+    FlowSpec flow;
+    flow.src_host = batch->writer_host;
+    flow.dst_host = target;
+    flow.bytes = static_cast<int64_t>(batch->size);
+    flow.count = keys;
+    ++batch->flows_outstanding;
+    absl::StatusOr<FlowId> id =
+        network_->StartFlow(flow, [this, batch, target = target](absl::Status moved) {
+          for (size_t i = 0; i < batch->names.size(); ++i) {
+            if (batch->targets[i] == target) batch->landed[i] = moved.ok();
           }
-          batch->versions[i] = (*started)->version;
-          const std::optional<int> target = HostOfSegment((*started)->replicas.front().segment_id);
-          HS_CHECK(target.has_value());
-          batch->targets[i] = *target;
-          FlowSpec flow;
-          flow.src_host = batch->writer_host;
-          flow.dst_host = *target;
-          flow.bytes = static_cast<int64_t>(batch->size);
-          ++batch->flows_outstanding;
-          absl::StatusOr<FlowId> id =
-              network_->StartFlow(flow, [this, batch, i](absl::Status moved) {
-                batch->landed[i] = moved.ok();
-                if (--batch->flows_outstanding == 0) EndBatchPut(batch);
-              });
-          if (!id.ok()) --batch->flows_outstanding;  // revoked with the batch
-        }
-        if (--batch->flows_outstanding == 0) EndBatchPut(batch);
-      });
+          if (--batch->flows_outstanding == 0) EndBatchPut(batch);
+        });
+    if (!id.ok()) --batch->flows_outstanding;  // revoked with the batch
+  }
+  if (--batch->flows_outstanding == 0) EndBatchPut(batch);
 }
 
 void Simulation::EndBatchPut(const PutBatchHandle& batch) {

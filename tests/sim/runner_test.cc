@@ -174,6 +174,29 @@ TEST(Runner, BatchPutStartsEveryKeyInOneCallAndEndsThoseThatLanded) {
             Metric(run, "sim_control_messages_total") + 6);
 }
 
+// The keys of a batch bound for one host travel as one flow group (sim/
+// network.h, "Flow groups"): a batch of 100 keys costs the engine about what
+// a batch of 2 does, not an activation and a completion per key.
+TEST(Runner, BatchPutMovesTheKeysForOneHostAsOneFlowGroup) {
+  auto batch_of = [](int keys) {
+    std::string list;
+    for (int k = 0; k < keys; ++k) absl::StrAppend(&list, k == 0 ? "" : ", ", "\"k", k, "\"");
+    std::string scenario = absl::StrReplaceAll(
+        kBatchPut,
+        {{R"("keys": ["a", "b", "c"], "size_bytes": "1MiB")",
+          absl::StrCat(R"("keys": [)", list, R"(], "size_bytes": "1KiB")")},
+         {R"("keys": ["a", "b", "c"], "at_ms": 100)", R"("keys": ["k0"], "at_ms": 100)"}});
+    return MustRun(Parse(scenario));
+  };
+  const RunResult hundred = batch_of(100);
+  const RunResult two = batch_of(2);
+  EXPECT_EQ(Metric(hundred, "sim_puts_total"), 100);
+  EXPECT_EQ(Metric(two, "sim_puts_total"), 2);
+  EXPECT_EQ(hundred.reads, 1);
+  EXPECT_LT(hundred.events_simulated - two.events_simulated, 10)
+      << hundred.events_simulated << " events against " << two.events_simulated;
+}
+
 TEST(Runner, SameScenarioSameResultInOneProcess) {
   const Scenario s = Load("scenarios/cross-domain-reuse.json");
   Scenario shorter = s;
