@@ -308,6 +308,10 @@ struct Workload {
   WorkloadType type = WorkloadType::kScripted;
   std::string tenant = std::string(kDefaultTenant);
   TimeNs start_ns = 0;     // trace: offset of trace time 0; synthetic: time of the puts
+  // Synthetic (zipf, cross_domain_reuse, cold_start): keys per initial put.
+  // 1: one put per object; above 1: batch_puts of that many keys, each by
+  // the next writer in turn.
+  int64_t put_batch_keys = 1;
   TraceWorkload trace;
   ZipfWorkload zipf;
   CrossDomainReuseWorkload cross_domain_reuse;

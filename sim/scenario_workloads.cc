@@ -309,6 +309,11 @@ absl::Status ParseWorkloads(ParseContext& ctx, const JsonField& f) {
         HS_RETURN_IF_ERROR(ParseScript(ctx, r, w, &w.scripted));
         break;
     }
+    if (w.type == WorkloadType::kZipf || w.type == WorkloadType::kCrossDomainReuse ||
+        w.type == WorkloadType::kColdStart) {
+      HS_RETURN_IF_ERROR(r.Int("put_batch_keys", &w.put_batch_keys, 1,
+                               static_cast<int64_t>(ctx.options->limits.batch_keys_max)));
+    }
     HS_RETURN_IF_ERROR(r.Finish());
     s.workloads.push_back(std::move(w));
   }

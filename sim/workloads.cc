@@ -135,7 +135,8 @@ class SyntheticOpStream final : public OpStream {
         index_(index),
         rng_(rng.Fork(workload_.name)) {}
 
-  // Puts of objects [0, n) at `t_ns`, by `writers` in turn.
+  // Puts of objects [0, n) at the workload's start, by `writers` in turn:
+  // one put per object, or batch_puts of the workload's put_batch_keys.
   void SetPuts(std::vector<ClientRef> writers, int64_t objects, int64_t size_bytes) {
     writers_ = std::move(writers);
     put_objects_ = objects;
@@ -149,14 +150,15 @@ class SyntheticOpStream final : public OpStream {
     op->workload = index_;
     op->tenant = workload_.tenant;
     if (puts_done_ < put_objects_) {
-      const ClientRef& w = writers_[static_cast<size_t>(puts_done_) % writers_.size()];
+      const int64_t batch = workload_.put_batch_keys;
+      const ClientRef& w = writers_[static_cast<size_t>(puts_done_ / batch) % writers_.size()];
       op->t_ns = workload_.start_ns;
-      op->kind = SimOpKind::kPut;
-      op->keys.push_back(Key(puts_done_));
+      op->kind = batch == 1 ? SimOpKind::kPut : SimOpKind::kBatchPut;
+      const int64_t end = std::min(put_objects_, puts_done_ + batch);
+      for (; puts_done_ < end; ++puts_done_) op->keys.push_back(Key(puts_done_));
       op->size_bytes = put_size_bytes_;
       op->client = w.name;
       op->requester_domain = w.domain;
-      ++puts_done_;
       return true;
     }
     ReadProcess* p = nullptr;

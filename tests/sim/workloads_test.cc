@@ -383,6 +383,62 @@ TEST(SyntheticWorkloads, ZipfPutsThenJitteredReads) {
   EXPECT_NE(DescribeAll(All(s, 10)), DescribeAll(ops)) << "another seed, another stream";
 }
 
+// put_batch_keys: the initial puts become batch_puts of that many keys (the
+// last one holds the rest), each by the next writer in turn; the reads after
+// them are the same draws as with one put per object.
+TEST(SyntheticWorkloads, InitialPutsInBatchesByWritersInTurn) {
+  const std::string zipf = R"({"type": "zipf", "name": "z", "objects": 50, "rate_per_s": 1000,
+      "reader_domains": ["a"], "duration_s": 1)";
+  const std::vector<SimOp> batched = All(Synthetic(zipf + R"(, "put_batch_keys": 16})"));
+  const std::vector<SimOp> single = All(Synthetic(zipf + "}"));
+  std::vector<std::vector<std::string>> batches;
+  std::vector<std::string> writers;
+  std::vector<SimOp> batched_reads;
+  for (const SimOp& op : batched) {
+    if (op.kind == SimOpKind::kBatchPut) {
+      EXPECT_EQ(op.t_ns, 0);
+      EXPECT_EQ(op.size_bytes, int64_t{1} << 20);
+      batches.push_back(op.keys);
+      writers.push_back(op.client);
+    } else {
+      ASSERT_NE(op.kind, SimOpKind::kPut);
+      batched_reads.push_back(op);
+    }
+  }
+  ASSERT_EQ(batches.size(), 4u);  // 16 + 16 + 16 + 2
+  EXPECT_EQ(batches[3], (std::vector<std::string>{"z-48", "z-49"}));
+  int64_t next = 0;
+  for (const std::vector<std::string>& keys : batches) {
+    for (const std::string& key : keys) EXPECT_EQ(key, absl::StrCat("z-", next++));
+  }
+  EXPECT_EQ(next, 50);
+  EXPECT_EQ(writers, (std::vector<std::string>{"ha-0/c", "ha-1/c", "ha-2/c", "ha-0/c"}));
+  std::vector<SimOp> single_reads;
+  for (const SimOp& op : single) {
+    if (op.kind != SimOpKind::kPut) single_reads.push_back(op);
+  }
+  EXPECT_EQ(DescribeAll(batched_reads), DescribeAll(single_reads));
+}
+
+TEST(SyntheticWorkloads, PutBatchKeysIsCheckedAndOnlyForSyntheticWorkloads) {
+  ScenarioLoadOptions options;
+  options.check_knob_names = false;
+  auto parse = [&](absl::string_view workload) {
+    return ParseScenario(absl::StrReplaceAll(kSynthetic, {{"WORKLOADS", workload}}), "syn.json", "",
+                         options);
+  };
+  absl::StatusOr<Scenario> zero = parse(R"({"type": "zipf", "objects": 5, "rate_per_s": 1,
+      "put_batch_keys": 0})");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("workloads[0].put_batch_keys"), std::string::npos)
+      << zero.status();
+  absl::StatusOr<Scenario> scripted = parse(R"({"type": "scripted", "put_batch_keys": 4,
+      "ops": [{"op": "put", "client": "ha-0/c", "key": "k", "size_bytes": 1}]})");
+  ASSERT_FALSE(scripted.ok());
+  EXPECT_NE(scripted.status().message().find("put_batch_keys"), std::string::npos)
+      << scripted.status();
+}
+
 TEST(SyntheticWorkloads, ZipfHotSetDriftsOneObjectPerStep) {
   // Skew 10: rank 0 is nearly every read. With drift_step_ms 100, a read at
   // t ms after the first read of rank r reads object (r + floor(t / 100)) mod 20.
