@@ -225,6 +225,10 @@ absl::StatusOr<ValidationReport> CompareRuns(const Scenario& scenario, const Run
     for (const std::string& x : sa) report.common_accepted += static_cast<int64_t>(sb.count(x));
   }
   report.lag = AdmissionLag(a, b);
+  for (const AcceptedDecision& d : a) report.sim_accepted_ns.push_back(d.t_ns);
+  for (const AcceptedDecision& d : b) report.runtime_accepted_ns.push_back(d.t_ns);
+  std::sort(report.sim_accepted_ns.begin(), report.sim_accepted_ns.end());
+  std::sort(report.runtime_accepted_ns.begin(), report.runtime_accepted_ns.end());
   const auto row = [&](std::string metric, double s, double r) {
     report.rows.push_back(ValidationRow{std::move(metric), s, r, RelativeError(s, r)});
   };

@@ -110,6 +110,10 @@ struct ValidationReport {
   std::vector<ValidationRow> rows;
   std::optional<double> host_share_error_max;  // largest relative error of a host's share
   bool calibrated = false;                     // the simulation ran with a calibration applied
+  // Times of the accepted decisions on the scenario's time line, ascending
+  // (the page's admissions-over-time chart).
+  std::vector<TimeNs> sim_accepted_ns;
+  std::vector<TimeNs> runtime_accepted_ns;
 };
 
 // Compares a simulation with a replay of the same scenario and seed.
@@ -122,6 +126,11 @@ struct ValidationReport {
 
 std::string FormatValidationTable(const ValidationReport& report);
 std::string ValidationJson(const ValidationReport& report);
+// A self-contained HTML page (sim/report_html.h): the admission figures, the
+// table, and the two worlds side by side in four charts -- accepted
+// admissions over time, bytes read by distance, each host's share of the
+// bytes served, read latency percentiles. Same report, same bytes.
+std::string ValidationHtml(const ValidationReport& report);
 
 // The whole job: reads DIR/summary.json and DIR/decisions.jsonl, runs the
 // simulation with the replay's seed (checking that it is the scenario the

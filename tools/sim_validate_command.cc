@@ -19,13 +19,18 @@ CLI::App* AddValidateCommand(CLI::App* app, ValidateArgs* args) {
       "seed): Jaccard of accepted admissions, admission time lag, relative errors of bytes by "
       "distance, host-load shares, copies, extra memory; read latency side by side, with the "
       "scenario's network set to this machine's loopback costs when --calibration names a file "
-      "from `heatsink-replay calibrate`. Prints a table; --out writes JSON.");
+      "from `heatsink-replay calibrate`. Prints a table; --out writes JSON, --html a page with "
+      "side-by-side charts.");
   validate->add_option("scenario", args->scenario, "Scenario JSON file the replay ran")
       ->required();
   validate->add_option("--runtime", args->runtime_dir,
                        "Output directory of heatsink-replay (summary.json, decisions.jsonl)")
       ->required();
   validate->add_option("--out", args->out, "Also write the comparison as JSON to this file");
+  validate->add_option("--html", args->html,
+                       "Also write the comparison as a self-contained HTML page to this file: "
+                       "the table and four side-by-side charts (admissions over time, bytes by "
+                       "distance, host shares, read latency)");
   validate->add_option("--calibration", args->calibration,
                        "Calibration JSON (heatsink-replay calibrate): simulate with this machine's "
                        "loopback control latency, transfer overhead and bandwidth");
@@ -64,6 +69,15 @@ int RunValidate(const ValidateArgs& args) {
       return kExitError;
     }
     std::cout << "written: " << args.out << "\n";
+  }
+  if (!args.html.empty()) {
+    const absl::Status written =
+        heatsink::sim::WriteTextFile(args.html, heatsink::sim::ValidationHtml(*report));
+    if (!written.ok()) {
+      std::cerr << "heatsink-sim validate: " << written.message() << "\n";
+      return kExitError;
+    }
+    std::cout << "written: " << args.html << "\n";
   }
   return kExitOk;
 }

@@ -229,5 +229,49 @@ TEST_F(ValidateDirTest, ACalibrationIsAppliedAndNamedInTheLatencyRows) {
   EXPECT_EQ(json.find("(uncalibrated)"), std::string::npos);
 }
 
+// The page: the admission figures, four charts with both worlds side by side,
+// every metric in the table, names escaped, the same bytes for the same report.
+TEST(ValidateHtml, ChartsBothWorldsSideBySide) {
+  ValidationReport r;
+  r.scenario = "s<x>";
+  r.seed = 7;
+  r.sim_accepted = 2;
+  r.runtime_accepted = 2;
+  r.common_accepted = 1;
+  r.jaccard = 1.0 / 3;
+  r.lag = LagStats{1, 2'500'000, 2'500'000};
+  r.sim_accepted_ns = {1'000'000'000, 2'000'000'000};
+  r.runtime_accepted_ns = {1'002'500'000, 3'000'000'000};
+  r.rows = {
+      {"bytes_read.cross_domain", 8 << 20, 9 << 20, RelativeError(8 << 20, 9 << 20)},
+      {"host_load.share.h0", 0.25, 0.5, 1.0},
+      {"host_load.share.h1", 0.75, 0.5, 1.0 / 3},
+      {"copies.completed", 0, 3, RelativeError(0, 3)},
+      {"reads.latency_ns.p50 (uncalibrated)", 100'000, 150'000, 0.5},
+  };
+  const std::string page = ValidationHtml(r);
+  EXPECT_EQ(page, ValidationHtml(r)) << "same report, same bytes";
+  EXPECT_NE(page.find("Validation: s&lt;x&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("s<x>"), std::string::npos);
+  EXPECT_NE(page.find("Jaccard 0.3333"), std::string::npos);
+  EXPECT_NE(page.find("median 2.5 ms"), std::string::npos);
+  size_t charts = 0;
+  for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) {
+    ++charts;
+  }
+  EXPECT_EQ(charts, 4u);
+  for (const char* label : {"Accepted admissions over time", "Bytes read by distance",
+                            "Share of the bytes served, by host", "Read latency", ">h0<", ">h1<",
+                            ">cross_domain<", ">p50<", ">runtime<", ">sim<"}) {
+    EXPECT_NE(page.find(label), std::string::npos) << label;
+  }
+  EXPECT_NE(page.find("12.50%"), std::string::npos);  // 9 MiB against 8 MiB
+  EXPECT_NE(page.find("n/a"), std::string::npos);     // copies: sim made none
+  // Each world's admissions are its own line.
+  ValidationReport later = r;
+  later.runtime_accepted_ns = {1'002'500'000, 4'000'000'000};
+  EXPECT_NE(ValidationHtml(later), page);
+}
+
 }  // namespace
 }  // namespace heatsink::sim
