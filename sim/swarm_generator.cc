@@ -640,6 +640,11 @@ SwarmScenario GenerateSwarmScenario(uint64_t seed) {
 
   Json workloads = Json::array();
   workloads.push_back(DrawZipfWorkload(work, timing, topology));
+  // A third of the seeds put the Zipf objects in batches (flow groups), from
+  // a stream of its own so that the other draws stay those of earlier seeds.
+  if (Rng batching = root.Fork("swarm/put_batch"); Coin(batching, 1, 3)) {
+    workloads.back()["put_batch_keys"] = batching.UniformRange(2, 4);
+  }
   if (std::optional<Json> reuse = DrawReuseWorkload(work, timing, topology.domains)) {
     workloads.push_back(*std::move(reuse));
   }
