@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/base/check.h"
+#include "sim/malloc_tuning.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -173,6 +174,8 @@ BENCHMARK(BM_TraceLengthScaling)->Iterations(1)->UseManualTime()->Unit(benchmark
 }  // namespace heatsink::sim
 
 int main(int argc, char** argv) {
+  // The allocator settings heatsink-sim runs with (sim/malloc_tuning.h).
+  heatsink::sim::ReexecWithMallocTunables(argv);
   // The simulator is single-threaded: Abseil's lock-order bookkeeping (on in
   // Debian's build) only costs time here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

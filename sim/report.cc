@@ -347,6 +347,12 @@ std::string RenderTimingJson(const RunResult& run) {
   } else {
     w.Null();
   }
+  w.Key("malloc_tunables");
+  if (run.malloc_tunables.has_value()) {
+    w.String(*run.malloc_tunables);
+  } else {
+    w.Null();
+  }
   w.EndObject();
   return w.Finish();
 }

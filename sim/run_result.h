@@ -142,6 +142,9 @@ struct RunResult {
   // sim/runner.cc); not written to the outputs.
   int64_t audits = 0;
   int64_t wall_time_ms = 0;                           // not deterministic; see file comment
+  // GLIBC_TUNABLES of the process that ran it (sim/malloc_tuning.h); nullopt
+  // when unset. Like the wall time, written to timing.json only.
+  std::optional<std::string> malloc_tunables;
 
   std::vector<IntervalSample> intervals;
   // Interval-major, hosts in index order; empty without NUMA hosts.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -265,6 +266,9 @@ absl::StatusOr<RunResult> RunScenario(const Scenario& scenario, const RunOptions
   result.wall_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - wall_start)
                             .count();
+  if (const char* tunables = std::getenv("GLIBC_TUNABLES"); tunables != nullptr) {
+    result.malloc_tunables = tunables;
+  }
   if (options.keep_scenario_echo) {
     std::ifstream in(scenario.source, std::ios::binary);
     if (in) {

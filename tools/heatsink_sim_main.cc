@@ -40,6 +40,7 @@
 #include "sim/decision_log.h"
 #include "sim/estimate.h"
 #include "sim/estimate_sweep.h"
+#include "sim/malloc_tuning.h"
 #include "sim/report.h"
 #include "sim/report_format.h"
 #include "sim/runner.h"
@@ -667,6 +668,8 @@ int RunSwarmCommand(const SwarmArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Huge pages and a heap that keeps its top (sim/malloc_tuning.h).
+  heatsink::sim::ReexecWithMallocTunables(argv);
   // The simulator is single-threaded: Abseil's lock-order bookkeeping (on in
   // Debian's build) only costs time here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

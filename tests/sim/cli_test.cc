@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/malloc_tuning.h"
 #include "sim/trace.h"
 #include "sim/trace_gen.h"
 #include "tests/sim/repo_root.h"
@@ -50,7 +51,9 @@ struct Outcome {
 
 // Runs heatsink-sim with `args` (already shell-quoted where needed) from the
 // repository root.
-Outcome Sim(const std::string& args) {
+// `env` (arguments of env(1), e.g. "-u GLIBC_TUNABLES X=1") changes the
+// binary's environment.
+Outcome Sim(const std::string& args, const std::string& env = "") {
   static int counter = 0;
   const fs::path dir = fs::path(::testing::TempDir()) / "heatsink_cli";
   fs::create_directories(dir);
@@ -58,9 +61,9 @@ Outcome Sim(const std::string& args) {
   // their capture files apart.
   const fs::path out = dir / absl::StrCat("stdout-", getpid(), "-", ++counter);
   const fs::path err = dir / absl::StrCat("stderr-", getpid(), "-", counter);
-  const std::string command =
-      absl::StrCat("cd '", RepoRoot().string(), "' && '", HEATSINK_SIM_BINARY, "' ", args, " >'",
-                   out.string(), "' 2>'", err.string(), "'");
+  const std::string command = absl::StrCat(
+      "cd '", RepoRoot().string(), "' && ", env.empty() ? "" : "env " + env + " ", "'",
+      HEATSINK_SIM_BINARY, "' ", args, " >'", out.string(), "' 2>'", err.string(), "'");
   const int status = std::system(command.c_str());
   Outcome o;
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -117,6 +120,31 @@ TEST(Cli, RunIsByteIdenticalInTwoProcesses) {
   // The seed and the replay command come first.
   EXPECT_THAT(ra.out, StartsWith("seed: 1\nreplay: heatsink-sim run "
                                  "scenarios/cross-domain-reuse.json --seed 1\n"));
+}
+
+// heatsink-sim starts itself again with its allocator settings
+// (sim/malloc_tuning.h) unless GLIBC_TUNABLES is set or the user turns it
+// off; timing.json says which.
+TEST(Cli, RunsWithItsMallocTunablesUnlessToldOtherwise) {
+  const fs::path tuned = FreshDir("malloc-tuned");
+  const fs::path plain = FreshDir("malloc-plain");
+  const fs::path own = FreshDir("malloc-own");
+  const std::string run = "run scenarios/admission/threshold-get.json --out '";
+  const Outcome a = Sim(absl::StrCat(run, tuned.string(), "'"), "-u GLIBC_TUNABLES");
+  const Outcome b =
+      Sim(absl::StrCat(run, plain.string(), "'"), "-u GLIBC_TUNABLES HEATSINK_SIM_MALLOC_TUNING=0");
+  const Outcome c =
+      Sim(absl::StrCat(run, own.string(), "'"), "GLIBC_TUNABLES=glibc.malloc.arena_max=1");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_THAT(
+      ReadFile(tuned / "timing.json"),
+      HasSubstr(absl::StrCat("\"malloc_tunables\": \"", heatsink::sim::kSimMallocTunables, "\"")));
+  EXPECT_THAT(ReadFile(plain / "timing.json"), HasSubstr("\"malloc_tunables\": null"));
+  EXPECT_THAT(ReadFile(own / "timing.json"),
+              HasSubstr("\"malloc_tunables\": \"glibc.malloc.arena_max=1\""));
+  EXPECT_EQ(DeterministicFiles(tuned), DeterministicFiles(plain));
 }
 
 TEST(Cli, CompareIsByteIdenticalInTwoProcessesAndPrintsOneTable) {
