@@ -230,13 +230,15 @@ bool DynamicReplication::QueueTrigger(TimeNs now, HeatKeyView key) {
 int64_t DynamicReplication::DrainReads() {
   MutexLock lock(&drain_mu_);
   capped_reads_.clear();
-  const int64_t drained = reads_.Drain([this](TimeNs t_ns, HeatKeyView key, HeatReadKind kind) {
-    if (kind == HeatReadKind::kCounted) {
-      ApplyRead(t_ns, key);
-    } else {
-      capped_reads_.emplace_back(t_ns, HeatKey(key));
-    }
-  });
+  auto apply = [this](TimeNs t_ns, HeatKeyView key, HeatReadKind kind)
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_) {
+                     if (kind == HeatReadKind::kCounted) {
+                       ApplyRead(t_ns, key);
+                     } else {
+                       capped_reads_.emplace_back(t_ns, HeatKey(key));
+                     }
+                   };
+  const int64_t drained = reads_.Drain(apply);
   if (!capped_reads_.empty()) NoteCappedReads(capped_reads_);
   return drained;
 }

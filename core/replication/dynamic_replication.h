@@ -602,7 +602,7 @@ class DynamicReplication final : public ReadObserver,
   void UpdateHeatShareLocked(const ObjectName& name, Change change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     HeatShare& share = heat_shares_[name];
-    auto apply = [&](int64_t sign) {
+    auto apply = [&](int64_t sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (share.segments.empty()) return;
       const int64_t each = share.heat * 1000 / static_cast<int64_t>(share.segments.size());
       for (SegmentId s : share.segments) AddHostedHeatLocked(s, sign * each);

@@ -384,7 +384,7 @@ absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
   // Checks that clear the pending state are failures of the action itself;
   // the others come from stale or foreign callers and leave it alone
   // (DESIGN 5).
-  auto fail = [&](absl::Status status) {
+  auto fail = [&](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_) {
     {
       MutexLock lock(&mu_);
       ++stats_.copies_failed;

@@ -255,7 +255,7 @@ struct Probe {
 };
 
 template <typename ShardT>
-Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) {
+Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
   const size_t size = s.index.size();
   const uint32_t tag = TagOf(hash);
   const uint32_t hash32 = static_cast<uint32_t>(hash);
@@ -275,7 +275,7 @@ Probe FindKey(const ShardT& s, uint64_t hash, HeatKeyView key) {
 // Removes the index cell of `slot` and closes the gap by shifting later cells
 // of the cluster back (no tombstones, so lookups never slow down with churn).
 template <typename ShardT>
-void EraseFromIndex(ShardT& s, uint32_t slot) {
+void EraseFromIndex(ShardT& s, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
   const size_t size = s.index.size();
   size_t hole = HomeCell(s.slot(slot).hash32, size);
   while ((s.index[hole] & kSlotMask) != slot + 1) hole = NextCell(hole, size);
@@ -297,7 +297,7 @@ void EraseFromIndex(ShardT& s, uint32_t slot) {
 // Frees a live slot: out of the index, key dropped, onto the free list.
 // REQUIRES: the shard lock.
 template <typename ShardT>
-void FreeSlot(ShardT& s, uint32_t idx) {
+void FreeSlot(ShardT& s, uint32_t idx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
   auto& e = s.slot(idx);
   EraseFromIndex(s, idx);
   s.key_bytes -= e.block_len();
@@ -314,7 +314,7 @@ void FreeSlot(ShardT& s, uint32_t idx) {
 // `*count`: the victim's count. REQUIRES: the shard lock, every slot live.
 template <typename ShardT>
 uint32_t ProbeVictim(ShardT& s, int32_t probe_slots, int64_t cur, int32_t n, int64_t hit_count,
-                     int64_t* count) {
+                     int64_t* count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
   uint32_t best = kNoSlot;
   int64_t best_count = 0;
   int64_t best_head = 0;
@@ -442,7 +442,9 @@ HeatRecord HeatWindow::Record(TimeNs now, HeatKeyView key) {
   return out;
 }
 
-void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur) {
+// The declaration cannot name s.mu (Shard is incomplete in the header).
+void HeatWindow::Cleanup(Shard& s, uint32_t touched, int64_t cur)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
   // Incremental cleanup: a fixed number of slots per call, never a scan.
   const int32_t n = options_.sub_buckets;
   const uint32_t size = s.slot_count;

@@ -18,16 +18,15 @@
 // UCX_NET_DEVICES=mlx5_0:1 (the HCA loops the puts back); the raw baseline
 // stays TCP, so there the ratio shows how far RDMA beats the kernel path and
 // the UCX figure should approach line rate. docs/runtime.md has the steps.
-#include <mutex>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "core/base/check.h"
+#include "core/base/mutex.h"
 #include "runtime/env/notification.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -56,8 +56,8 @@ constexpr SegmentId kSource(1);
 constexpr SegmentId kTarget(2);
 
 // Bytes per second of each benchmark, measured over all its iterations.
-std::mutex g_mu;
-std::map<std::string, double>& Throughputs() {
+Mutex g_mu;
+std::map<std::string, double>& Throughputs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   static auto* m = new std::map<std::string, double>();
   return *m;
 }
@@ -67,7 +67,7 @@ void Record(benchmark::State& state, const std::string& name, double seconds) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   const double rate = seconds > 0 ? bytes / seconds : 0;
   state.counters["GiB_per_s"] = rate / (1 << 30);
-  std::unique_lock<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   Throughputs()[name] = rate;
 }
 
@@ -220,7 +220,7 @@ BENCHMARK(BM_TlsMover)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.
 BENCHMARK(BM_UcxMover)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void PrintSummary() {
-  std::unique_lock<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   const auto& t = Throughputs();
   auto it = t.find("raw");
   if (it == t.end() || it->second <= 0) {

@@ -28,7 +28,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -40,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/base/check.h"
+#include "core/base/mutex.h"
 #include "core/replication/replicated_master.h"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/env/notification.h"
@@ -115,12 +115,14 @@ class Cluster {
 // kept to the end: benchmark threads leave their loops at different times,
 // so no thread may tear down what another still uses.
 struct Registry {
-  std::mutex mu;
-  std::map<DynamicReplicationMode, std::unique_ptr<Cluster>> clusters;
+  Mutex mu;
+  std::map<DynamicReplicationMode, std::unique_ptr<Cluster>> clusters ABSL_GUARDED_BY(mu);
   // (mode, shared, thread slot) -> client
-  std::map<std::tuple<DynamicReplicationMode, bool, int>, std::unique_ptr<GrpcMasterClient>> rpc;
+  std::map<std::tuple<DynamicReplicationMode, bool, int>, std::unique_ptr<GrpcMasterClient>> rpc
+      ABSL_GUARDED_BY(mu);
   // (mode, batches in flight) -> the shared coalescing client
-  std::map<std::pair<DynamicReplicationMode, int64_t>, std::unique_ptr<HeatsinkClient>> shared;
+  std::map<std::pair<DynamicReplicationMode, int64_t>, std::unique_ptr<HeatsinkClient>> shared
+      ABSL_GUARDED_BY(mu);
 };
 Registry& Reg() {
   static auto* registry = new Registry();
@@ -128,18 +130,20 @@ Registry& Reg() {
 }
 
 Cluster& ClusterFor(DynamicReplicationMode mode) {
-  std::lock_guard<std::mutex> lock(Reg().mu);
-  std::unique_ptr<Cluster>& c = Reg().clusters[mode];
+  Registry& reg = Reg();
+  MutexLock lock(&reg.mu);
+  std::unique_ptr<Cluster>& c = reg.clusters[mode];
   if (c == nullptr) c = std::make_unique<Cluster>(mode);
   return *c;
 }
 
 // Clients first (they wait for their calls), then the masters.
 void ShutdownAll() {
-  std::lock_guard<std::mutex> lock(Reg().mu);
-  Reg().shared.clear();
-  Reg().rpc.clear();
-  Reg().clusters.clear();
+  Registry& reg = Reg();
+  MutexLock lock(&reg.mu);
+  reg.shared.clear();
+  reg.rpc.clear();
+  reg.clusters.clear();
 }
 
 // Unique names for puts, across threads and repeated runs.
@@ -151,9 +155,10 @@ std::string NewKey() {
 // One connection per thread (chan:own) or one for all threads (chan:shared).
 GrpcMasterClient* RpcFor(benchmark::State& state, DynamicReplicationMode mode, bool shared) {
   Cluster& cluster = ClusterFor(mode);
-  std::lock_guard<std::mutex> lock(Reg().mu);
+  Registry& reg = Reg();
+  MutexLock lock(&reg.mu);
   std::unique_ptr<GrpcMasterClient>& rpc =
-      Reg().rpc[{mode, shared, shared ? 0 : state.thread_index()}];
+      reg.rpc[{mode, shared, shared ? 0 : state.thread_index()}];
   if (rpc == nullptr) {
     RpcOptions options;
     options.own_connection = !shared;
@@ -199,8 +204,8 @@ struct Cell {
   std::vector<std::vector<int64_t>> samples = {};
 };
 
-std::mutex g_mu;
-std::vector<Cell>& Cells() {
+Mutex g_mu;
+std::vector<Cell>& Cells() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   static auto* cells = new std::vector<Cell>();
   return *cells;
 }
@@ -236,7 +241,7 @@ void Measure(benchmark::State& state, Cell cell, Op op) {
     }
   }
   const int64_t elapsed = NowNs() - begin;
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   std::vector<Cell>& cells = Cells();
   auto it = std::find_if(cells.begin(), cells.end(), [&](const Cell& c) {
     return c.op == cell.op && c.mode == cell.mode && c.threads == cell.threads &&
@@ -315,8 +320,9 @@ void BM_LookupCoalesced(benchmark::State& state, DynamicReplicationMode mode) {
   GrpcMasterClient* rpc = RpcFor(state, mode, true);
   HeatsinkClient* client = nullptr;
   {
-    std::lock_guard<std::mutex> lock(Reg().mu);
-    std::unique_ptr<HeatsinkClient>& shared = Reg().shared[{mode, state.range(0)}];
+    Registry& reg = Reg();
+    MutexLock lock(&reg.mu);
+    std::unique_ptr<HeatsinkClient>& shared = reg.shared[{mode, state.range(0)}];
     if (shared == nullptr) {
       HeatsinkClientOptions options;
       options.client_id = ClientId(999);
@@ -433,7 +439,7 @@ void Register() {
 }
 
 const Cell* Find(const std::string& op, const std::string& mode, int threads,
-                 const std::string& channels, int batch) {
+                 const std::string& channels, int batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   for (const Cell& c : Cells()) {
     if (c.op == op && c.mode == mode && c.threads == threads && c.channels == channels &&
         c.batch == batch) {
@@ -448,14 +454,14 @@ double KeysPerSecond(const Cell& c) { return c.ops_per_second * c.batch; }
 
 // The ratio of `c`'s calls/s to the empty call's with the same threads and
 // channels (0 when that was not run).
-double VsPing(const Cell& c) {
+double VsPing(const Cell& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   const Cell* ping = Find("ping", "-", c.threads, c.channels == "shared" ? "shared" : "own", 1);
   if (ping == nullptr && c.threads == 1) ping = Find("ping", "-", 1, "own", 1);
   return ping != nullptr && ping->ops_per_second > 0 ? CallsPerSecond(c) / ping->ops_per_second : 0;
 }
 
 void PrintAndWrite(const std::string& csv_path, const std::string& json_path) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   std::vector<Cell>& cells = Cells();
   for (Cell& c : cells) {
     std::vector<int64_t> sorted;

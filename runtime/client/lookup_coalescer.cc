@@ -24,14 +24,14 @@ LookupCoalescer::LookupCoalescer(MasterClient* master, LookupCoalescerOptions op
 }
 
 LookupCoalescerStats LookupCoalescer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
 void LookupCoalescer::Lookup(ObjectName name, MasterClient::Callback<GetReplicaListResponse> done) {
   std::vector<Waiter> batch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++stats_.lookups;
     if (in_flight_ >= options_.batches_in_flight_max) {
       waiting_.push_back(Waiter{std::move(name), std::move(done)});
@@ -45,7 +45,7 @@ void LookupCoalescer::Lookup(ObjectName name, MasterClient::Callback<GetReplicaL
 }
 
 std::vector<LookupCoalescer::Waiter> LookupCoalescer::NextBatch() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Waiter> next;
   if (waiting_.empty()) {
     --in_flight_;

@@ -27,10 +27,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/base/mutex.h"
 #include "core/master/master_types.h"
 #include "core/worker/master_client.h"
 
@@ -80,10 +80,10 @@ class LookupCoalescer {
   MasterClient* const master_;
   const LookupCoalescerOptions options_;
 
-  mutable std::mutex mu_;
-  std::vector<Waiter> waiting_;  // oldest first
-  size_t in_flight_ = 0;
-  LookupCoalescerStats stats_;
+  mutable Mutex mu_;
+  std::vector<Waiter> waiting_ ABSL_GUARDED_BY(mu_);  // oldest first
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  LookupCoalescerStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace heatsink::runtime

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <chrono>
+#include "absl/time/time.h"
 #include "core/base/check.h"
 
 namespace heatsink::runtime {
@@ -37,7 +37,7 @@ TimerId ThreadPoolExecutor::Enqueue(DurationNs delay_ns, absl::AnyInvocable<void
   absl::AnyInvocable<void() &&> rejected;
   TimerId id = kNoTimer;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     id = next_seq_++;
     if (stopping_) {
       rejected = std::move(fn);
@@ -51,9 +51,9 @@ TimerId ThreadPoolExecutor::Enqueue(DurationNs delay_ns, absl::AnyInvocable<void
       // A worker sleeping until a later head must re-evaluate; otherwise one
       // idle worker is enough.
       if (new_head) {
-        work_cv_.notify_all();
+        work_cv_.SignalAll();
       } else {
-        work_cv_.notify_one();
+        work_cv_.Signal();
       }
     }
   }
@@ -63,7 +63,7 @@ TimerId ThreadPoolExecutor::Enqueue(DurationNs delay_ns, absl::AnyInvocable<void
 bool ThreadPoolExecutor::Cancel(TimerId id) {
   absl::AnyInvocable<void() &&> cancelled;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = timer_due_.find(id);
     if (it == timer_due_.end()) return false;
     auto q = queue_.find(Key{it->second, id});
@@ -77,11 +77,11 @@ bool ThreadPoolExecutor::Cancel(TimerId id) {
 
 void ThreadPoolExecutor::WorkerLoop() {
   absl::AnyInvocable<void() &&> fn;
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (true) {
     if (queue_.empty()) {
-      if (stopping_) return;
-      work_cv_.wait(lock);
+      if (stopping_) break;
+      work_cv_.Wait(&mu_);
       continue;
     }
     auto head = queue_.begin();
@@ -89,24 +89,25 @@ void ThreadPoolExecutor::WorkerLoop() {
     if (head->first.first > now) {
       // Shutdown removed every item not yet due, so a future head here means
       // it was queued before stopping_ and is simply not due yet.
-      work_cv_.wait_for(lock, std::chrono::nanoseconds(head->first.first - now));
+      work_cv_.WaitWithTimeout(&mu_, absl::Nanoseconds(head->first.first - now));
       continue;
     }
     fn = std::move(head->second);
     timer_due_.erase(head->first.second);
     queue_.erase(head);
-    lock.unlock();
+    mu_.Unlock();
     std::move(fn)();
     fn = nullptr;  // destroy captured state before retaking the lock
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 void ThreadPoolExecutor::Shutdown() {
-  std::unique_lock<std::mutex> join_lock(join_mu_);
+  MutexLock join_lock(&join_mu_);
   std::vector<absl::AnyInvocable<void() &&>> dropped;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (joined_) return;
     const auto self = std::this_thread::get_id();
     HS_CHECK_MSG(std::none_of(threads_.begin(), threads_.end(),
@@ -123,16 +124,16 @@ void ThreadPoolExecutor::Shutdown() {
         ++it;
       }
     }
-    work_cv_.notify_all();
+    work_cv_.SignalAll();
   }
   dropped.clear();
   for (std::thread& t : threads_) t.join();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   joined_ = true;
 }
 
 size_t ThreadPoolExecutor::pending() const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return queue_.size();
 }
 

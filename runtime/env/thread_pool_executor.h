@@ -29,17 +29,16 @@
 #ifndef HEATSINK_RUNTIME_ENV_THREAD_POOL_EXECUTOR_H_
 #define HEATSINK_RUNTIME_ENV_THREAD_POOL_EXECUTOR_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
+#include "core/base/mutex.h"
 #include "core/env/clock.h"
 #include "core/env/executor.h"
 
@@ -80,19 +79,17 @@ class ThreadPoolExecutor final : public Executor {
   Clock* const clock_;
   const ThreadPoolOptions options_;
 
-  // Guards everything below up to threads_. std::mutex rather than
-  // absl::Mutex: see runtime/env/notification.h.
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;
-  uint64_t next_seq_ = 1;
-  std::map<Key, absl::AnyInvocable<void() &&>> queue_;
+  mutable Mutex mu_;
+  CondVar work_cv_;
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<Key, absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
   // Due time of each timer still queued (its key is (due, id)). Looked up
   // only, never iterated.
-  absl::flat_hash_map<TimerId, TimeNs> timer_due_;
-  bool stopping_ = false;
-  bool joined_ = false;
+  absl::flat_hash_map<TimerId, TimeNs> timer_due_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool joined_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;  // written only by the constructor and Shutdown
-  std::mutex join_mu_;  // serialises Shutdown callers
+  Mutex join_mu_;                     // serialises Shutdown callers
 };
 
 }  // namespace heatsink::runtime

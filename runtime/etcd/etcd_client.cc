@@ -121,7 +121,7 @@ struct EtcdClient::Channels {
   }
 
   Endpoint Get(size_t i) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     return endpoints[i];
   }
 
@@ -129,18 +129,18 @@ struct EtcdClient::Channels {
   void Failed(size_t i, const std::string& name) {
     const auto now = std::chrono::steady_clock::now();
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (now - endpoints[i].built < std::chrono::milliseconds(kRebuildIntervalMs)) return;
       endpoints[i].built = now;
     }
     absl::StatusOr<Endpoint> fresh = Build(name);
     if (!fresh.ok()) return;
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     endpoints[i] = *std::move(fresh);
   }
 
-  std::mutex mu;
-  std::vector<Endpoint> endpoints;  // guarded by mu
+  Mutex mu;
+  std::vector<Endpoint> endpoints ABSL_GUARDED_BY(mu);
 };
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdClientOptions& options) {
@@ -149,11 +149,16 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdClientO
     return absl::InvalidArgumentError(
         absl::StrCat("etcd call timeout must be positive, got ", options.call_timeout_ms));
   }
-  auto channels = std::make_unique<Channels>();
+  std::vector<Channels::Endpoint> endpoints;
   for (const std::string& endpoint : options.endpoints) {
     HS_RETURN_IF_ERROR(CheckEndpoint(endpoint));
     HS_ASSIGN_OR_RETURN(Channels::Endpoint built, Channels::Build(endpoint));
-    channels->endpoints.push_back(std::move(built));
+    endpoints.push_back(std::move(built));
+  }
+  auto channels = std::make_unique<Channels>();
+  {
+    MutexLock lock(&channels->mu);
+    channels->endpoints = std::move(endpoints);
   }
   return std::unique_ptr<EtcdClient>(new EtcdClient(options, std::move(channels)));
 }
@@ -169,7 +174,7 @@ template <typename Attempt>
 auto EtcdClient::OnSomeEndpoint(Attempt attempt) -> decltype(attempt(size_t{0})) {
   size_t first = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     first = current_;
   }
   decltype(attempt(size_t{0})) result = absl::UnavailableError("no etcd endpoint");
@@ -181,7 +186,7 @@ auto EtcdClient::OnSomeEndpoint(Attempt attempt) -> decltype(attempt(size_t{0}))
       result = absl::InternalError(absl::StrCat("etcd ", endpoints_[index], ": ", e.what()));
     }
     if (!TryNext(result.status())) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       current_ = index;
       return result;
     }

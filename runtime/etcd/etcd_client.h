@@ -23,7 +23,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/base/mutex.h"
 
 namespace heatsink::runtime {
 
@@ -125,8 +125,8 @@ class EtcdClient {
   const std::vector<std::string> endpoints_;
   const int64_t call_timeout_ms_;
   const std::unique_ptr<Channels> channels_;
-  mutable std::mutex mu_;
-  size_t current_ = 0;  // guarded by mu_: the endpoint that answered last
+  mutable Mutex mu_;
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;  // the endpoint that answered last
 };
 
 }  // namespace heatsink::runtime

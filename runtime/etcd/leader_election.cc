@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
+#include "runtime/env/wait_until.h"
 
 namespace heatsink::runtime {
 
@@ -96,31 +97,34 @@ void LeaderElection::KeepLeading(absl::AnyInvocable<void(const absl::Status&) &&
 
 void LeaderElection::KeepAlive() {
   const auto interval = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_sec() * 1000 / 3, 1));
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
-    wake_.wait_for(lock, interval, [this] { return stopping_; });
+    const auto deadline = std::chrono::steady_clock::now() + interval;
+    while (!stopping_ && WaitUntil(&wake_, &mu_, deadline)) {
+    }
     if (stopping_) break;
-    lock.unlock();
+    mu_.Unlock();
     const TimeNs sent = clock_->NowNs();
     absl::StatusOr<int64_t> ttl = etcd_->KeepAliveOnce(lease_id());
-    lock.lock();
+    mu_.Lock();
     if (ttl.ok()) {
       HeldFrom(sent, *ttl);
     } else if (absl::IsNotFound(ttl.status())) {
       // etcd says the lease is gone: stop holding at once.
       lost_ = ttl.status();
       held_until_ns_.store(0, std::memory_order_release);
-      wake_.notify_all();
+      wake_.SignalAll();
       break;
     }
     // Other errors (etcd unreachable, a deadline): try again next round;
     // the watchdog steps down when the deadline passes first.
   }
+  mu_.Unlock();
 }
 
 void LeaderElection::Watch() {
   const auto interval = std::chrono::milliseconds(options_.watchdog_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
     if (!Held()) {
       absl::Status why = lost_.ok() ? absl::UnavailableError(absl::StrCat(
@@ -129,20 +133,23 @@ void LeaderElection::Watch() {
                                           " s minus the margin of ", options_.lease_margin_ms,
                                           " ms"))
                                     : lost_;
-      lock.unlock();
+      mu_.Unlock();
       std::move(on_lost_)(why);
       return;
     }
-    wake_.wait_for(lock, interval, [this] { return stopping_; });
+    const auto deadline = std::chrono::steady_clock::now() + interval;
+    while (!stopping_ && WaitUntil(&wake_, &mu_, deadline)) {
+    }
   }
+  mu_.Unlock();
 }
 
 void LeaderElection::StopThreads() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (keeper_.joinable() && keeper_.get_id() != std::this_thread::get_id()) keeper_.join();
   if (watchdog_.joinable()) {
     if (watchdog_.get_id() == std::this_thread::get_id()) {

@@ -27,15 +27,14 @@
 #define HEATSINK_RUNTIME_ETCD_LEADER_ELECTION_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/env/clock.h"
 #include "runtime/etcd/etcd_client.h"
 
@@ -99,10 +98,10 @@ class LeaderElection {
   std::atomic<TimeNs> held_until_ns_{0};
   TimeNs lease_sent_ns_ = 0;  // when the grant of lease_id_ was sent
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
-  absl::Status lost_;      // guarded by mu_: why the keeper saw the lease go
+  Mutex mu_;
+  CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status lost_ ABSL_GUARDED_BY(mu_);  // why the keeper saw the lease go
   absl::AnyInvocable<void(const absl::Status&) &&> on_lost_;
   std::thread keeper_;
   std::thread watchdog_;

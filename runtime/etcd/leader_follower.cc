@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include "runtime/env/wait_until.h"
+
 namespace heatsink::runtime {
 
 LeaderFollower::LeaderFollower(std::unique_ptr<EtcdClient> etcd, LeaderFollowerOptions options,
@@ -12,15 +14,15 @@ LeaderFollower::LeaderFollower(std::unique_ptr<EtcdClient> etcd, LeaderFollowerO
 
 LeaderFollower::~LeaderFollower() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 absl::Status LeaderFollower::PollOnce() {
-  std::lock_guard<std::mutex> lock(poll_mu_);
+  MutexLock lock(&poll_mu_);
   absl::StatusOr<std::optional<EtcdKeyValue>> leader = etcd_->Get(options_.leader_key);
   if (!leader.ok()) return leader.status();
   if (!leader->has_value()) return absl::OkStatus();
@@ -41,26 +43,29 @@ void LeaderFollower::Start() {
 
 void LeaderFollower::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     woken_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
 }
 
 void LeaderFollower::Run() {
   const auto interval = std::chrono::milliseconds(options_.poll_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
-    wake_.wait_for(lock, interval, [this] { return stopping_ || woken_; });
+    const auto deadline = std::chrono::steady_clock::now() + interval;
+    while (!stopping_ && !woken_ && WaitUntil(&wake_, &mu_, deadline)) {
+    }
     if (stopping_) break;
     woken_ = false;
-    lock.unlock();
+    mu_.Unlock();
     // Errors (etcd unreachable) are retried at the next round.
     (void)PollOnce();
     // Bounds the polls a burst of failing calls can cause.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 }  // namespace heatsink::runtime

@@ -13,15 +13,14 @@
 #ifndef HEATSINK_RUNTIME_ETCD_LEADER_FOLLOWER_H_
 #define HEATSINK_RUNTIME_ETCD_LEADER_FOLLOWER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "core/base/mutex.h"
 #include "runtime/etcd/etcd_client.h"
 
 namespace heatsink::runtime {
@@ -54,15 +53,15 @@ class LeaderFollower {
 
   const std::unique_ptr<EtcdClient> etcd_;
   const LeaderFollowerOptions options_;
-  std::mutex poll_mu_;  // serialises polls and guards the two below
-  OnChange on_change_;
-  std::string address_;
-  int64_t epoch_ = 0;
+  Mutex poll_mu_;  // serialises polls
+  OnChange on_change_ ABSL_GUARDED_BY(poll_mu_);
+  std::string address_ ABSL_GUARDED_BY(poll_mu_);
+  int64_t epoch_ ABSL_GUARDED_BY(poll_mu_) = 0;
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool woken_ = false;     // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar wake_;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

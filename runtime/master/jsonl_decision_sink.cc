@@ -18,14 +18,14 @@ absl::StatusOr<std::unique_ptr<JsonlDecisionSink>> JsonlDecisionSink::Open(
 }
 
 JsonlDecisionSink::~JsonlDecisionSink() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::fclose(file_);
 }
 
 void JsonlDecisionSink::Record(const DecisionRecord& record) {
   std::string line = FormatDecisionJson(record);
   line.push_back('\n');
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     ++errors_;
     return;
@@ -34,12 +34,12 @@ void JsonlDecisionSink::Record(const DecisionRecord& record) {
 }
 
 int64_t JsonlDecisionSink::lines_written() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return lines_;
 }
 
 int64_t JsonlDecisionSink::write_errors() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return errors_;
 }
 

@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/replication/decision.h"
 
 namespace heatsink::runtime {
@@ -37,10 +37,10 @@ class JsonlDecisionSink final : public DecisionSink {
  private:
   explicit JsonlDecisionSink(std::FILE* file) : file_(file) {}
 
-  mutable std::mutex mu_;  // guards the three members below
-  std::FILE* file_;
-  int64_t lines_ = 0;
-  int64_t errors_ = 0;
+  mutable Mutex mu_;
+  std::FILE* file_ ABSL_GUARDED_BY(mu_);
+  int64_t lines_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t errors_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace heatsink::runtime

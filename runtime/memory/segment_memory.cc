@@ -79,7 +79,7 @@ absl::Status SegmentMemory::Create(SegmentId id, uint64_t size_bytes) {
                                                    knobs_.segment_bytes_max, "]"));
   }
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (segments_.contains(id)) {
       return absl::AlreadyExistsError(absl::StrCat("segment ", id.value, " already exists"));
     }
@@ -91,7 +91,7 @@ absl::Status SegmentMemory::Create(SegmentId id, uint64_t size_bytes) {
   // Allocation (and zero-filling) happens outside the lock; a concurrent
   // Create of the same id is caught again below.
   HS_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer, allocator_->Allocate(size_bytes));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (segments_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrCat("segment ", id.value, " already exists"));
   }
@@ -105,7 +105,7 @@ absl::Status SegmentMemory::Create(SegmentId id, uint64_t size_bytes) {
 
 absl::Status SegmentMemory::Remove(SegmentId id) {
   std::shared_ptr<SegmentBuffer> released;  // freed outside the lock
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = segments_.find(id);
   if (it == segments_.end()) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
   released = std::move(it->second);
@@ -114,7 +114,7 @@ absl::Status SegmentMemory::Remove(SegmentId id) {
 }
 
 absl::StatusOr<std::shared_ptr<SegmentBuffer>> SegmentMemory::Find(SegmentId id) const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = segments_.find(id);
   if (it == segments_.end()) return absl::NotFoundError(absl::StrCat("no segment ", id.value));
   return it->second;
@@ -151,7 +151,7 @@ absl::StatusOr<std::string> SegmentMemory::Read(SegmentId id, uint64_t offset,
 }
 
 std::vector<SegmentId> SegmentMemory::ids() const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<SegmentId> out;
   out.reserve(segments_.size());
   for (const auto& [id, buffer] : segments_) out.push_back(id);
@@ -159,7 +159,7 @@ std::vector<SegmentId> SegmentMemory::ids() const {
 }
 
 size_t SegmentMemory::size() const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return segments_.size();
 }
 

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/base/mutex.h"
 #include "core/model/ids.h"
 
 namespace heatsink::runtime {
@@ -201,8 +201,8 @@ class SegmentMemory {
  private:
   SegmentAllocator* const allocator_;
   const SegmentMemoryKnobs knobs_;
-  mutable std::mutex mu_;  // guards segments_
-  std::map<SegmentId, std::shared_ptr<SegmentBuffer>> segments_;
+  mutable Mutex mu_;
+  std::map<SegmentId, std::shared_ptr<SegmentBuffer>> segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<SegmentReadObserver*> read_observer_{nullptr};
   std::atomic<SegmentScoreKeeper*> score_keeper_{nullptr};
 };

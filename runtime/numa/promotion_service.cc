@@ -8,6 +8,7 @@
 #include "core/base/check.h"
 #include "core/env/time.h"
 #include "core/tiering/promotion_pacing.h"
+#include "runtime/env/wait_until.h"
 #include "runtime/numa/mempolicy.h"
 
 namespace heatsink::runtime {
@@ -53,7 +54,7 @@ absl::Status NumaPromotionService::Start() {
                      " region nodes for a tier manager with ", regions, " regions"));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     HS_CHECK_MSG(!started_, "promotion service started twice");
     started_ = true;
     stopping_ = false;
@@ -82,8 +83,8 @@ absl::Status NumaPromotionService::Start() {
 
   absl::Status status;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return bind_reports_ == threads; });
+    MutexLock lock(&mu_);
+    while (bind_reports_ != threads) done_cv_.Wait(&mu_);
     status = bind_status_;
   }
   if (!status.ok()) Stop();
@@ -105,40 +106,40 @@ bool NumaPromotionService::BindAndReport(int node, const std::string& who, const
       }
     }
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!status.ok() && bind_status_.ok()) {
     bind_status_ = absl::Status(status.code(), absl::StrCat(who, ": ", status.message()));
   }
   ++bind_reports_;
-  done_cv_.notify_all();
+  done_cv_.SignalAll();
   // Every thread waits for all reports, so none starts work that a failed
   // start-up would have to interrupt.
   const int threads = static_cast<int>(workers_.size()) + 2;
-  done_cv_.wait(lock, [&] { return bind_reports_ == threads; });
+  while (bind_reports_ != threads) done_cv_.Wait(&mu_);
   return bind_status_.ok();
 }
 
 void NumaPromotionService::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
-  done_cv_.notify_all();
+  cv_.SignalAll();
+  done_cv_.SignalAll();
   if (coordinator_.joinable()) coordinator_.join();
   if (decay_thread_.joinable()) decay_thread_.join();
   // Workers last: the coordinator and the decay thread may be waiting for a
   // command they dispatched, which the workers finish first.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     workers_stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   workers_.clear();
   started_ = false;
   bind_reports_ = 0;
@@ -148,14 +149,14 @@ void NumaPromotionService::Stop() {
 
 void NumaPromotionService::RequestDecay() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     decay_requested_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 PromotionServiceStats NumaPromotionService::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -170,8 +171,8 @@ void NumaPromotionService::WorkerLoop(Worker* worker) {
     PromotionRound* round = nullptr;
     DecayPass* pass = nullptr;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return workers_stopping_ || command_generation_ != seen; });
+      MutexLock lock(&mu_);
+      while (!workers_stopping_ && command_generation_ == seen) cv_.Wait(&mu_);
       // Stop sets workers_stopping_ only once nobody can dispatch any more.
       if (command_generation_ == seen) return;
       seen = command_generation_;
@@ -187,27 +188,27 @@ void NumaPromotionService::WorkerLoop(Worker* worker) {
         pass->DecayRegion(region);
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const RegionSummary& s : local) summaries_[s.region] = s;
     auto& counter = kind == CommandKind::kScan ? stats_.region_scans_by_node[worker->node]
                                                : stats_.region_decays_by_node[worker->node];
     counter += static_cast<int64_t>(worker->regions.size());
-    if (--command_pending_ == 0) done_cv_.notify_all();
+    if (--command_pending_ == 0) done_cv_.SignalAll();
   }
 }
 
 void NumaPromotionService::RunOnWorkers(CommandKind kind, PromotionRound* round,
                                         DecayPass* pass) {
-  std::lock_guard<std::mutex> dispatch(dispatch_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock dispatch(&dispatch_mu_);
+  MutexLock lock(&mu_);
   command_kind_ = kind;
   command_round_ = round;
   command_pass_ = pass;
   command_pending_ = static_cast<int>(workers_.size());
   ++command_generation_;
-  cv_.notify_all();
+  cv_.SignalAll();
   // Workers finish a command even while stopping, so this wait always ends.
-  done_cv_.wait(lock, [&] { return command_pending_ == 0; });
+  while (command_pending_ != 0) done_cv_.Wait(&mu_);
   command_round_ = nullptr;
   command_pass_ = nullptr;
 }
@@ -217,7 +218,7 @@ void NumaPromotionService::CoordinatorLoop() {
   while (true) {
     uint64_t decays_seen = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
       decays_seen = decays_finished_;
     }
@@ -234,17 +235,21 @@ void NumaPromotionService::CoordinatorLoop() {
     input.now_ns = env_->NowNs();
     const PromotionPacing next = DecidePromotionPacing(input, manager_->knobs());
     if (options_.pacing_observer) options_.pacing_observer(input.outcome, next);
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     switch (next.action) {
       case PacingAction::kRoundNow:
         break;
-      case PacingAction::kWait:
-        cv_.wait_for(lock, std::chrono::nanoseconds(next.wait_ns), [&] { return stopping_; });
+      case PacingAction::kWait: {
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::nanoseconds(next.wait_ns);
+        while (!stopping_ && WaitUntil(&cv_, &mu_, deadline)) {
+        }
         break;
+      }
       case PacingAction::kWaitForDecay:
         // The decay thread signals when its pass ends; a pass that ended
         // since this attempt began has already moved decays_finished_.
-        cv_.wait(lock, [&] { return stopping_ || decays_finished_ != decays_seen; });
+        while (!stopping_ && decays_finished_ == decays_seen) cv_.Wait(&mu_);
         break;
       case PacingAction::kStop:
         stats_.promotion_disabled = true;  // decay keeps its own schedule
@@ -257,13 +262,13 @@ PromotionResult NumaPromotionService::RunRound(PromotionRound& round) {
   RunOnWorkers(CommandKind::kScan, &round, nullptr);
   std::vector<RegionSummary> summaries;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     summaries = summaries_;
   }
   PromotionResult result = round.Exchange(round.Reduce(summaries));
   round.Finish();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++rounds_finished_;
     ++stats_.rounds;
     switch (result.outcome) {
@@ -289,7 +294,7 @@ PromotionResult NumaPromotionService::RunRound(PromotionRound& round) {
         break;
     }
   }
-  cv_.notify_all();  // a decay waiting for the gate may take it now
+  cv_.SignalAll();  // a decay waiting for the gate may take it now
   return result;
 }
 
@@ -301,10 +306,11 @@ void NumaPromotionService::RunDecayPass() {
     {
       // The coordinator's round holds the gate; it signals when it ends. The
       // timeout covers a round that ended between the attempt and the wait.
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       const uint64_t seen = rounds_finished_;
-      cv_.wait_for(lock, std::chrono::milliseconds(10),
-                   [&] { return rounds_finished_ != seen; });
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+      while (rounds_finished_ == seen && WaitUntil(&cv_, &mu_, deadline)) {
+      }
     }
     pass = manager_->TryBeginDecay();
   }
@@ -313,11 +319,11 @@ void NumaPromotionService::RunDecayPass() {
   for (int shard = 0; shard < pass->shard_count(); ++shard) pass->DecayIndexShard(shard);
   pass->Finish();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++decays_finished_;
     ++stats_.decay_passes;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void NumaPromotionService::DecayLoop() {
@@ -327,8 +333,9 @@ void NumaPromotionService::DecayLoop() {
   Clock::time_point next = Clock::now() + interval;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next, [&] { return stopping_ || decay_requested_; });
+      MutexLock lock(&mu_);
+      while (!stopping_ && !decay_requested_ && WaitUntil(&cv_, &mu_, next)) {
+      }
       if (stopping_) return;
       decay_requested_ = false;
     }

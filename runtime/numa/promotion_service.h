@@ -38,17 +38,16 @@
 #ifndef HEATSINK_RUNTIME_NUMA_PROMOTION_SERVICE_H_
 #define HEATSINK_RUNTIME_NUMA_PROMOTION_SERVICE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/base/mutex.h"
 #include "core/env/env.h"
 #include "core/model/topology.h"
 #include "core/tiering/promotion_pacing.h"
@@ -165,27 +164,30 @@ class NumaPromotionService {
   std::thread coordinator_;
   std::thread decay_thread_;
 
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable cv_;        // state changes for the service threads
-  std::condition_variable done_cv_;   // worker command completion, start-up reports
-  bool started_ = false;
-  bool stopping_ = false;          // the coordinator and the decay thread stop
-  bool workers_stopping_ = false;  // set once nobody can dispatch a command
-  int bind_reports_ = 0;
-  absl::Status bind_status_;
+  mutable Mutex mu_;
+  CondVar cv_;       // state changes for the service threads
+  CondVar done_cv_;  // worker command completion, start-up reports
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // The coordinator and the decay thread stop.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Set once nobody can dispatch a command.
+  bool workers_stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int bind_reports_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status bind_status_ ABSL_GUARDED_BY(mu_);
   // Current worker command.
-  uint64_t command_generation_ = 0;
-  CommandKind command_kind_ = CommandKind::kScan;
-  PromotionRound* command_round_ = nullptr;
-  DecayPass* command_pass_ = nullptr;
-  int command_pending_ = 0;
-  std::vector<RegionSummary> summaries_;  // index = head region
+  uint64_t command_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  CommandKind command_kind_ ABSL_GUARDED_BY(mu_) = CommandKind::kScan;
+  PromotionRound* command_round_ ABSL_GUARDED_BY(mu_) = nullptr;
+  DecayPass* command_pass_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int command_pending_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<RegionSummary> summaries_ ABSL_GUARDED_BY(mu_);  // index = head region
   // Gate waiting.
-  uint64_t rounds_finished_ = 0;      // the coordinator released the gate
-  uint64_t decays_finished_ = 0;
-  bool decay_requested_ = false;
-  PromotionServiceStats stats_;
-  std::mutex dispatch_mu_;  // one worker command at a time
+  uint64_t rounds_finished_ ABSL_GUARDED_BY(mu_) = 0;  // the coordinator released the gate
+  uint64_t decays_finished_ ABSL_GUARDED_BY(mu_) = 0;
+  bool decay_requested_ ABSL_GUARDED_BY(mu_) = false;
+  PromotionServiceStats stats_ ABSL_GUARDED_BY(mu_);
+  // One worker command at a time; taken before mu_.
+  Mutex dispatch_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 };
 
 }  // namespace heatsink::runtime

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/base/mutex.h"
 #include "core/base/status_macros.h"
 #include "runtime/numa/mempolicy.h"
 
@@ -147,7 +147,7 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
     const uint64_t block_a = a.offset / block_bytes_;
     const uint64_t block_b = b.offset / block_bytes_;
     // Pages and table change together, never while CheckBlock looks.
-    std::lock_guard<std::mutex> lock(exchange_mu_);
+    MutexLock lock(&exchange_mu_);
     uint8_t* addr_a = block_address(a.region, block_a);
     uint8_t* addr_b = block_address(b.region, block_b);
     const int node_a = nodes_[a.region];
@@ -177,14 +177,14 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
   }
 
   ExchangeMarks marks() const {
-    std::lock_guard<std::mutex> lock(exchange_mu_);
+    MutexLock lock(&exchange_mu_);
     return marks_;
   }
 
   // OK when every page of block k of `region` sits on the region's node;
   // no exchange runs meanwhile.
   absl::Status CheckBlock(int region, uint64_t k) const {
-    std::lock_guard<std::mutex> lock(exchange_mu_);
+    MutexLock lock(&exchange_mu_);
     HS_ASSIGN_OR_RETURN(std::vector<int> nodes,
                         runtime::PageNodes(block_address(region, k), block_bytes_));
     for (size_t p = 0; p < nodes.size(); ++p) {
@@ -210,8 +210,8 @@ class SegmentHeadPool::BlockTableMemory final : public HeadMemory {
   const uint64_t block_bytes_;
   ThreadBinder* const binder_;
   const std::function<ServedHeadBytes()> served_;
-  mutable std::mutex exchange_mu_;  // guards marks_; held while pages and table change
-  ExchangeMarks marks_;
+  mutable Mutex exchange_mu_;  // held while pages and table change
+  ExchangeMarks marks_ ABSL_GUARDED_BY(exchange_mu_);
   std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> tables_;
   std::vector<uint64_t> blocks_;
   std::vector<int> nodes_;

@@ -153,7 +153,7 @@ void GrpcMasterClient::SwitchTo(const std::string& address) {
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = NewChannel(address, options_);
   if (!channel.ok()) return;  // the options were checked at Connect: not reached
   std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(*channel);
-  std::lock_guard<std::mutex> lock(stub_mu_);
+  MutexLock lock(&stub_mu_);
   master_address_ = address;
   // The old channel stays (as ReloadTls keeps its): gRPC 1.51 crashed in
   // its callback queue's thread ("nexting_thread") when a channel with calls
@@ -165,7 +165,7 @@ void GrpcMasterClient::SwitchTo(const std::string& address) {
 }
 
 std::string GrpcMasterClient::master_address() const {
-  std::lock_guard<std::mutex> lock(stub_mu_);
+  MutexLock lock(&stub_mu_);
   return master_address_;
 }
 
@@ -200,7 +200,7 @@ GrpcMasterClient::GrpcMasterClient(std::string master_address,
       deferred_(&clock_, ThreadPoolOptions{.threads = 1}) {}
 
 std::shared_ptr<v1::Master::Stub> GrpcMasterClient::stub() const {
-  std::lock_guard<std::mutex> lock(stub_mu_);
+  MutexLock lock(&stub_mu_);
   return stub_;
 }
 
@@ -218,7 +218,7 @@ absl::Status GrpcMasterClient::ReloadTls() {
   if (address.empty()) return absl::OkStatus();  // no leader yet: its channel will use the files
   HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, NewChannel(address, options_));
   std::shared_ptr<v1::Master::Stub> fresh = v1::Master::NewStub(channel);
-  std::lock_guard<std::mutex> lock(stub_mu_);
+  MutexLock lock(&stub_mu_);
   // Calls started on the old channel finish there.
   retired_stubs_.push_back(std::exchange(stub_, std::move(fresh)));
   return absl::OkStatus();
@@ -226,14 +226,15 @@ absl::Status GrpcMasterClient::ReloadTls() {
 
 GrpcMasterClient::~GrpcMasterClient() {
   follower_.reset();
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return in_flight_ == 0; });
-  lock.unlock();
+  {
+    MutexLock lock(&mu_);
+    while (in_flight_ != 0) idle_.Wait(&mu_);
+  }
   deferred_.Shutdown();
 }
 
 size_t GrpcMasterClient::calls_in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return in_flight_;
 }
 
@@ -244,8 +245,8 @@ void GrpcMasterClient::Prepare(grpc::ClientContext* ctx, ClientId caller) const 
 }
 
 void GrpcMasterClient::CallEnded() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--in_flight_ == 0) idle_.notify_all();
+  MutexLock lock(&mu_);
+  if (--in_flight_ == 0) idle_.SignalAll();
 }
 
 template <typename Req, typename Resp, typename Issue>
@@ -253,7 +254,7 @@ void GrpcMasterClient::Start(std::unique_ptr<PendingCall<Req, Resp>> call, Clien
                              Issue issue) {
   Prepare(&call->ctx, caller);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++in_flight_;
   }
   PendingCall<Req, Resp>* raw = call.release();

@@ -34,16 +34,15 @@
 #define HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/worker/master_client.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -157,20 +156,21 @@ class GrpcMasterClient final : public MasterClient {
   void CallEnded();
 
   const RpcOptions options_;
-  mutable std::mutex stub_mu_;
-  std::string master_address_;              // guarded by stub_mu_
-  std::shared_ptr<v1::Master::Stub> stub_;  // guarded by stub_mu_; null: no leader known yet
+  mutable Mutex stub_mu_;
+  std::string master_address_ ABSL_GUARDED_BY(stub_mu_);
+  // Null: no leader known yet.
+  std::shared_ptr<v1::Master::Stub> stub_ ABSL_GUARDED_BY(stub_mu_);
   // Stubs of channels replaced by ReloadTls or a new leader (kept: both are
   // rare; at most kRetiredStubsMax).
   static constexpr size_t kRetiredStubsMax = 16;
-  std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_;  // guarded by stub_mu_
+  std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_ ABSL_GUARDED_BY(stub_mu_);
   SteadyClock clock_;
   // Runs the rare callbacks gRPC completes before the issuing call returned.
   ThreadPoolExecutor deferred_;
 
-  mutable std::mutex mu_;  // guards in_flight_
-  std::condition_variable idle_;
-  size_t in_flight_ = 0;
+  mutable Mutex mu_;
+  CondVar idle_;
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> epoch_seen_{0};
   // Set when following etcd; last member, so it stops first.
   std::unique_ptr<LeaderFollower> follower_;

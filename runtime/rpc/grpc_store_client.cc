@@ -47,7 +47,7 @@ GrpcObjectDataPath::GrpcObjectDataPath(const GrpcDataPathOptions& options,
     : options_(options), credentials_(std::move(credentials)) {}
 
 std::shared_ptr<v1::Store::Stub> GrpcObjectDataPath::StubForEndpoint(const std::string& endpoint) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = stubs_.find(endpoint);
   if (it != stubs_.end()) return it->second;
   grpc::ChannelArguments args;

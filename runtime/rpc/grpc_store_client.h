@@ -22,12 +22,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/base/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/credentials.h"
 #include "heatsink/store.grpc.pb.h"
@@ -72,9 +72,9 @@ class GrpcObjectDataPath final : public ObjectDataPath {
 
   const GrpcDataPathOptions options_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
-  std::mutex mu_;  // guards the two members below
-  std::map<std::string, std::shared_ptr<v1::Store::Stub>> stubs_;
-  std::deque<std::string> stub_order_;  // oldest first
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<v1::Store::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> stub_order_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 
 // "tcp" (TcpObjectDataPath over `tcp`) or "grpc" (GrpcObjectDataPath over

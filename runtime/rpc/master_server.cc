@@ -673,7 +673,7 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
 MasterServer::~MasterServer() { Shutdown(absl::ZeroDuration()); }
 
 void MasterServer::Shutdown(absl::Duration grace) {
-  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  MutexLock lock(&shutdown_mu_);
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));

@@ -43,11 +43,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/base/mutex.h"
 #include "runtime/etcd/leader_election.h"
 #include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
@@ -125,8 +125,8 @@ class MasterServer {
   int port_ = 0;
   bool identities_proven_ = false;
   std::string address_;
-  std::mutex shutdown_mu_;
-  bool shut_down_ = false;
+  Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
 }  // namespace heatsink::runtime

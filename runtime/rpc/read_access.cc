@@ -68,7 +68,7 @@ absl::Status ReadAccess::CheckLease(ClientId reader, const ReadQuery& query) {
                      query.size};
   const TimeNs now = env_->NowNs();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = lease_answers_.find(key);
     if (it != lease_answers_.end()) {
       if (now < it->second) return absl::OkStatus();
@@ -92,7 +92,7 @@ absl::Status ReadAccess::CheckLease(ClientId reader, const ReadQuery& query) {
   }
   const DurationNs keep =
       std::min<DurationNs>(grant->remaining_ns, options_.lease_answer_ttl_ms * 1'000'000);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (lease_answers_.size() >= options_.lease_answers_max) {
     std::erase_if(lease_answers_, [now](const auto& entry) { return entry.second <= now; });
   }

@@ -39,13 +39,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/env/env.h"
 #include "core/master/master_types.h"
 #include "core/worker/store_worker.h"
@@ -106,8 +106,8 @@ class ReadAccess final : public ReadGate {
   const LeaseCheck check_lease_;
   std::atomic<StoreWorker*> worker_{nullptr};
   std::atomic<uint64_t> refused_{0};
-  std::mutex mu_;
-  std::map<LeaseKey, TimeNs> lease_answers_;  // guarded by mu_
+  Mutex mu_;
+  std::map<LeaseKey, TimeNs> lease_answers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace heatsink::runtime

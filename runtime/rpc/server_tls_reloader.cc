@@ -133,12 +133,12 @@ ServerTlsReloader::~ServerTlsReloader() {
 absl::Status ServerTlsReloader::Reload() { return Stage(); }
 
 int64_t ServerTlsReloader::reloads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return generation_ > 0 ? generation_ - 1 : 0;
 }
 
 absl::Status ServerTlsReloader::Stage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   HS_ASSIGN_OR_RETURN(std::string cert_chain, ReadPem(tls_.cert_path));
   HS_ASSIGN_OR_RETURN(std::string key, ReadPem(tls_.key_path));
   std::string ca;

@@ -31,11 +31,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "grpcpp/security/server_credentials.h"
 #include "runtime/rpc/rpc_options.h"
 
@@ -75,8 +75,8 @@ class ServerTlsReloader {
   const TlsFiles tls_;
   std::string staging_dir_;
   std::shared_ptr<grpc::ServerCredentials> credentials_;
-  mutable std::mutex mu_;
-  int64_t generation_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Checks PEM text with OpenSSL. INVALID_ARGUMENT naming `flag` and `path`

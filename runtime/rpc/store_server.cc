@@ -235,7 +235,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
 StoreServer::~StoreServer() { Shutdown(); }
 
 void StoreServer::Shutdown() {
-  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  MutexLock lock(&shutdown_mu_);
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now());

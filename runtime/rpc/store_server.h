@@ -28,12 +28,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/base/mutex.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/rpc/rpc_options.h"
 #include "runtime/rpc/server_tls_reloader.h"
@@ -108,8 +108,8 @@ class StoreServer final : public SegmentDataService {
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
-  std::mutex shutdown_mu_;
-  bool shut_down_ = false;
+  Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
 }  // namespace heatsink::runtime

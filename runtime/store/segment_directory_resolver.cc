@@ -14,7 +14,7 @@ SegmentDirectoryResolver::SegmentDirectoryResolver(Lister list, int64_t refresh_
       entries_max_(entries_max) {}
 
 absl::StatusOr<std::string> SegmentDirectoryResolver::Resolve(SegmentId segment) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = endpoints_.find(segment);
   if (it != endpoints_.end()) return it->second;
   const TimeNs now = clock_.NowNs();
@@ -40,7 +40,7 @@ absl::StatusOr<std::string> SegmentDirectoryResolver::Resolve(SegmentId segment)
 }
 
 int64_t SegmentDirectoryResolver::refreshes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return refreshes_;
 }
 

@@ -16,11 +16,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/master/master_types.h"
 #include "runtime/env/steady_clock.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -47,10 +47,10 @@ class SegmentDirectoryResolver final : public EndpointResolver {
   const int64_t refresh_interval_ms_;
   const size_t entries_max_;
   SteadyClock clock_;
-  mutable std::mutex mu_;  // guards the three members below; held across a refresh
-  mutable std::map<SegmentId, std::string> endpoints_;
-  mutable TimeNs last_refresh_ns_ = 0;
-  mutable int64_t refreshes_ = 0;
+  mutable Mutex mu_;  // held across a refresh
+  mutable std::map<SegmentId, std::string> endpoints_ ABSL_GUARDED_BY(mu_);
+  mutable TimeNs last_refresh_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable int64_t refreshes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace heatsink::runtime

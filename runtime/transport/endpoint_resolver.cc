@@ -5,7 +5,7 @@
 namespace heatsink::runtime {
 
 absl::Status StaticEndpointResolver::Set(SegmentId segment, absl::string_view endpoint) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = endpoints_.find(segment);
   if (it != endpoints_.end()) {
     it->second = std::string(endpoint);
@@ -20,12 +20,12 @@ absl::Status StaticEndpointResolver::Set(SegmentId segment, absl::string_view en
 }
 
 void StaticEndpointResolver::Erase(SegmentId segment) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   endpoints_.erase(segment);
 }
 
 absl::StatusOr<std::string> StaticEndpointResolver::Resolve(SegmentId segment) const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = endpoints_.find(segment);
   if (it == endpoints_.end()) {
     return absl::NotFoundError(absl::StrCat("no data endpoint known for segment ", segment.value));

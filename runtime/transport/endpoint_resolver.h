@@ -8,12 +8,12 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/base/mutex.h"
 #include "core/model/ids.h"
 
 namespace heatsink::runtime {
@@ -39,8 +39,8 @@ class StaticEndpointResolver final : public EndpointResolver {
 
  private:
   const size_t entries_max_;
-  mutable std::mutex mu_;  // guards endpoints_
-  std::map<SegmentId, std::string> endpoints_;
+  mutable Mutex mu_;
+  std::map<SegmentId, std::string> endpoints_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace heatsink::runtime

@@ -10,12 +10,13 @@
 #include <cstring>
 #include <iostream>
 
+#include "runtime/env/wait_until.h"
 #include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
 
 ForegroundTraffic::Scope ForegroundTraffic::Enter() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   in_progress_.fetch_add(1);
   return Scope(this);
 }
@@ -23,37 +24,36 @@ ForegroundTraffic::Scope ForegroundTraffic::Enter() {
 void ForegroundTraffic::Leave() {
   bool idle = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     idle = in_progress_.fetch_sub(1) == 1;
     if (idle) last_end_ = std::chrono::steady_clock::now();
   }
-  if (idle) idle_cv_.notify_all();
+  if (idle) idle_cv_.SignalAll();
+}
+
+std::chrono::steady_clock::time_point ForegroundTraffic::IdleAt(int64_t quiet_us) const {
+  if (in_progress_.load() > 0) return std::chrono::steady_clock::time_point::max();
+  return last_end_ + std::chrono::microseconds(std::max<int64_t>(quiet_us, 0));
 }
 
 bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms, int64_t quiet_us) {
   using SteadyTime = std::chrono::steady_clock::time_point;
   // Without a quiet time, the unlocked look keeps the idle case lock-free.
   if (max_wait_ms <= 0 || (quiet_us <= 0 && in_progress_.load() == 0)) return false;
-  std::unique_lock<std::mutex> lock(mu_);
-  // When the foreground counts as idle: never while a transfer is in
-  // progress, else quiet_us after the last one ended.
-  auto idle_at = [&]() -> SteadyTime {
-    if (in_progress_.load() > 0) return SteadyTime::max();
-    return last_end_ + std::chrono::microseconds(std::max<int64_t>(quiet_us, 0));
-  };
+  MutexLock lock(&mu_);
   SteadyTime now = std::chrono::steady_clock::now();
-  if (idle_at() <= now) return false;
+  if (IdleAt(quiet_us) <= now) return false;
   yields_.fetch_add(1);
   const SteadyTime deadline = now + std::chrono::milliseconds(max_wait_ms);
   while (true) {
-    const SteadyTime idle = idle_at();
+    const SteadyTime idle = IdleAt(quiet_us);
     now = std::chrono::steady_clock::now();
     if (idle <= now) return true;
     if (now >= deadline) {
       yields_timed_out_.fetch_add(1);
       return true;
     }
-    idle_cv_.wait_until(lock, std::min(idle, deadline));
+    WaitUntil(&idle_cv_, &mu_, std::min(idle, deadline));
   }
 }
 

@@ -33,13 +33,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "core/base/mutex.h"
 #include "core/metrics/metrics.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -87,9 +86,13 @@ class ForegroundTraffic {
 
  private:
   void Leave();
+  // When the foreground counts as idle: never while a transfer is in
+  // progress, else `quiet_us` after the last one ended.
+  std::chrono::steady_clock::time_point IdleAt(int64_t quiet_us) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;  // pairs with idle_cv_; in_progress_ changes under it
-  std::condition_variable idle_cv_;
+  Mutex mu_;  // pairs with idle_cv_; in_progress_ changes under it
+  CondVar idle_cv_;
   // When the last foreground transfer ended (the epoch before the first).
   std::chrono::steady_clock::time_point last_end_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> in_progress_{0};

@@ -35,19 +35,19 @@ class ActiveGuard {
 }  // namespace
 
 bool ActiveSockets::Add(const Socket* socket) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (broken_) return false;
   sockets_.insert(socket);
   return true;
 }
 
 void ActiveSockets::Remove(const Socket* socket) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   sockets_.erase(socket);
 }
 
 void ActiveSockets::BreakAll() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   broken_ = true;
   for (const Socket* s : sockets_) s->ShutdownBoth();
 }

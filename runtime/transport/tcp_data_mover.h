@@ -44,7 +44,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -53,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/base/mutex.h"
 #include "core/env/data_mover.h"
 #include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
@@ -77,9 +77,9 @@ class ActiveSockets {
   void BreakAll();
 
  private:
-  std::mutex mu_;  // guards broken_ and sockets_
-  bool broken_ = false;
-  std::set<const Socket*> sockets_;
+  Mutex mu_;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<const Socket*> sockets_ ABSL_GUARDED_BY(mu_);
 };
 
 class TcpDataMover final : public DataMover {

@@ -50,9 +50,9 @@ TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& k
 TcpDataServer::~TcpDataServer() { Shutdown(); }
 
 void TcpDataServer::Shutdown() {
-  std::unique_lock<std::mutex> shutdown_lock(shutdown_mu_);
+  MutexLock shutdown_lock(&shutdown_mu_);
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_) return;
     stopping_ = true;
     for (auto& [id, connection] : connections_) connection->socket.ShutdownBoth();
@@ -64,7 +64,7 @@ void TcpDataServer::Shutdown() {
   std::map<uint64_t, std::unique_ptr<Connection>> live;
   std::vector<std::unique_ptr<Connection>> finished;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     live.swap(connections_);
     finished.swap(finished_);
   }
@@ -72,21 +72,21 @@ void TcpDataServer::Shutdown() {
   for (auto& connection : finished) connection->thread.join();
   // Threads that finished while we joined moved themselves to finished_.
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     finished.swap(finished_);
   }
   for (auto& connection : finished) {
     if (connection->thread.joinable()) connection->thread.join();
   }
   listener_.Close();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   stopped_ = true;
 }
 
 void TcpDataServer::ReapFinished() {
   std::vector<std::unique_ptr<Connection>> finished;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     finished.swap(finished_);
   }
   for (auto& connection : finished) connection->thread.join();
@@ -99,7 +99,7 @@ void TcpDataServer::AcceptLoop() {
     if (!accepted.ok()) return;  // listener shut down
     Socket socket = *std::move(accepted);
     if (!ConfigureStream(socket, knobs_.io_timeout_ms).ok()) continue;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     if (connections_.size() >= knobs_.connections_max) {
       connections_rejected_.fetch_add(1);
@@ -174,7 +174,7 @@ void TcpDataServer::Serve(uint64_t id, Socket* socket) {
   }
   // Hand the thread to the accept loop (or Shutdown) for joining; the socket
   // closes when the Connection is destroyed there.
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = connections_.find(id);
   if (it != connections_.end()) {
     it->second->socket.ShutdownBoth();

@@ -49,7 +49,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +56,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/base/mutex.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/read_gate.h"
@@ -144,13 +144,13 @@ class TcpDataServer {
   const std::string endpoint_;
   std::thread accept_thread_;
 
-  std::mutex mu_;  // guards the five members below
-  bool stopping_ = false;
-  bool stopped_ = false;
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, std::unique_ptr<Connection>> connections_;
-  std::vector<std::unique_ptr<Connection>> finished_;
-  std::mutex shutdown_mu_;  // serialises Shutdown callers
+  Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Connection>> finished_ ABSL_GUARDED_BY(mu_);
+  Mutex shutdown_mu_;  // serialises Shutdown callers
 
   std::atomic<uint64_t> writes_completed_{0};
   std::atomic<uint64_t> copy_writes_completed_{0};

@@ -202,7 +202,7 @@ absl::Status TlsContext::Reload() {
   HS_ASSIGN_OR_RETURN(ssl_ctx_st * fresh, NewContext(side_, files_));
   ssl_ctx_st* old = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     old = std::exchange(ctx_, fresh);
     ++reloads_;
   }
@@ -212,7 +212,7 @@ absl::Status TlsContext::Reload() {
 }
 
 int64_t TlsContext::reloads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return reloads_;
 }
 
@@ -270,7 +270,7 @@ absl::Status TlsContext::Secure(Socket& socket, absl::string_view peer_host) con
   {
     // SSL_new takes its own reference to the context, so a Reload() that
     // frees this one later leaves the connection intact.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ssl = SSL_new(ctx_);
   }
   if (ssl == nullptr) return absl::UnavailableError(absl::StrCat("SSL_new: ", OpensslReason()));

@@ -33,13 +33,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/base/mutex.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
 
@@ -88,9 +88,9 @@ class TlsContext {
 
   const Side side_;
   const TlsPemFiles files_;
-  mutable std::mutex mu_;
-  ssl_ctx_st* ctx_;      // guarded by mu_
-  int64_t reloads_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  ssl_ctx_st* ctx_ ABSL_GUARDED_BY(mu_);
+  int64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The SHA-256 of the DER of the first certificate in PEM file `path`, in

@@ -71,7 +71,7 @@ UcxDataMover::UcxDataMover(SegmentMemory* local, EndpointResolver* resolver,
 UcxDataMover::~UcxDataMover() { Shutdown(); }
 
 size_t UcxDataMover::copies_in_flight() const {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return in_flight_;
 }
 
@@ -79,7 +79,7 @@ void UcxDataMover::StartCopy(const CopyRange& range,
                              absl::AnyInvocable<void(absl::Status) &&> done) {
   HS_CHECK_MSG(accepting_.load(), "UcxDataMover::StartCopy after Shutdown");
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (in_flight_ >= options_.tcp.copies_in_flight_max) {
       pool_.Post([done = std::move(done), max = options_.tcp.copies_in_flight_max]() mutable {
         std::move(done)(absl::ResourceExhaustedError(
@@ -271,8 +271,8 @@ void UcxDataMover::Finish(std::unique_ptr<Copy> copy, absl::Status status) {
   absl::AnyInvocable<void(absl::Status) &&> done = std::move(copy->done);
   copy.reset();  // closes the bootstrap connection, releases the source segment
   std::move(done)(std::move(status));
-  std::unique_lock<std::mutex> lock(mu_);
-  if (--in_flight_ == 0) drained_cv_.notify_all();
+  MutexLock lock(&mu_);
+  if (--in_flight_ == 0) drained_cv_.SignalAll();
 }
 
 absl::StatusOr<wire::RmaGrant> UcxDataMover::GrantRemoteWrite(const wire::RangeRequest& request) {
@@ -310,7 +310,7 @@ void UcxDataMover::ReleaseSegment(SegmentId id) {
 }
 
 void UcxDataMover::Shutdown() {
-  std::unique_lock<std::mutex> shutdown_lock(shutdown_mu_);
+  MutexLock shutdown_lock(&shutdown_mu_);
   if (shut_down_) return;
   accepting_.store(false);
   active_.BreakAll();
@@ -319,8 +319,8 @@ void UcxDataMover::Shutdown() {
   });
   // Every stage now fails fast, so in-flight copies drain.
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    drained_cv_.wait(lock, [this] { return in_flight_ == 0; });
+    MutexLock lock(&mu_);
+    while (in_flight_ != 0) drained_cv_.Wait(&mu_);
   }
   pool_.Shutdown();
   worker_->Stop();

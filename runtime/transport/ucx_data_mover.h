@@ -49,16 +49,15 @@
 #define HEATSINK_RUNTIME_TRANSPORT_UCX_DATA_MOVER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/env/data_mover.h"
 #include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
@@ -134,11 +133,11 @@ class UcxDataMover final : public DataMover, public RmaGrantProvider {
   std::atomic<bool> accepting_{true};
   ActiveSockets active_;
 
-  mutable std::mutex mu_;
-  std::condition_variable drained_cv_;  // in_flight_ reached 0
-  size_t in_flight_ = 0;  // guarded by mu_
-  std::mutex shutdown_mu_;  // serialises Shutdown callers; guards shut_down_
-  bool shut_down_ = false;
+  mutable Mutex mu_;
+  CondVar drained_cv_;  // in_flight_ reached 0
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  Mutex shutdown_mu_;  // serialises Shutdown callers
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 
   SteadyClock clock_;
   ThreadPoolExecutor pool_;

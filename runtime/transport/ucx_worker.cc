@@ -110,7 +110,7 @@ UcxWorker::~UcxWorker() { Stop(); }
 
 void UcxWorker::Post(absl::AnyInvocable<void(bool live) &&> op) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!exited_) {
       ops_.push_back(std::move(op));
       const uint64_t one = 1;
@@ -123,10 +123,10 @@ void UcxWorker::Post(absl::AnyInvocable<void(bool live) &&> op) {
 }
 
 void UcxWorker::Stop() {
-  std::unique_lock<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   if (stopped_) return;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_requested_ = true;
     const uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof(one));
@@ -142,7 +142,7 @@ void UcxWorker::Loop() {
   while (true) {
     std::vector<absl::AnyInvocable<void(bool) &&>> ops;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ops.swap(ops_);
       if (ops.empty() && stop_requested_) {
         exited_ = true;  // later Posts run inline with live=false
@@ -156,7 +156,7 @@ void UcxWorker::Loop() {
     CloseFailedEndpoints();
     ReapClosing(/*wait=*/false);
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!ops_.empty() || stop_requested_) continue;
     }
     if (event_fd_ >= 0) {

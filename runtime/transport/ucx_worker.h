@@ -34,7 +34,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +42,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 #include "core/model/ids.h"
 #include "runtime/memory/segment_memory.h"
 
@@ -130,12 +130,12 @@ class UcxWorker {
   const int event_fd_;  // the worker's, or -1 when wakeup is unsupported
   const int wake_fd_;   // our eventfd
 
-  std::mutex mu_;  // guards ops_, stop_requested_ and exited_
-  std::vector<absl::AnyInvocable<void(bool) &&>> ops_;
-  bool stop_requested_ = false;
-  bool exited_ = false;
-  std::mutex stop_mu_;  // serialises Stop callers; guards stopped_
-  bool stopped_ = false;
+  Mutex mu_;
+  std::vector<absl::AnyInvocable<void(bool) &&>> ops_ ABSL_GUARDED_BY(mu_);
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool exited_ ABSL_GUARDED_BY(mu_) = false;
+  Mutex stop_mu_;  // serialises Stop callers
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread thread_;
 
   // Progress thread only.

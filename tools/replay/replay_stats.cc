@@ -222,7 +222,7 @@ absl::Status ReplayRecorder::Finish(const std::string& decisions_path) {
                         {"bytes_served", host_bytes_[i]}});
   }
   j["host_load"] = {{"total_bytes", total}, {"hosts", per_host}};
-  const auto master = [&](const char* name) -> Json {
+  const auto master = [&](const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Json {
     const auto it = last_master_.find(name);
     if (it == last_master_.end()) return nullptr;
     return static_cast<int64_t>(it->second);

@@ -182,7 +182,7 @@ absl::StatusOr<std::vector<Allocation>> SegmentTable::AllocateForPut(
   auto is_chosen = [&chosen](SegmentId id) {
     return std::find(chosen.begin(), chosen.end(), id) != chosen.end();
   };
-  auto try_allocate = [&](SegmentId id, SegmentRecord& r) {
+  auto try_allocate = [&](SegmentId id, SegmentRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!Usable(r, size) || is_chosen(id)) return false;
     std::optional<uint64_t> offset = r.allocator.Allocate(size);
     if (!offset.has_value()) return false;
