@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "core/base/mutex.h"
 #include "sim/calibration.h"
 #include "sim/report_format.h"
 #include "sim/runner.h"
@@ -145,6 +146,7 @@ int Calibrate(int argc, char** argv, const SignalWatcher& signals) {
 
 int main(int argc, char** argv) {
   using namespace heatsink;
+  TurnOffLockOrderChecks();
   SignalWatcher signals;  // before any other thread starts
   if (argc > 1 && std::string(argv[1]) == "calibrate")
     return Calibrate(argc - 1, argv + 1, signals);
