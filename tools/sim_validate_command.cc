@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "sim/report_format.h"
 #include "sim/runner.h"
@@ -61,23 +62,18 @@ int RunValidate(const ValidateArgs& args) {
     return kExitError;
   }
   std::cout << heatsink::sim::FormatValidationTable(*report);
-  if (!args.out.empty()) {
-    const absl::Status written =
-        heatsink::sim::WriteTextFile(args.out, heatsink::sim::ValidationJson(*report));
+  // (path, contents) for each file asked for.
+  const std::pair<const std::string*, std::string (*)(const heatsink::sim::ValidationReport&)>
+      files[] = {{&args.out, &heatsink::sim::ValidationJson},
+                 {&args.html, &heatsink::sim::ValidationHtml}};
+  for (const auto& [path, render] : files) {
+    if (path->empty()) continue;
+    const absl::Status written = heatsink::sim::WriteTextFile(*path, render(*report));
     if (!written.ok()) {
       std::cerr << "heatsink-sim validate: " << written.message() << "\n";
       return kExitError;
     }
-    std::cout << "written: " << args.out << "\n";
-  }
-  if (!args.html.empty()) {
-    const absl::Status written =
-        heatsink::sim::WriteTextFile(args.html, heatsink::sim::ValidationHtml(*report));
-    if (!written.ok()) {
-      std::cerr << "heatsink-sim validate: " << written.message() << "\n";
-      return kExitError;
-    }
-    std::cout << "written: " << args.html << "\n";
+    std::cout << "written: " << *path << "\n";
   }
   return kExitOk;
 }
