@@ -30,7 +30,6 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "core/base/mutex.h"
 #include "core/env/rng.h"
 #include "core/replication/replication_knobs.h"
 #include "nlohmann/json.hpp"
@@ -389,7 +388,6 @@ int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
 
 int main(int argc, char** argv) {
   using namespace heatsink;
-  TurnOffLockOrderChecks();
   Flags flags;
   CLI::App app{"heatsink-load: drive a Heatsink cluster and print throughput and latency."};
   app.add_option("--master", flags.master,

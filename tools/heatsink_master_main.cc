@@ -29,7 +29,6 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/base/mutex.h"
 #include "core/base/status_macros.h"
 #include "core/master/master_knobs.h"
 #include "core/replication/replicated_master.h"
@@ -493,7 +492,6 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
 
 int main(int argc, char** argv) {
   using namespace heatsink;
-  TurnOffLockOrderChecks();
   tools::BlockTerminationSignals();
   tools::BlockReloadSignal();
   Flags flags;

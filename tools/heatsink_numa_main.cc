@@ -30,7 +30,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/base/mutex.h"
 #include "core/base/status_macros.h"
 #include "core/env/env.h"
 #include "core/env/rng.h"
@@ -247,7 +246,6 @@ int RunLoad(const ConfigFlags& f, const LoadFlags& load) {
 
 int main(int argc, char** argv) {
   using namespace heatsink::runtime;
-  heatsink::TurnOffLockOrderChecks();
   CLI::App app{"heatsink-numa: ADR-0019 NUMA head placement and promotion on this host"};
   app.require_subcommand(1);
   ConfigFlags topology_flags, plan_flags, run_flags;

@@ -30,13 +30,13 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "core/base/mutex.h"
 #include "sim/calibration.h"
 #include "sim/report_format.h"
 #include "sim/runner.h"
 #include "tools/replay/calibrate.h"
 #include "tools/replay/replay_plan.h"
 #include "tools/replay/replay_run.h"
+#include "tools/runtime_flags.h"
 
 namespace {
 
@@ -146,7 +146,6 @@ int Calibrate(int argc, char** argv, const SignalWatcher& signals) {
 
 int main(int argc, char** argv) {
   using namespace heatsink;
-  TurnOffLockOrderChecks();
   SignalWatcher signals;  // before any other thread starts
   if (argc > 1 && std::string(argv[1]) == "calibrate")
     return Calibrate(argc - 1, argv + 1, signals);
@@ -193,7 +192,10 @@ int main(int argc, char** argv) {
   bool plan_only = false;
   app.add_flag("--plan-only", plan_only,
                "check the scenario and print the processes it would start, then exit");
+  bool keep_deadlock_detection = false;
+  tools::AddDeadlockDetectionFlag(app, keep_deadlock_detection);
   CLI11_PARSE(app, argc, argv);
+  tools::ApplyDeadlockDetection(keep_deadlock_detection);
   if (seed_option->count() > 0) options.seed = seed;
   options.stop = signals.stop();
   limits.time_scale = options.time_scale;

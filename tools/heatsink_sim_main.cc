@@ -668,10 +668,8 @@ int RunSwarmCommand(const SwarmArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Huge pages and a heap that keeps its top (sim/malloc_tuning.h).
-  heatsink::sim::ReexecWithMallocTunables(argv);
-  // The simulator is single-threaded: Abseil's lock-order bookkeeping (on in
-  // Debian's build) only costs time here.
+  heatsink::sim::ReexecWithMallocTunables(argv);  // huge pages (sim/malloc_tuning.h)
+  // Single-threaded: Abseil's lock-order checks (on in Debian's build) only cost time.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "heatsink-sim: replay workloads against the Heatsink core in a deterministic "

@@ -40,7 +40,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/base/mutex.h"
 #include "core/base/status_macros.h"
 #include "core/env/rng.h"
 #include "runtime/env/runtime_env.h"
@@ -739,7 +738,6 @@ int Run(StoreFlags& f, StoreSetup& setup) {
 
 int main(int argc, char** argv) {
   using namespace heatsink;
-  TurnOffLockOrderChecks();
   tools::BlockTerminationSignals();
   tools::BlockReloadSignal();
   StoreFlags f;

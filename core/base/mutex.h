@@ -135,14 +135,6 @@ class CondVar {
   absl::CondVar cv_;
 };
 
-// Debian's Abseil is built with its deadlock detector on: every Lock records
-// the lock order in a process-wide graph. The production binaries and the
-// runtime benchmarks turn it off at start (it only costs time there); the
-// tests keep it, so a lock-order inversion still fails them.
-inline void TurnOffLockOrderChecks() {
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-}
-
 }  // namespace heatsink
 
 #endif  // HEATSINK_CORE_BASE_MUTEX_H_
