@@ -426,16 +426,24 @@ Network::Work Network::RemainingWorkNow(const Flow& flow) const {
   return flow.target_work > clock ? flow.target_work - clock : 0;
 }
 
-void Network::CountProgress(Flow& flow, Work remaining) {
+uint64_t Network::BytesDone(const Flow& flow, Work remaining) {
   const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
-  const uint64_t bytes_done = static_cast<uint64_t>((total - remaining) / kWorkPerByte);
-  if (bytes_done == flow.bytes_counted) return;
-  const uint64_t delta = (bytes_done - flow.bytes_counted) * static_cast<uint64_t>(flow.count);
+  return static_cast<uint64_t>((total - remaining) / kWorkPerByte);
+}
+
+void Network::AddBytes(const Flow& flow, uint64_t bytes_per_flow, NetworkCounters& counters) {
+  if (bytes_per_flow == 0) return;
+  const uint64_t bytes = bytes_per_flow * static_cast<uint64_t>(flow.count);
+  counters.bytes_by_distance[static_cast<int>(flow.distance)] += bytes;
+  counters.host_bytes_sent[flow.src_host] += bytes;
+  counters.host_bytes_received[flow.dst_host] += bytes;
+  if (flow.background) counters.background_bytes += bytes;
+}
+
+void Network::CountProgress(Flow& flow, Work remaining) {
+  const uint64_t bytes_done = BytesDone(flow, remaining);
+  AddBytes(flow, bytes_done - flow.bytes_counted, counters_);
   flow.bytes_counted = bytes_done;
-  counters_.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
-  counters_.host_bytes_sent[flow.src_host] += delta;
-  counters_.host_bytes_received[flow.dst_host] += delta;
-  if (flow.background) counters_.background_bytes += delta;
 }
 
 TimeNs Network::CompletionTime(Work remaining, int64_t rate_bytes_per_s) const {
@@ -678,15 +686,7 @@ NetworkCounters Network::Counters() const {
   NetworkCounters out = counters_;
   for (const Flow& flow : flows_) {
     if (flow.id == 0 || !flow.moving) continue;
-    const Work remaining = RemainingWorkNow(flow);
-    const Work total = static_cast<Work>(flow.bytes) * kWorkPerByte;
-    const uint64_t delta =
-        (static_cast<uint64_t>((total - remaining) / kWorkPerByte) - flow.bytes_counted) *
-        static_cast<uint64_t>(flow.count);
-    out.bytes_by_distance[static_cast<int>(flow.distance)] += delta;
-    out.host_bytes_sent[flow.src_host] += delta;
-    out.host_bytes_received[flow.dst_host] += delta;
-    if (flow.background) out.background_bytes += delta;
+    AddBytes(flow, BytesDone(flow, RemainingWorkNow(flow)) - flow.bytes_counted, out);
   }
   return out;
 }

@@ -339,6 +339,10 @@ class Network {
   Work ClockNow(const RouteClass& c) const;
   void Settle(RouteClass& c);
   Work RemainingWorkNow(const Flow& flow) const;
+  // Whole bytes per flow of the group moved so far, with `remaining` work left.
+  static uint64_t BytesDone(const Flow& flow, Work remaining);
+  // Adds `bytes_per_flow` moved by each flow of the group to `counters`.
+  static void AddBytes(const Flow& flow, uint64_t bytes_per_flow, NetworkCounters& counters);
   // Moves the flow's whole bytes done so far into counters_. Called when a
   // flow ends; Counters() adds the part of live flows.
   void CountProgress(Flow& flow, Work remaining);
