@@ -8,6 +8,9 @@
 namespace heatsink::sim {
 namespace {
 
+// A heap smaller than this pops top-down (it fits in cache, and the moved
+// entry stops as soon as it is in order); a larger one bottom-up.
+constexpr size_t kHeapBottomUpMin = 16'384;
 // Sequence numbers use the 40 bits above the slot index.
 constexpr uint64_t kSequenceMax = (uint64_t{1} << (64 - Engine::kSlotBits)) - 1;
 // Compaction only pays off once the heap holds a fair number of stale entries.
@@ -40,7 +43,9 @@ const KnobRegistry<EngineKnobs>& EngineKnobs::Registry() {
   return *registry;
 }
 
-Engine::Engine(const EngineKnobs& knobs) : knobs_(knobs) { HS_CHECK_OK(knobs_.Validate()); }
+Engine::Engine(const EngineKnobs& knobs) : knobs_(knobs), heap_(kHeapPad, HeapEntry{0, 0}) {
+  HS_CHECK_OK(knobs_.Validate());
+}
 
 EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   HS_CHECK_MSG(t >= now_ns_, "events cannot be scheduled in the past");
@@ -51,7 +56,7 @@ EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   }
   const uint32_t slot = TakeSlot();
   const uint64_t key = (sequence << kSlotBits) | slot;
-  Slot& s = slots_[slot];
+  Slot& s = SlotAt(slot);
   s.fn = std::move(fn);
   s.key = key;
   HeapPush(HeapEntry{t, key});
@@ -70,55 +75,99 @@ inline unsigned __int128 RankOf(TimeNs time, uint64_t key) {
 }  // namespace
 
 void Engine::HeapPush(const HeapEntry& e) {
-  size_t i = heap_.size();
   heap_.push_back(e);
+  HeapEntry* const h = heap_.data() + kHeapPad;
+  size_t i = HeapSize() - 1;
   const unsigned __int128 rank = RankOf(e.time, e.key);
   while (i > 0) {
     const size_t parent = (i - 1) / kHeapArity;
-    if (RankOf(heap_[parent].time, heap_[parent].key) < rank) break;
-    heap_[i] = heap_[parent];
+    if (RankOf(h[parent].time, h[parent].key) < rank) break;
+    h[i] = h[parent];
     i = parent;
   }
-  heap_[i] = e;
+  h[i] = e;
 }
 
+// Bottom-up: the hole the top leaves moves down along the smaller children
+// to a leaf (three comparisons a level, none against the entry that fills
+// it), and the last entry, which usually belongs near the bottom, moves up
+// from there. On the way down the grandchildren's four lines are fetched
+// while the children are compared.
 void Engine::HeapPop() {
   const HeapEntry last = heap_.back();
   heap_.pop_back();
-  if (heap_.empty()) return;
-  heap_[0] = last;
-  HeapSiftDown(0);
+  if (HeapEmpty()) return;
+  HeapEntry* const h = heap_.data() + kHeapPad;
+  const size_t n = HeapSize();
+  if (n < kHeapBottomUpMin) {
+    h[0] = last;
+    HeapSiftDown(0);
+    return;
+  }
+  size_t i = 0;
+  for (;;) {
+    const size_t first = i * kHeapArity + 1;
+    if (first >= n) break;
+    const size_t grand = first * kHeapArity + 1;
+    if (grand < n) {
+      const char* line = reinterpret_cast<const char*>(h + grand);
+      for (size_t b = 0; b < kHeapArity * kHeapArity * sizeof(HeapEntry); b += 64) {
+        __builtin_prefetch(line + b);
+      }
+    }
+    size_t best = first;
+    unsigned __int128 best_rank = RankOf(h[first].time, h[first].key);
+    const size_t end = std::min(first + kHeapArity, n);
+    for (size_t c = first + 1; c < end; ++c) {
+      const unsigned __int128 r = RankOf(h[c].time, h[c].key);
+      if (r < best_rank) {
+        best = c;
+        best_rank = r;
+      }
+    }
+    h[i] = h[best];
+    i = best;
+  }
+  const unsigned __int128 rank = RankOf(last.time, last.key);
+  while (i > 0) {
+    const size_t parent = (i - 1) / kHeapArity;
+    if (RankOf(h[parent].time, h[parent].key) < rank) break;
+    h[i] = h[parent];
+    i = parent;
+  }
+  h[i] = last;
 }
 
 void Engine::HeapSiftDown(size_t i) {
-  const size_t n = heap_.size();
+  const size_t n = HeapSize();
   if (i >= n) return;
-  const HeapEntry moving = heap_[i];
+  HeapEntry* const h = heap_.data() + kHeapPad;
+  const HeapEntry moving = h[i];
   const unsigned __int128 rank = RankOf(moving.time, moving.key);
   for (;;) {
     const size_t first = i * kHeapArity + 1;
     if (first >= n) break;
     size_t best = first;
-    unsigned __int128 best_rank = RankOf(heap_[first].time, heap_[first].key);
+    unsigned __int128 best_rank = RankOf(h[first].time, h[first].key);
     const size_t end = std::min(first + kHeapArity, n);
     for (size_t c = first + 1; c < end; ++c) {
-      const unsigned __int128 r = RankOf(heap_[c].time, heap_[c].key);
+      const unsigned __int128 r = RankOf(h[c].time, h[c].key);
       if (r < best_rank) {
         best = c;
         best_rank = r;
       }
     }
     if (rank < best_rank) break;
-    heap_[i] = heap_[best];
+    h[i] = h[best];
     i = best;
   }
-  heap_[i] = moving;
+  h[i] = moving;
 }
 
 bool Engine::Cancel(EventId id) {
   const uint64_t slot = id & kSlotMask;
-  if (id == kNoTimer || slot >= slots_.size()) return false;
-  Slot& s = slots_[slot];
+  if (id == kNoTimer || slot >= slot_count_) return false;
+  Slot& s = SlotAt(slot);
   if (s.key != id) return false;
   s.fn = nullptr;
   s.key = 0;
@@ -135,19 +184,21 @@ void Engine::MaybeCompact() {
 }
 
 void Engine::DropStaleEntries() {
-  auto live_end = std::remove_if(heap_.begin(), heap_.end(), [this](const HeapEntry& e) {
-    return slots_[e.key & kSlotMask].key != e.key;
+  auto live_end = std::remove_if(heap_.begin() + kHeapPad, heap_.end(), [this](const HeapEntry& e) {
+    return SlotAt(e.key & kSlotMask).key != e.key;
   });
   heap_.erase(live_end, heap_.end());
-  for (size_t i = heap_.size() / kHeapArity + 1; i-- > 0;) HeapSiftDown(i);
+  for (size_t i = HeapSize() / kHeapArity + 1; i-- > 0;) HeapSiftDown(i);
   stale_ = 0;
 }
 
 uint32_t Engine::TakeSlot() {
   if (free_slots_.empty() && shrink_to_ != kNoShrink) AbandonShrink();
   if (free_slots_.empty()) {
-    slots_.emplace_back();
-    return static_cast<uint32_t>(slots_.size() - 1);
+    if (slot_count_ == slot_chunks_.size() * kSlotChunk) {
+      slot_chunks_.push_back(std::make_unique<Slot[]>(kSlotChunk));
+    }
+    return static_cast<uint32_t>(slot_count_++);
   }
   const uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
@@ -168,20 +219,20 @@ void Engine::MaybeShrink() {
     if (live_above_shrink_ == 0) CutSlab();
     return;
   }
-  const size_t in_use = slots_.size() - free_slots_.size();
-  if (slots_.size() < kShrinkSlotsMin || in_use * kShrinkInUseDivisor > slots_.size()) return;
+  const size_t in_use = slot_count_ - free_slots_.size();
+  if (slot_count_ < kShrinkSlotsMin || in_use * kShrinkInUseDivisor > slot_count_) return;
   shrink_to_ = std::max(in_use * 2, kShrinkSlotsFloor);
   const size_t free_before = free_slots_.size();
   free_slots_.erase(std::remove_if(free_slots_.begin(), free_slots_.end(),
                                    [this](uint32_t slot) { return slot >= shrink_to_; }),
                     free_slots_.end());
-  live_above_shrink_ = (slots_.size() - shrink_to_) - (free_before - free_slots_.size());
+  live_above_shrink_ = (slot_count_ - shrink_to_) - (free_before - free_slots_.size());
   if (live_above_shrink_ == 0) CutSlab();
 }
 
 void Engine::AbandonShrink() {
-  for (size_t i = shrink_to_; i < slots_.size(); ++i) {
-    if (slots_[i].key == 0) free_slots_.push_back(static_cast<uint32_t>(i));
+  for (size_t i = shrink_to_; i < slot_count_; ++i) {
+    if (SlotAt(i).key == 0) free_slots_.push_back(static_cast<uint32_t>(i));
   }
   shrink_to_ = kNoShrink;
   live_above_shrink_ = 0;
@@ -190,8 +241,11 @@ void Engine::AbandonShrink() {
 void Engine::CutSlab() {
   // Stale heap entries may name slots above the cut.
   DropStaleEntries();
-  slots_.resize(shrink_to_);
-  slots_.shrink_to_fit();
+  // Every slot above the cut is free (empty callback, key 0), so the chunks
+  // wholly above it go and the slots of the last one stay as they are.
+  slot_count_ = shrink_to_;
+  slot_chunks_.resize((slot_count_ + kSlotChunk - 1) / kSlotChunk);
+  slot_chunks_.shrink_to_fit();
   free_slots_.shrink_to_fit();
   heap_.shrink_to_fit();
   shrink_to_ = kNoShrink;
@@ -212,9 +266,9 @@ uint64_t Engine::NextSequence() {
 }
 
 const Engine::HeapEntry* Engine::PeekLive() {
-  while (!heap_.empty()) {
-    const HeapEntry& top = heap_.front();
-    if (slots_[top.key & kSlotMask].key == top.key) return &top;
+  while (!HeapEmpty()) {
+    const HeapEntry& top = HeapAt(0);
+    if (SlotAt(top.key & kSlotMask).key == top.key) return &top;
     HeapPop();
     --stale_;
   }
@@ -251,20 +305,20 @@ void Engine::RunEvent(const NextEvent& next) {
 }
 
 void Engine::RunTop() {
-  const HeapEntry top = heap_.front();
+  const HeapEntry top = HeapAt(0);
   HeapPop();
   const uint32_t slot = static_cast<uint32_t>(top.key & kSlotMask);
   // The next top's slot is likely the next event's: fetch it while this one
   // runs (with a million events waiting, the slab is far larger than cache).
-  if (!heap_.empty()) {
-    const char* next = reinterpret_cast<const char*>(&slots_[heap_.front().key & kSlotMask]);
+  if (!HeapEmpty()) {
+    const char* next = reinterpret_cast<const char*>(&SlotAt(HeapAt(0).key & kSlotMask));
     __builtin_prefetch(next);
     __builtin_prefetch(next + sizeof(Slot) - 1);
   }
   // Move the callback out and free its slot first: the event may schedule
-  // more events (growing slots_) and must not be cancellable while running.
-  EventFn fn = std::move(slots_[slot].fn);
-  slots_[slot].key = 0;
+  // more events and must not be cancellable while running.
+  EventFn fn = std::move(SlotAt(slot).fn);
+  SlotAt(slot).key = 0;
   FreeSlot(slot);
   --pending_;
   now_ns_ = top.time;

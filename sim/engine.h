@@ -8,14 +8,15 @@
 // the core/env interfaces, so core components cannot tell they are simulated.
 //
 // Layout, chosen for speed: the (4-ary) heap holds 16-byte PODs {time, key} where
-// key = (sequence << 24) | slot; the callbacks live in a slab of slots reused
-// through a free list. An event id is its key, so Cancel is O(1): it empties
-// the slot and leaves a stale heap entry that the run loop skips (lazy
-// cancellation). When stale entries outnumber live ones the heap is compacted,
-// which keeps memory bounded for cancel-heavy users such as timeouts. After a
-// burst (a bulk put has an event per object waiting at once) the slab would
-// keep its peak size: once at most an eighth of a slab of 16,384 slots or more
-// is in use, slots above twice the number in use are no longer handed out,
+// key = (sequence << 24) | slot, four children to a cache line, popped
+// bottom-up with the grandchildren fetched ahead once the heap outgrows the
+// cache; the callbacks live in a slab of slots reused through a free list and
+// kept in fixed chunks that never move, so a burst grows it without copying. An event id is its
+// key, so Cancel is O(1): it empties the slot and leaves a stale heap entry that the run loop skips
+// (lazy cancellation). When stale entries outnumber live ones the heap is compacted, which keeps
+// memory bounded for cancel-heavy users such as timeouts. After a burst (a bulk put has an event
+// per object waiting at once) the slab would keep its peak size: once at most an eighth of a slab
+// of 16,384 slots or more is in use, slots above twice the number in use are no longer handed out,
 // and when the last of them is free the slab is cut there and its storage
 // given back (MaybeShrink). A new burst before that ends the shrink. Slot
 // numbers never order events (the sequence does), so this changes no output.
@@ -40,7 +41,10 @@
 #ifndef HEATSINK_SIM_ENGINE_H_
 #define HEATSINK_SIM_ENGINE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -187,7 +191,7 @@ class Engine {
   int64_t pending() const { return pending_; }
   // Slots the event slab holds, in use or free: its memory is this many
   // times a slot's size (it shrinks after a burst, see the top).
-  size_t slab_slots() const { return slots_.size(); }
+  size_t slab_slots() const { return slot_count_; }
   // Time of the earliest pending event, if any.
   std::optional<TimeNs> NextEventTimeNs();
 
@@ -197,18 +201,53 @@ class Engine {
     uint64_t key;  // (sequence << kSlotBits) | slot; also the EventId
   };
   // The event heap is a min-heap on (time, key) (key order is sequence
-  // order) and 4-ary: a node's children are 64 contiguous bytes (one or two
-  // cache lines), and a heap of a million events is half as deep as a binary
-  // one.
+  // order) and 4-ary, so a heap of a million events is half as deep as a
+  // binary one. Its storage starts on a cache line and holds kHeapPad unused
+  // entries before the root, so that a node's four children (4i+1..4i+4 of
+  // the heap's own indices) are exactly one 64-byte line, and its sixteen
+  // grandchildren four whole lines that the pop fetches ahead while it
+  // compares the children.
   static constexpr size_t kHeapArity = 4;
+  static constexpr size_t kHeapPad = 3;
+  template <typename T>
+  struct CacheLineAllocator {
+    using value_type = T;
+    CacheLineAllocator() = default;
+    template <typename U>
+    explicit CacheLineAllocator(const CacheLineAllocator<U>& /*other*/) {}
+    T* allocate(size_t n) {
+      return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+    }
+    void deallocate(T* p, size_t /*n*/) { ::operator delete (p, std::align_val_t{64}); }
+    friend bool operator==(const CacheLineAllocator& /*a*/, const CacheLineAllocator& /*b*/) {
+      return true;
+    }
+  };
+  size_t HeapSize() const { return heap_.size() - kHeapPad; }
+  bool HeapEmpty() const { return heap_.size() == kHeapPad; }
+  // The entry at heap index i (0: the top).
+  HeapEntry& HeapAt(size_t i) { return heap_[i + kHeapPad]; }
+  const HeapEntry& HeapAt(size_t i) const { return heap_[i + kHeapPad]; }
   void HeapPush(const HeapEntry& e);
-  // Removes the top. REQUIRES: !heap_.empty().
+  // Removes the top. REQUIRES: !HeapEmpty().
   void HeapPop();
   void HeapSiftDown(size_t i);
   struct Slot {
     EventFn fn;
     uint64_t key = 0;  // 0: free
   };
+  // The slab is kept in chunks of kSlotChunk slots that never move: a burst
+  // that grows it to a million slots touches each chunk's memory once,
+  // instead of copying the whole slab to a buffer twice its size at every
+  // doubling.
+  static constexpr int kSlotChunkBits = 12;
+  static constexpr size_t kSlotChunk = size_t{1} << kSlotChunkBits;
+  Slot& SlotAt(uint64_t slot) {
+    return slot_chunks_[slot >> kSlotChunkBits][slot & (kSlotChunk - 1)];
+  }
+  const Slot& SlotAt(uint64_t slot) const {
+    return slot_chunks_[slot >> kSlotChunkBits][slot & (kSlotChunk - 1)];
+  }
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 
   struct LaneEntry {
@@ -276,8 +315,9 @@ class Engine {
   const EngineKnobs knobs_;
   TimeNs now_ns_ = 0;
   uint64_t next_sequence_ = 1;
-  std::vector<HeapEntry> heap_;
-  std::vector<Slot> slots_;
+  std::vector<HeapEntry, CacheLineAllocator<HeapEntry>> heap_;
+  std::vector<std::unique_ptr<Slot[]>> slot_chunks_;
+  size_t slot_count_ = 0;             // slots in use or free; the chunks hold at least these
   std::vector<uint32_t> free_slots_;  // below shrink_to_ while a shrink is under way
   // While the slab shrinks: slots at or above shrink_to_ are not handed out
   // again, and live_above_shrink_ of them are still in use.

@@ -164,6 +164,42 @@ TEST(Engine, ANewBurstDuringTheShrinkGrowsTheSlabAgain) {
   EXPECT_EQ(engine.pending(), 0);
 }
 
+TEST(Engine, ALargeHeapRunsEventsInTimeThenScheduleOrder) {
+  // Deep enough for the bottom-up pop (16,384 entries and more) and a slab
+  // of several chunks; times drawn from a small range, so ties are many.
+  // Every event schedules another one while the first 200,000 run: the
+  // order must be (time, order of scheduling), as a sorted reference says.
+  Engine engine;
+  Rng rng(7);
+  struct Scheduled {
+    TimeNs t;
+    int64_t order;
+  };
+  std::vector<Scheduled> scheduled;
+  std::vector<int64_t> ran;
+  std::function<void(TimeNs)> add;
+  add = [&](TimeNs t) {
+    const int64_t order = static_cast<int64_t>(scheduled.size());
+    scheduled.push_back(Scheduled{t, order});
+    engine.ScheduleAt(t, [&, order] {
+      ran.push_back(order);
+      if (scheduled.size() < 200'000) {
+        add(engine.NowNs() + static_cast<TimeNs>(rng.Uniform(50)));
+      }
+    });
+  };
+  for (int i = 0; i < 60'000; ++i) add(static_cast<TimeNs>(rng.Uniform(1'000)));
+  EXPECT_GE(engine.slab_slots(), 60'000u);
+  ASSERT_TRUE(engine.Run().ok());
+  // The reference: an event runs after every event scheduled for an earlier
+  // time, and after those scheduled before it for the same time.
+  std::vector<Scheduled> expected = scheduled;
+  std::stable_sort(expected.begin(), expected.end(),
+                   [](const Scheduled& a, const Scheduled& b) { return a.t < b.t; });
+  ASSERT_EQ(ran.size(), expected.size());
+  for (size_t i = 0; i < ran.size(); ++i) ASSERT_EQ(ran[i], expected[i].order) << "at " << i;
+}
+
 TEST(Engine, HeavyRescheduleStaysOrderedAndBounded) {
   // A timeout pushed back on every event: each reschedule cancels the old
   // one, which leaves stale entries that compaction must clear.
