@@ -59,7 +59,11 @@ EventId Engine::ScheduleAt(TimeNs t, EventFn fn) {
   Slot& s = SlotAt(slot);
   s.fn = std::move(fn);
   s.key = key;
-  HeapPush(HeapEntry{t, key});
+  if (t == now_ns_) {
+    due_now_.push_back(HeapEntry{t, key});
+  } else {
+    HeapPush(HeapEntry{t, key});
+  }
   ++pending_;
   return key;
 }
@@ -184,10 +188,11 @@ void Engine::MaybeCompact() {
 }
 
 void Engine::DropStaleEntries() {
-  auto live_end = std::remove_if(heap_.begin() + kHeapPad, heap_.end(), [this](const HeapEntry& e) {
-    return SlotAt(e.key & kSlotMask).key != e.key;
-  });
-  heap_.erase(live_end, heap_.end());
+  const auto stale = [this](const HeapEntry& e) { return SlotAt(e.key & kSlotMask).key != e.key; };
+  heap_.erase(std::remove_if(heap_.begin() + kHeapPad, heap_.end(), stale), heap_.end());
+  due_now_.erase(due_now_.begin(), due_now_.begin() + static_cast<std::ptrdiff_t>(due_now_head_));
+  due_now_head_ = 0;
+  due_now_.erase(std::remove_if(due_now_.begin(), due_now_.end(), stale), due_now_.end());
   for (size_t i = HeapSize() / kHeapArity + 1; i-- > 0;) HeapSiftDown(i);
   stale_ = 0;
 }
@@ -275,13 +280,33 @@ const Engine::HeapEntry* Engine::PeekLive() {
   return nullptr;
 }
 
+const Engine::HeapEntry* Engine::PeekLiveDue() {
+  while (due_now_head_ < due_now_.size()) {
+    const HeapEntry& head = due_now_[due_now_head_];
+    if (SlotAt(head.key & kSlotMask).key == head.key) return &head;
+    ++due_now_head_;
+    --stale_;
+  }
+  due_now_.clear();
+  due_now_head_ = 0;
+  return nullptr;
+}
+
 std::optional<Engine::NextEvent> Engine::PeekNext() {
   const HeapEntry* top = PeekLive();
   std::optional<NextEvent> next;
   uint64_t sequence = 0;
   if (top != nullptr) {
-    next = NextEvent{-1, top->time};
+    next = NextEvent{kFromHeap, top->time};
     sequence = top->key >> kSlotBits;
+  }
+  if (const HeapEntry* due = PeekLiveDue(); due != nullptr) {
+    const uint64_t due_sequence = due->key >> kSlotBits;
+    if (!next.has_value() || due->time < next->time ||
+        (due->time == next->time && due_sequence < sequence)) {
+      next = NextEvent{kFromDueNow, due->time};
+      sequence = due_sequence;
+    }
   }
   for (size_t i = 0; i < lanes_.size(); ++i) {
     const std::vector<LaneEntry>& heap = lanes_[i].heap;
@@ -299,6 +324,9 @@ std::optional<Engine::NextEvent> Engine::PeekNext() {
 void Engine::RunEvent(const NextEvent& next) {
   if (next.lane >= 0) {
     RunLaneTop(next.lane);
+  } else if (next.lane == kFromDueNow) {
+    const HeapEntry head = due_now_[due_now_head_++];
+    RunSlot(head);
   } else {
     RunTop();
   }
@@ -307,7 +335,6 @@ void Engine::RunEvent(const NextEvent& next) {
 void Engine::RunTop() {
   const HeapEntry top = HeapAt(0);
   HeapPop();
-  const uint32_t slot = static_cast<uint32_t>(top.key & kSlotMask);
   // The next top's slot is likely the next event's: fetch it while this one
   // runs (with a million events waiting, the slab is far larger than cache).
   if (!HeapEmpty()) {
@@ -315,6 +342,11 @@ void Engine::RunTop() {
     __builtin_prefetch(next);
     __builtin_prefetch(next + sizeof(Slot) - 1);
   }
+  RunSlot(top);
+}
+
+void Engine::RunSlot(const HeapEntry& top) {
+  const uint32_t slot = static_cast<uint32_t>(top.key & kSlotMask);
   // Move the callback out and free its slot first: the event may schedule
   // more events and must not be cancellable while running.
   EventFn fn = std::move(SlotAt(slot).fn);

@@ -20,6 +20,9 @@
 // and when the last of them is free the slab is cut there and its storage
 // given back (MaybeShrink). A new burst before that ends the shrink. Slot
 // numbers never order events (the sequence does), so this changes no output.
+// Events scheduled for the current time (Post, zero delays) wait in a FIFO
+// queue beside the heap instead of in it: they are due first, and their
+// sequence numbers keep their place among the heap's and the lanes' events.
 // Timers that move on almost every event (flow completions) live in timer
 // lanes instead (AddLane): indexed heaps moved in place, merged with the main
 // heap by (time, sequence) when the next event is chosen.
@@ -268,18 +271,24 @@ class Engine {
 
   // Drops cancelled entries from the top; returns the live top or nullptr.
   const HeapEntry* PeekLive();
+  // The same for the events due now.
+  const HeapEntry* PeekLiveDue();
   // The event that runs next: the heap's live top (lane -1) or a lane's top,
   // whichever is first in (time, sequence) order.
   struct NextEvent {
-    LaneId lane;
+    LaneId lane;  // a lane, or kFromHeap, or kFromDueNow
     TimeNs time;
   };
+  static constexpr LaneId kFromHeap = -1;
+  static constexpr LaneId kFromDueNow = -2;
   // The next event, if any (drops stale heap entries on the way).
   std::optional<NextEvent> PeekNext();
   // Runs `next` (as PeekNext returned it, nothing run since) and the hook.
   void RunEvent(const NextEvent& next);
   // Pops the live top (REQUIRES: PeekLive() != nullptr), runs it and the hook.
   void RunTop();
+  // Runs the event of `entry`, taken off its queue, and the hook.
+  void RunSlot(const HeapEntry& entry);
   void RunLaneTop(LaneId lane);
   void RunHook();
   void MaybeCompact();
@@ -316,6 +325,12 @@ class Engine {
   TimeNs now_ns_ = 0;
   uint64_t next_sequence_ = 1;
   std::vector<HeapEntry, CacheLineAllocator<HeapEntry>> heap_;
+  // Events scheduled for the time it is when they are scheduled (Post, zero
+  // delays) skip the heap: they queue here, in sequence order, from
+  // due_now_head_ on, and PeekNext merges the queue's head with the heap's
+  // top and the lanes' tops by (time, sequence) like any other source.
+  std::vector<HeapEntry> due_now_;
+  size_t due_now_head_ = 0;
   std::vector<std::unique_ptr<Slot[]>> slot_chunks_;
   size_t slot_count_ = 0;             // slots in use or free; the chunks hold at least these
   std::vector<uint32_t> free_slots_;  // below shrink_to_ while a shrink is under way
@@ -326,7 +341,7 @@ class Engine {
   size_t live_above_shrink_ = 0;
   std::vector<Lane> lanes_;
   int64_t pending_ = 0;
-  int64_t stale_ = 0;  // cancelled entries still in heap_
+  int64_t stale_ = 0;  // cancelled entries still in heap_ or due_now_
   uint64_t events_run_ = 0;
   bool running_ = false;
   LaneId running_lane_ = -1;  // the lane whose timer is running, if any

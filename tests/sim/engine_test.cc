@@ -365,6 +365,61 @@ TEST(Engine, LaneTimersMoveCancelAndCount) {
   EXPECT_EQ(engine.NextEventTimeNs(), std::nullopt);
 }
 
+TEST(Engine, EventsDueNowKeepTheirPlaceAmongHeapAndLaneEvents) {
+  // Events scheduled for the current time wait outside the heap; they still
+  // run in (time, sequence) order with the heap's events and lane timers due
+  // at the same time, and a cancelled one never runs.
+  Engine engine;
+  std::vector<std::string> trace;
+  const auto note = [&](std::string what) {
+    return [&trace, &engine, what] { trace.push_back(absl::StrCat(engine.NowNs(), ":", what)); };
+  };
+  const LaneId lane = engine.AddLane(
+      [&](uint32_t handle) { trace.push_back(absl::StrCat(engine.NowNs(), ":lane", handle)); });
+  engine.ScheduleAt(0, note("first"));  // due now, before the run starts
+  engine.ScheduleAt(10, [&] {
+    trace.push_back(absl::StrCat(engine.NowNs(), ":a"));
+    engine.Post([&] {
+      trace.push_back(absl::StrCat(engine.NowNs(), ":c"));
+      engine.Post(note("f"));
+    });
+    engine.SetLaneTimer(lane, 2, engine.NowNs());
+    const EventId d = engine.Post(note("d"));
+    engine.ScheduleAfter(0, note("e"));
+    EXPECT_TRUE(engine.Cancel(d));
+    EXPECT_FALSE(engine.Cancel(d));
+  });
+  engine.SetLaneTimer(lane, 1, 10);
+  engine.ScheduleAt(10, note("b"));
+  engine.ScheduleAt(11, note("later"));
+  ASSERT_TRUE(engine.Run().ok());
+  EXPECT_EQ(trace, (std::vector<std::string>{"0:first", "10:a", "10:lane1", "10:b", "10:c",
+                                             "10:lane2", "10:e", "10:f", "11:later"}));
+  EXPECT_EQ(engine.pending(), 0);
+  EXPECT_EQ(engine.events_run(), 9u);
+}
+
+TEST(Engine, CancelledEventsDueNowAreCompactedAway) {
+  // Thousands of events posted and cancelled at one instant: compaction
+  // drops them from the queue of events due now as from the heap, and the
+  // survivors still run in order.
+  Engine engine;
+  std::vector<int> ran;
+  engine.ScheduleAt(5, [&] {
+    for (int i = 0; i < 5'000; ++i) {
+      const EventId id = engine.Post([&ran, i] { ran.push_back(i); });
+      if (i % 100 != 0) {
+        EXPECT_TRUE(engine.Cancel(id));
+      }
+    }
+  });
+  ASSERT_TRUE(engine.Run().ok());
+  std::vector<int> expected;
+  for (int i = 0; i < 5'000; i += 100) expected.push_back(i);
+  EXPECT_EQ(ran, expected);
+  EXPECT_EQ(engine.pending(), 0);
+}
+
 TEST(Engine, LaneTimersCountTowardsThePendingLimit) {
   EngineKnobs knobs;
   knobs.events_pending_max = 3;
