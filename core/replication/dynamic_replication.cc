@@ -405,8 +405,7 @@ std::optional<DynamicReplication::Rejection> DynamicReplication::CheckKeyState(
   std::optional<Pending> existing;
   {
     MutexLock lock(&mu_);
-    auto it = pending_.find(pending_key);
-    if (it != pending_.end()) existing = it->second;
+    if (const Pending* found = leases_.Find(pending_key); found != nullptr) existing = *found;
   }
   // A granted action whose task the master already retired (its target was
   // unmounted) is stale: it must not keep the key blocked until its lease
@@ -613,23 +612,23 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
   }
   {
     MutexLock lock(&mu_);
-    if (static_cast<int64_t>(pending_.size()) >= knobs_.dynamic_replication_pending_actions_max) {
+    if (leases_.size() >= knobs_.dynamic_replication_pending_actions_max) {
       return Reject(std::move(result), RejectReason::kResourceExhausted,
                     absl::StrCat("dynamic_replication_pending_actions_max (",
                                  knobs_.dynamic_replication_pending_actions_max, ") reached"));
     }
     if (input.proposal != nullptr &&
-        static_cast<int64_t>(proposals_.size()) >= knobs_.dynamic_replication_proposals_max) {
-      ReclaimProposalsLocked(now);
-      if (static_cast<int64_t>(proposals_.size()) >= knobs_.dynamic_replication_proposals_max) {
+        leases_.proposal_count() >= knobs_.dynamic_replication_proposals_max) {
+      leases_.ReclaimProposals(now);
+      if (leases_.proposal_count() >= knobs_.dynamic_replication_proposals_max) {
         return Reject(std::move(result), RejectReason::kResourceExhausted,
                       absl::StrCat("dynamic_replication_proposals_max (",
                                    knobs_.dynamic_replication_proposals_max, ") reached"));
       }
     }
     // A stale entry for the key (its task retired underneath) is replaced.
-    if (auto it = pending_.find(key); it != pending_.end()) {
-      (void)TakePendingLocked(it->second.lease.lease_id);
+    if (const Pending* stale = leases_.Find(key); stale != nullptr) {
+      (void)TakePendingLocked(stale->lease.lease_id);
     }
     // The RFC's order: pending state first, then the task.
     Pending p;
@@ -645,8 +644,7 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
       }
       share.segments.insert(lease.target_segment);
     });
-    pending_.emplace(key, std::move(p));
-    lease_index_.emplace(lease.lease_id, key);
+    leases_.Insert(key, std::move(p));
     ++stats_.pending;
   }
   absl::StatusOr<CopyTaskResponse> task = master_->CreateCopyTaskForPlan(
@@ -664,14 +662,11 @@ DynamicReplication::AdmissionResult DynamicReplication::Grant(
   lease.source_client = task->source_client;
   {
     MutexLock lock(&mu_);
-    auto it = pending_.find(key);
-    HS_CHECK(it != pending_.end() && it->second.lease.lease_id == lease.lease_id);
-    it->second.lease = lease;
-    it->second.expiry_timer = ArmLeaseTimerLocked(lease.lease_id, lease.expiration_ns - now);
-    if (input.proposal != nullptr) {
-      proposals_[lease.proposal_id] = ProposalEntry{*input.proposal, lease};
-      proposals_by_expiry_.emplace(lease.expiration_ns, lease.proposal_id);
-    }
+    Pending* granted = leases_.Find(key);
+    HS_CHECK(granted != nullptr && granted->lease.lease_id == lease.lease_id);
+    granted->lease = lease;
+    granted->expiry_timer = ArmLeaseTimerLocked(lease.lease_id, lease.expiration_ns - now);
+    if (input.proposal != nullptr) leases_.AddProposal(*input.proposal, lease);
     ++stats_.leases_granted;
     if (lease.warmup) ++stats_.warmup_copies;
   }
@@ -721,12 +716,15 @@ absl::StatusOr<ReplicaActionLease> DynamicReplication::SubmitReplicaActionPropos
   // included): the same proposal id and identical content returns the lease
   // while it lives.
   if (proposal.proposal_id.valid()) {
-    std::optional<ProposalEntry> previous;
+    std::optional<DynamicLeaseTable::ProposalEntry> previous;
     {
       MutexLock lock(&mu_);
-      ReclaimProposalsLocked(now);
-      auto it = proposals_.find(proposal.proposal_id);
-      if (it != proposals_.end()) previous = it->second;
+      leases_.ReclaimProposals(now);
+      if (const DynamicLeaseTable::ProposalEntry* entry =
+              leases_.FindProposal(proposal.proposal_id);
+          entry != nullptr) {
+        previous = *entry;
+      }
     }
     if (previous.has_value()) {
       if (previous->proposal == normalised) return previous->lease;

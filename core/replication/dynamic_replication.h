@@ -184,6 +184,7 @@
 #include "core/replication/admission_trigger_queue.h"
 #include "core/replication/cooldown.h"
 #include "core/replication/decision.h"
+#include "core/replication/dynamic_lease_table.h"
 #include "core/replication/heat_read_buffer.h"
 #include "core/replication/heat_recheck.h"
 #include "core/replication/heat_window.h"
@@ -193,12 +194,6 @@
 #include "core/replication/replication_metrics.h"
 
 namespace heatsink {
-
-// Where a pending dynamic action is in its lifecycle.
-enum class PendingPhase {
-  kGranted,   // lease granted, task queued, CopyStart not yet accepted
-  kInFlight,  // CopyStart accepted: target quota reserved, transfer running
-};
 
 absl::string_view PendingPhaseName(PendingPhase p);
 
@@ -362,23 +357,8 @@ class DynamicReplication final : public ReadObserver,
   [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
-  struct PendingKey {
-    ObjectName name;
-    Domain domain;  // normalised target domain when domain-aware, else ""
-    friend auto operator<=>(const PendingKey&, const PendingKey&) = default;
-    friend bool operator==(const PendingKey&, const PendingKey&) = default;
-  };
-  struct Pending {
-    ReplicaActionLease lease;
-    PendingPhase phase = PendingPhase::kGranted;
-    ReplicaId target_replica;
-    bool cross_domain = false;
-    TimerId expiry_timer = kNoTimer;
-  };
-  struct ProposalEntry {
-    ReplicaActionProposal proposal;
-    ReplicaActionLease lease;
-  };
+  using PendingKey = DynamicLeaseTable::Key;
+  using Pending = DynamicLeaseTable::Action;
   struct DynamicRecord {
     Domain domain;
     LeaseId lease_id;
@@ -529,7 +509,6 @@ class DynamicReplication final : public ReadObserver,
   // target keeps its heat share); otherwise the action failed or was replaced.
   std::optional<Pending> TakePendingLocked(LeaseId lease_id, bool copied = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReclaimProposalsLocked(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartRecreateCooldown(TimeNs now, const ObjectName& name, absl::string_view domain);
   absl::StatusOr<Pending> FindLeaseForCall(const CopyTaskFence& fence) const;
   // End and Revoke: the call presents the lease's fence (task and version),
@@ -578,11 +557,9 @@ class DynamicReplication final : public ReadObserver,
   mutable Mutex control_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // Guards the tables below (inner lock; never held across a master call).
   mutable Mutex mu_;
-  std::map<PendingKey, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  std::map<LeaseId, PendingKey> lease_index_ ABSL_GUARDED_BY(mu_);
-  std::map<ProposalId, ProposalEntry> proposals_ ABSL_GUARDED_BY(mu_);
-  // (lease expiration, proposal id): idempotency entries die with their lease.
-  std::set<std::pair<TimeNs, ProposalId>> proposals_by_expiry_ ABSL_GUARDED_BY(mu_);
+  // Granted actions by (object, target domain) and lease id, and the
+  // proposals they answer.
+  DynamicLeaseTable leases_ ABSL_GUARDED_BY(mu_);
   std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic_ ABSL_GUARDED_BY(mu_);
   int64_t dynamic_count_ ABSL_GUARDED_BY(mu_) = 0;
   // Heat-aware targets (dynamic_replication_target_heat_aware): an admitted

@@ -65,18 +65,14 @@ void DynamicReplication::CancelTimerLocked(TimerId id) {
 
 std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked(LeaseId lease_id,
                                                                                 bool copied) {
-  auto idx = lease_index_.find(lease_id);
-  if (idx == lease_index_.end()) return std::nullopt;
-  auto it = pending_.find(idx->second);
-  HS_CHECK(it != pending_.end());
-  const PendingKey key = it->first;
-  Pending p = std::move(it->second);
-  pending_.erase(it);
+  std::optional<std::pair<PendingKey, Pending>> taken = leases_.Take(lease_id);
+  if (!taken.has_value()) return std::nullopt;
+  const PendingKey key = std::move(taken->first);
+  Pending p = std::move(taken->second);
   if (!copied && heat_shares_.count(p.lease.name) > 0) {
     UpdateHeatShareLocked(p.lease.name,
                           [&](HeatShare& share) { share.segments.erase(p.lease.target_segment); });
   }
-  lease_index_.erase(idx);
   --stats_.pending;
   CancelTimerLocked(p.expiry_timer);
   if (p.phase == PendingPhase::kInFlight && p.cross_domain) {
@@ -86,15 +82,6 @@ std::optional<DynamicReplication::Pending> DynamicReplication::TakePendingLocked
   const TimeNs now = Now();
   if (rechecks_.ReleaseParked(BlockerOf(key), now) > 0) ArmRecheckTimer(now);
   return p;
-}
-
-void DynamicReplication::ReclaimProposalsLocked(TimeNs now) {
-  while (!proposals_by_expiry_.empty() && IsExpired(now, proposals_by_expiry_.begin()->first)) {
-    const auto [expiry, id] = *proposals_by_expiry_.begin();
-    proposals_by_expiry_.erase(proposals_by_expiry_.begin());
-    auto it = proposals_.find(id);
-    if (it != proposals_.end() && it->second.lease.expiration_ns == expiry) proposals_.erase(it);
-  }
 }
 
 void DynamicReplication::ClearPending(LeaseId lease_id, bool retire_task, RemovalCause cause) {
@@ -116,9 +103,9 @@ void DynamicReplication::OnLeaseTimer(LeaseId lease_id) {
   std::optional<Pending> p;
   {
     MutexLock lock(&mu_);
-    auto idx = lease_index_.find(lease_id);
-    if (idx == lease_index_.end()) return;
-    Pending& live = pending_.at(idx->second);
+    Pending* found = leases_.FindByLease(lease_id);
+    if (found == nullptr) return;
+    Pending& live = *found;
     {
       MutexLock timer_lock(&timer_mu_);
       lease_timers_.erase(live.expiry_timer);
@@ -180,9 +167,8 @@ void DynamicReplication::OnReplicaRemoved(const ReplicaRemoval& removal) {
     } else {
       // The PROCESSING target of an in-flight copy (unmount, dead client,
       // revoke, timeout): the action is over.
-      auto idx = lease_index_.find(replica.lease_id);
-      if (idx != lease_index_.end()) {
-        const Pending& p = pending_.at(idx->second);
+      if (const Pending* found = leases_.FindByLease(replica.lease_id); found != nullptr) {
+        const Pending& p = *found;
         if (p.phase == PendingPhase::kInFlight && p.target_replica == replica.replica_id) {
           (void)TakePendingLocked(replica.lease_id);
         }
@@ -296,13 +282,13 @@ absl::StatusOr<DynamicReplication::Pending> DynamicReplication::FindLeaseForCall
         "task ", fence.task_id.value, " carries no lease; use the ordinary copy calls"));
   }
   MutexLock lock(&mu_);
-  auto idx = lease_index_.find(fence.lease_id);
-  if (idx == lease_index_.end()) {
+  const Pending* found = leases_.FindByLease(fence.lease_id);
+  if (found == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("no pending dynamic action for lease ",
                                                       fence.lease_id.value, " (task ",
                                                       fence.task_id.value, "): stale task"));
   }
-  return pending_.at(idx->second);
+  return *found;
 }
 
 absl::StatusOr<CopyLeaseGrant> DynamicReplication::CheckCopyLease(
@@ -311,8 +297,7 @@ absl::StatusOr<CopyLeaseGrant> DynamicReplication::CheckCopyLease(
   std::optional<ReplicaActionLease> found;
   {
     MutexLock lock(&mu_);
-    auto idx = lease_index_.find(query.lease_id);
-    if (idx != lease_index_.end()) found = pending_.at(idx->second).lease;
+    if (const Pending* p = leases_.FindByLease(query.lease_id); p != nullptr) found = p->lease;
   }
   if (!found.has_value() || IsExpired(now, found->expiration_ns)) {
     return absl::NotFoundError(
@@ -459,9 +444,9 @@ absl::StatusOr<CopyStartResponse> DynamicReplication::DynamicReplicaCopyStart(
   }
   {
     MutexLock lock(&mu_);
-    auto idx = lease_index_.find(lease.lease_id);
-    HS_CHECK(idx != lease_index_.end());
-    Pending& live = pending_.at(idx->second);
+    Pending* found = leases_.FindByLease(lease.lease_id);
+    HS_CHECK(found != nullptr);
+    Pending& live = *found;
     live.phase = PendingPhase::kInFlight;
     live.target_replica = started->target_replica;
     if (live.cross_domain) metrics_.cross_domain_copies_in_flight.Add(1);
@@ -560,8 +545,8 @@ absl::Status DynamicReplication::DynamicReplicaCopyRevoke(ClientId client,
 std::vector<PendingActionView> DynamicReplication::PendingActions() const {
   MutexLock lock(&mu_);
   std::vector<PendingActionView> out;
-  out.reserve(pending_.size());
-  for (const auto& [key, p] : pending_) {
+  out.reserve(static_cast<size_t>(leases_.size()));
+  for (const auto& [key, p] : leases_.actions()) {
     out.push_back(PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain});
   }
   return out;
@@ -570,10 +555,10 @@ std::vector<PendingActionView> DynamicReplication::PendingActions() const {
 std::optional<PendingActionView> DynamicReplication::FindPending(
     const ObjectName& name, absl::string_view target_domain) const {
   MutexLock lock(&mu_);
-  auto it = pending_.find(
+  const Pending* found = leases_.Find(
       PendingKey{ObjectName{NormalizeTenant(name.tenant), name.key}, PendingDomain(target_domain)});
-  if (it == pending_.end()) return std::nullopt;
-  const Pending& p = it->second;
+  if (found == nullptr) return std::nullopt;
+  const Pending& p = *found;
   return PendingActionView{p.lease, p.phase, p.target_replica, p.cross_domain};
 }
 
@@ -636,18 +621,11 @@ absl::Status DynamicReplication::CheckInvariants() const {
   std::map<ObjectName, std::map<SegmentId, DynamicRecord>> dynamic;
   {
     MutexLock lock(&mu_);
-    if (pending_.size() != lease_index_.size() ||
-        static_cast<int64_t>(pending_.size()) != stats_.pending) {
+    if (!leases_.IndexConsistent() || leases_.size() != stats_.pending) {
       return violation("pending table and lease index disagree");
     }
-    for (const auto& [lease, key] : lease_index_) {
-      auto it = pending_.find(key);
-      if (it == pending_.end() || it->second.lease.lease_id != lease) {
-        return violation(absl::StrCat("lease ", lease.value, " indexes a missing action"));
-      }
-    }
-    if (static_cast<int64_t>(pending_.size()) > knobs_.dynamic_replication_pending_actions_max ||
-        static_cast<int64_t>(proposals_.size()) > knobs_.dynamic_replication_proposals_max) {
+    if (leases_.size() > knobs_.dynamic_replication_pending_actions_max ||
+        leases_.proposal_count() > knobs_.dynamic_replication_proposals_max) {
       return violation("a table exceeds its limit");
     }
     int64_t records = 0;
@@ -656,7 +634,7 @@ absl::Status DynamicReplication::CheckInvariants() const {
       return violation(absl::StrCat(records, " dynamic replica records, count ", dynamic_count_,
                                     ", gauge ", metrics_.dynamic_replicas.value()));
     }
-    for (const auto& [key, p] : pending_) pending.push_back(p);
+    for (const auto& [key, p] : leases_.actions()) pending.push_back(p);
     dynamic = dynamic_;
   }
   for (const Pending& p : pending) {

@@ -67,7 +67,7 @@ void DynamicReplication::RearmAfter(const AdmissionInput& input, const Admission
   // under which a pending action ends and releases what is parked on it.
   auto park = [&]() {
     MutexLock lock(&mu_);
-    if (pending_.find(pending_key) == pending_.end()) return false;
+    if (leases_.Find(pending_key) == nullptr) return false;
     if (!rechecks_.Park(BlockerOf(pending_key), key).ok()) {
       metrics_.recheck_overflows.Add();
       ++stats_.rechecks_lost;
@@ -112,9 +112,9 @@ void DynamicReplication::RearmAfter(const AdmissionInput& input, const Admission
 bool DynamicReplication::ParkOnPendingCopyOf(const HeatKey& key) {
   MutexLock lock(&mu_);
   // The object's pending copies sort together, the empty domain first.
-  const auto it = pending_.lower_bound(PendingKey{key.object(), Domain()});
-  if (it == pending_.end() || it->first.name != key.object()) return false;
-  if (!rechecks_.Park(BlockerOf(it->first), key.view()).ok()) {
+  const auto* first = leases_.FirstOf(key.object());
+  if (first == nullptr) return false;
+  if (!rechecks_.Park(BlockerOf(first->first), key.view()).ok()) {
     metrics_.recheck_overflows.Add();
     ++stats_.rechecks_lost;
   }

@@ -99,7 +99,7 @@ void DynamicReplication::StartWarmup(const Domain& domain) {
 int64_t DynamicReplication::WarmupInFlight() const {
   MutexLock lock(&mu_);
   int64_t n = 0;
-  for (const auto& [key, p] : pending_) n += p.lease.warmup ? 1 : 0;
+  for (const auto& [key, p] : leases_.actions()) n += p.lease.warmup ? 1 : 0;
   return n;
 }
 
