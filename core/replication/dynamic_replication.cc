@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
+#include "core/replication/admission_decision.h"
 #include "core/replication/placement.h"
 
 namespace heatsink {
@@ -19,59 +20,6 @@ namespace {
 
 // Triggers one admission pass takes before it yields the executor.
 constexpr size_t kAdmissionBatchMax = 64;
-
-// Placement's view of an object and the mounted segments.
-struct Candidates {
-  std::vector<SegmentCandidate> segments;
-  std::vector<ReplicaCandidate> replicas;
-  std::vector<const ReplicaDescriptor*> descriptors;  // parallel to replicas
-};
-
-Candidates BuildCandidates(const ObjectView& object, const std::vector<SegmentView>& segments) {
-  Candidates c;
-  c.segments.reserve(segments.size());
-  for (const SegmentView& s : segments) {
-    SegmentCandidate sc;
-    sc.id = s.location.id;
-    sc.owner = s.location.owner;
-    sc.host = s.location.host;
-    sc.domain = s.location.domain;
-    sc.capacity_bytes = s.capacity_bytes;
-    sc.used_bytes = s.used_bytes;
-    sc.reserved_bytes = s.reserved_bytes;
-    sc.allocatable = s.allocatable && !s.unmounting;
-    c.segments.push_back(std::move(sc));
-  }
-  for (const ReplicaDescriptor& d : object.replicas) {
-    ReplicaCandidate rc;
-    rc.segment = d.segment_id;
-    if (d.location != nullptr) {
-      rc.owner = d.location->owner;
-      rc.host = d.location->host;
-      rc.domain = d.location->domain;
-    }
-    rc.readable_memory = d.kind == ReplicaKind::kMemory && d.status == ReplicaStatus::kComplete &&
-                         d.version == object.version;
-    // ListSegments is in ascending id order.
-    auto it =
-        std::lower_bound(segments.begin(), segments.end(), d.segment_id,
-                         [](const SegmentView& s, SegmentId id) { return s.location.id < id; });
-    const bool mounted = it != segments.end() && it->location.id == d.segment_id;
-    // A drained (non-allocatable) segment's replica stays readable but does
-    // not source copies: its store is about to leave.
-    rc.can_source = mounted && !it->unmounting && it->allocatable;
-    // In-flight pressure as the master knows it: copy tasks queued on the
-    // source plus copies running into or out of it. Reads go from reader to
-    // store directly, so the master has no count of reads in flight.
-    if (mounted) {
-      rc.inflight_pressure = it->load.copy_tasks_as_source + it->load.copies_in_flight_as_source +
-                             it->load.copies_in_flight_as_target;
-    }
-    c.replicas.push_back(std::move(rc));
-    c.descriptors.push_back(&d);
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -344,152 +292,70 @@ DynamicReplication::AdmissionResult DynamicReplication::Reject(AdmissionResult r
   return result;
 }
 
-DecisionRecord DynamicReplication::StartRecord(const AdmissionInput& input, TimeNs now,
-                                               const ObjectName& name) const {
-  const ReplicaActionProposal* proposal = input.proposal;
-  const bool warmup = input.kind == DecisionKind::kWarmup;
-  DecisionRecord record;
-  record.t_ns = now;
-  record.kind = input.kind;
-  record.tenant = name.tenant;
-  record.key = name.key;
-  if (domain_aware() && !warmup) {
-    record.requester_domain = NormalizeDomain(input.heat_key.domain);
-    record.target_domain = input.target_domain;
-  } else if (warmup) {
-    record.target_domain = input.target_domain;
-  } else if (proposal != nullptr) {
-    // Stage 1 logs the hints a proposal carried (they get it rejected).
-    if (!proposal->requester_domain.empty()) record.requester_domain = proposal->requester_domain;
-    if (!proposal->target_domain.empty()) record.target_domain = proposal->target_domain;
-  }
-  return record;
-}
+// AdmissionFacts over this object's tables and the master: each answer
+// takes the lock it needs and lets it go.
+class DynamicReplication::AdmissionTables final : public AdmissionFacts {
+ public:
+  explicit AdmissionTables(DynamicReplication* r) : r_(r) {}
 
-std::optional<DynamicReplication::Rejection> DynamicReplication::CheckRequest(
-    const AdmissionInput& input, TimeNs now, const ObjectName& name, const std::string& what,
-    int64_t* heat) const {
-  if (!enabled()) return Rejection{RejectReason::kModeOff, "dynamic_replication_mode is off"};
-  if (const ReplicaActionProposal* proposal = input.proposal; proposal != nullptr) {
-    if (!proposal->proposal_id.valid() || name.key.empty() ||
-        proposal->action != ReplicaAction::kAdd) {
-      return Rejection{RejectReason::kInvalidArgument,
-                       "proposal needs a proposal id, a key and action ADD"};
-    }
-    if (IsExpired(now, proposal->expiration_ns)) {
-      return Rejection{RejectReason::kExpired,
-                       absl::StrCat("proposal ", proposal->proposal_id.value, " expired at ",
-                                    proposal->expiration_ns, " ns (now ", now, ")")};
-    }
-    if (!domain_aware() &&
-        (!proposal->requester_domain.empty() || !proposal->target_domain.empty())) {
-      return Rejection{RejectReason::kDomainHintUnsupported,
-                       "domain hints need dynamic_replication_domain_aware"};
-    }
+  int64_t WindowCount(TimeNs now, HeatKeyView key) override {
+    return r_->window_.CountInWindow(now, key);
   }
-  if (input.kind != DecisionKind::kWarmup) {
-    const int64_t count = window_.CountInWindow(now, input.heat_key.view());
-    *heat = count;
-    if (count < hit_count_) {
-      return Rejection{RejectReason::kBelowThreshold,
-                       absl::StrCat(what, " has ", count,
-                                    " reads in the heat window, admission needs ", hit_count_)};
+  std::optional<LeaseId> BlockingAction(const ObjectName& name,
+                                        absl::string_view target_domain) override {
+    std::optional<Pending> existing;
+    {
+      MutexLock lock(&r_->mu_);
+      if (const Pending* found =
+              r_->leases_.Find(PendingKey{name, r_->PendingDomain(target_domain)});
+          found != nullptr) {
+        existing = *found;
+      }
     }
+    // A granted action whose task the master already retired (its target
+    // was unmounted) is stale: it must not keep the key blocked until its
+    // lease expires. Grant replaces it.
+    if (existing.has_value() && (existing->phase == PendingPhase::kInFlight ||
+                                 r_->master_->GetTask(existing->lease.task_id).has_value())) {
+      return existing->lease.lease_id;
+    }
+    return std::nullopt;
   }
-  return std::nullopt;
-}
+  bool AdmissionCooldownActive(TimeNs now, HeatKeyView key) override {
+    return r_->admission_cooldown_.Active(now, key);
+  }
+  bool RecreateCooldownActive(TimeNs now, HeatKeyView key) override {
+    return r_->recreate_cooldown_.Active(now, key);
+  }
+  absl::StatusOr<ObjectView> Object(const ObjectName& name) override {
+    return r_->master_->GetObjectView(name);
+  }
+  Candidates CandidatesFor(const ObjectView& object) override {
+    Candidates c = BuildCandidates(object, r_->master_->ListSegments());
+    if (r_->knobs_.dynamic_replication_target_heat_aware) {
+      MutexLock lock(&r_->mu_);
+      for (SegmentCandidate& sc : c.segments) {
+        auto it = r_->hosted_heat_.find(sc.id);
+        if (it != r_->hosted_heat_.end()) sc.hosted_heat = it->second;
+      }
+    }
+    return c;
+  }
+  int64_t WarmupBytesUsed(TimeNs now) override {
+    r_->control_mu_.AssertHeld();  // Admit holds it
+    if (now - r_->warmup_budget_window_start_ns_ >= kWarmupBudgetWindowNs) return 0;
+    return r_->warmup_budget_bytes_used_;
+  }
 
-std::optional<DynamicReplication::Rejection> DynamicReplication::CheckKeyState(
-    const AdmissionInput& input, TimeNs now, const ObjectName& name, const std::string& what) {
-  const PendingKey pending_key{name, PendingDomain(input.target_domain)};
-  std::optional<Pending> existing;
-  {
-    MutexLock lock(&mu_);
-    if (const Pending* found = leases_.Find(pending_key); found != nullptr) existing = *found;
-  }
-  // A granted action whose task the master already retired (its target was
-  // unmounted) is stale: it must not keep the key blocked until its lease
-  // expires. Grant replaces it.
-  if (existing.has_value() && (existing->phase == PendingPhase::kInFlight ||
-                               master_->GetTask(existing->lease.task_id).has_value())) {
-    return Rejection{
-        RejectReason::kPending,
-        absl::StrCat(what, " has dynamic lease ", existing->lease.lease_id.value, " in flight")};
-  }
-  if (input.kind != DecisionKind::kWarmup &&
-      admission_cooldown_.Active(now, input.heat_key.view())) {
-    return Rejection{RejectReason::kCooldown, absl::StrCat(what, " is in its admission cooldown")};
-  }
-  const Domain cooldown_domain = domain_aware() ? NormalizeDomain(input.target_domain) : Domain();
-  if (recreate_cooldown_.Active(now, HeatKeyView{name.tenant, name.key, cooldown_domain})) {
-    return Rejection{RejectReason::kRecreateCooldown,
-                     absl::StrCat(what, " lost a dynamic replica recently (recreate cooldown)")};
-  }
-  return std::nullopt;
-}
+ private:
+  DynamicReplication* const r_;
+};
 
-std::optional<DynamicReplication::Rejection> DynamicReplication::CheckReplicas(
-    const AdmissionInput& input, const ObjectView& object,
-    absl::Span<const ReplicaCandidate> replicas, const std::string& what) const {
-  const bool warmup = input.kind == DecisionKind::kWarmup;
-  // Whether a readable MEMORY replica sits in the target domain.
-  const auto target_domain_has_replica = [&] {
-    for (const ReplicaCandidate& rc : replicas) {
-      if (rc.readable_memory && DomainCost(input.target_domain, rc.domain) == 0) return true;
-    }
-    return false;
-  };
-  if (warmup) {
-    if (target_domain_has_replica()) {
-      return Rejection{
-          RejectReason::kAlreadyPresent,
-          absl::StrCat(what, " already has a replica in domain ", input.target_domain)};
-    }
-  } else {
-    const int64_t counted = CountReplicasForLimit(replicas, input.target_domain, domain_aware());
-    if (counted >= knobs_.dynamic_replication_max_memory_replicas) {
-      return Rejection{
-          RejectReason::kReplicaLimit,
-          absl::StrCat(what, " has ", counted,
-                       " readable MEMORY replicas (dynamic_replication_max_memory_replicas ",
-                       knobs_.dynamic_replication_max_memory_replicas, ")")};
-    }
-  }
-  if (const ReplicaActionProposal* proposal = input.proposal; proposal != nullptr) {
-    if (proposal->observed_version != object.version) {
-      return Rejection{RejectReason::kVersionMismatch,
-                       absl::StrCat("proposal saw version ", proposal->observed_version, " of ",
-                                    what, ", the master has ", object.version)};
-    }
-    if (proposal->expected_size_bytes != object.size_bytes) {
-      return Rejection{RejectReason::kSizeMismatch,
-                       absl::StrCat("proposal expects ", proposal->expected_size_bytes,
-                                    " bytes of ", what, ", the master has ", object.size_bytes)};
-    }
-  }
-  // A copy on behalf of another domain's readers into a domain that already
-  // holds a readable replica adds nothing there; fanout inside the target
-  // domain is asked for by that domain's own heat.
-  if (domain_aware() && !warmup && DomainCost(input.heat_key.domain, input.target_domain) != 0 &&
-      target_domain_has_replica()) {
-    return Rejection{
-        RejectReason::kTargetDomainHasReplica,
-        absl::StrCat("domain ", input.target_domain, " already has a replica of ", what)};
-  }
-  return std::nullopt;
-}
-
-PlacementRequest DynamicReplication::PlacementFor(const AdmissionInput& input,
-                                                  const ObjectName& name,
-                                                  const ObjectView& object) const {
-  PlacementRequest request;
-  request.object = name;
-  request.size_bytes = object.size_bytes;
-  if (input.proposal != nullptr)
-    request.preferred_target = input.proposal->preferred_target_segment;
-  request.target_domain = input.target_domain;
-  // Warmup always places inside its domain; otherwise the knob decides.
-  request.domain_aware = domain_aware() || input.kind == DecisionKind::kWarmup;
+AdmissionContext DynamicReplication::AdmissionContextNow() const {
+  AdmissionContext context;
+  context.mode = mode();
+  context.knobs = &knobs_;
+  context.hit_count = hit_count_;
   // An optional replica never takes its target into the band that makes
   // eviction run either (DESIGN 12): above the level one eviction pass brings
   // usage down to from the high watermark, watermark x (1 - eviction_ratio),
@@ -498,106 +364,41 @@ PlacementRequest DynamicReplication::PlacementFor(const AdmissionInput& input,
   const MasterKnobs& mk = master_->knobs();
   const int64_t watermark_ppm =
       std::llround(mk.eviction_high_watermark_ratio * (1.0 - mk.eviction_ratio) * 1e6);
-  request.utilization_cap_ppm = std::clamp<int64_t>(
+  context.utilization_cap_ppm = std::clamp<int64_t>(
       std::min(knobs_.target_utilization_cap_ppm(), watermark_ppm), 1, 1'000'000);
-  request.heat_aware = knobs_.dynamic_replication_target_heat_aware;
-  return request;
+  context.warmup_budget_window_ns = kWarmupBudgetWindowNs;
+  return context;
 }
 
 DynamicReplication::AdmissionResult DynamicReplication::Admit(const AdmissionInput& input) {
   const TimeNs now = Now();
-  const ObjectName name{NormalizeTenant(input.heat_key.tenant), input.heat_key.key};
-  const ReplicaActionProposal* proposal = input.proposal;
-  const bool warmup = input.kind == DecisionKind::kWarmup;
+  AdmissionTables tables(this);
+  AdmissionVerdict v = DecideAdmission(now, input, AdmissionContextNow(), tables);
   AdmissionResult r;
-  r.record = StartRecord(input, now, name);
-  const std::string what = absl::StrCat("'", name.tenant, "/", name.key, "'");
-  auto rejected = [this, &r](Rejection no) {
-    return Reject(std::move(r), no.reason, std::move(no.message));
-  };
-
-  if (std::optional<Rejection> no = CheckRequest(input, now, name, what, &r.heat)) {
-    return rejected(*std::move(no));
+  r.record = std::move(v.record);
+  r.heat = v.heat;
+  r.deferred = v.deferred;
+  switch (v.outcome) {
+    case AdmissionOutcome::kRejected:
+      r.status = RejectionStatus(*r.record.reason, v.message);
+      return r;
+    case AdmissionOutcome::kWouldPropose:
+      r.lease = std::move(v.lease);
+      r.status = absl::OkStatus();
+      // Observe counts what enforce would create, so it honours the same
+      // cooldown; a full cooldown table only loses the damping.
+      if (input.kind != DecisionKind::kWarmup) {
+        (void)admission_cooldown_.Start(now, input.heat_key.view(), knobs_.admission_cooldown_ns());
+      }
+      return r;
+    case AdmissionOutcome::kGrant:
+      break;
   }
-  if (std::optional<Rejection> no = CheckKeyState(input, now, name, what)) {
-    return rejected(*std::move(no));
+  if (v.warmup_budget_checked && now - warmup_budget_window_start_ns_ >= kWarmupBudgetWindowNs) {
+    warmup_budget_window_start_ns_ = now;
+    warmup_budget_bytes_used_ = 0;
   }
-  absl::StatusOr<ObjectView> object = master_->GetObjectView(name);
-  if (!object.ok()) {
-    return rejected({absl::IsNotFound(object.status()) ? RejectReason::kObjectNotFound
-                                                       : RejectReason::kInvalidArgument,
-                     std::string(object.status().message())});
-  }
-  r.record.version = object->version;
-  if (object->put_in_progress) {
-    return rejected({RejectReason::kNotComplete, absl::StrCat(what, " is still being put")});
-  }
-  if (object->replication_task.valid()) {
-    return rejected(
-        {RejectReason::kPending,
-         absl::StrCat(what, " has copy task ", object->replication_task.value, " running")});
-  }
-  Candidates c = BuildCandidates(*object, master_->ListSegments());
-  if (knobs_.dynamic_replication_target_heat_aware) {
-    MutexLock lock(&mu_);
-    for (SegmentCandidate& sc : c.segments) {
-      auto it = hosted_heat_.find(sc.id);
-      if (it != hosted_heat_.end()) sc.hosted_heat = it->second;
-    }
-  }
-  if (std::optional<Rejection> no = CheckReplicas(input, *object, c.replicas, what)) {
-    return rejected(*std::move(no));
-  }
-
-  const PlacementPlan plan = PlanCopy(PlacementFor(input, name, *object), c.segments, c.replicas);
-  if (plan.source.has_value()) r.record.source_segment = c.replicas[*plan.source].segment;
-  if (plan.reason.has_value()) {
-    return rejected({*plan.reason, absl::StrCat("no placement for ", what, ": ",
-                                                RejectReasonName(*plan.reason))});
-  }
-  const SegmentCandidate& target = c.segments[*plan.target];
-  const ReplicaDescriptor& source = *c.descriptors[*plan.source];
-  r.record.target_segment = target.id;
-
-  ReplicaActionLease lease;
-  if (proposal != nullptr) lease.proposal_id = proposal->proposal_id;
-  lease.name = name;
-  lease.source_segment = source.segment_id;
-  lease.source_client = c.replicas[*plan.source].owner;
-  lease.target_segment = target.id;
-  lease.target_domain = NormalizeDomain(target.domain);
-  lease.version = object->version;
-  lease.size_bytes = object->size_bytes;
-  lease.warmup = warmup;
-
-  if (mode() == DynamicReplicationMode::kObserve) {
-    r.record.outcome = DecisionOutcome::kWouldPropose;
-    lease.would_propose = true;
-    r.lease = lease;
-    r.status = absl::OkStatus();
-    // Observe counts what enforce would create, so it honours the same
-    // cooldown; a full cooldown table only loses the damping.
-    if (!warmup)
-      (void)admission_cooldown_.Start(now, input.heat_key.view(), knobs_.admission_cooldown_ns());
-    return r;
-  }
-
-  if (warmup) {
-    // The byte budget is spent per one-second window; an object larger than
-    // the whole budget still goes, alone, in an otherwise empty window.
-    if (now - warmup_budget_window_start_ns_ >= kWarmupBudgetWindowNs) {
-      warmup_budget_window_start_ns_ = now;
-      warmup_budget_bytes_used_ = 0;
-    }
-    const int64_t size = static_cast<int64_t>(object->size_bytes);
-    if (warmup_budget_bytes_used_ > 0 &&
-        warmup_budget_bytes_used_ + size > knobs_.dynamic_replication_warmup_bytes_per_second_max) {
-      r.deferred = true;
-      return rejected({RejectReason::kWarmupLimit,
-                       "dynamic_replication_warmup_bytes_per_second_max spent for this second"});
-    }
-  }
-  return Grant(std::move(r), input, *object, source.replica_id, plan.cross_domain, lease);
+  return Grant(std::move(r), input, *v.object, v.source_replica, v.cross_domain, *v.lease);
 }
 
 DynamicReplication::AdmissionResult DynamicReplication::Grant(

@@ -181,6 +181,7 @@
 #include "core/master/dynamic_copy_calls.h"
 #include "core/master/master_observers.h"
 #include "core/master/master_service.h"
+#include "core/replication/admission_decision.h"
 #include "core/replication/admission_trigger_queue.h"
 #include "core/replication/cooldown.h"
 #include "core/replication/decision.h"
@@ -373,13 +374,6 @@ class DynamicReplication final : public ReadObserver,
     TimeNs capped_read_ns = kNotCold;
   };
   static constexpr TimeNs kNotCold = -1;
-  // What an admission needs to know about its origin.
-  struct AdmissionInput {
-    DecisionKind kind = DecisionKind::kHeat;
-    HeatKey heat_key;      // tenant, key, requester domain ("" when not domain-aware)
-    Domain target_domain;  // normalised when domain-aware, else ""
-    const ReplicaActionProposal* proposal = nullptr;
-  };
   struct AdmissionResult {
     DecisionRecord record;
     std::optional<ReplicaActionLease> lease;
@@ -403,43 +397,18 @@ class DynamicReplication final : public ReadObserver,
   // The replica's domain (the default domain when it has no location).
   static absl::string_view ReplicaDomain(const ReplicaDescriptor& d);
 
-  // Why an admission is refused: the decision record's reason and message.
-  struct Rejection {
-    RejectReason reason;
-    std::string message;
-  };
-
-  // The admission decision. Its checks run in this order, each a rejection
-  // or nothing: the request (mode, the proposal's own fields, the heat), the
-  // key's state here (an action in flight, the cooldowns), the object, its
-  // replicas; then placement, and observe, the warmup budget or Grant.
+  // The admission decision: DecideAdmission (admission_decision.h) over
+  // this object's tables (AdmissionTables), then the verdict applied: a
+  // rejection returned as it is, would_propose with the admission cooldown
+  // started, a grant through Grant.
   AdmissionResult Admit(const AdmissionInput& input) ABSL_EXCLUSIVE_LOCKS_REQUIRED(control_mu_);
-  // The decision record as far as the input tells it.
-  DecisionRecord StartRecord(const AdmissionInput& input, TimeNs now, const ObjectName& name) const;
-  // Mode off, a malformed or expired proposal, domain hints without
-  // domain awareness, and (except warmup) fewer reads in the heat window
-  // than the hit count; `*heat` is the window count it looked at.
-  std::optional<Rejection> CheckRequest(const AdmissionInput& input, TimeNs now,
-                                        const ObjectName& name, const std::string& what,
-                                        int64_t* heat) const;
-  // An action of the key already in flight, the admission cooldown (except
-  // warmup) and the recreate cooldown.
-  std::optional<Rejection> CheckKeyState(const AdmissionInput& input, TimeNs now,
-                                         const ObjectName& name, const std::string& what);
-  // The object's replicas: warmup's domain already holds one, or the cap is
-  // reached; the proposal's version and size; a cross-domain copy into a
-  // domain that holds a replica.
-  std::optional<Rejection> CheckReplicas(const AdmissionInput& input, const ObjectView& object,
-                                         absl::Span<const ReplicaCandidate> replicas,
-                                         const std::string& what) const;
+  class AdmissionTables;
+  AdmissionContext AdmissionContextNow() const;
   // The cap at a copy's start: replica_limit when `object` already holds
   // dynamic_replication_max_memory_replicas readable MEMORY replicas (in
   // `target_domain` when domain-aware); OK otherwise.
   absl::Status CheckCapAtCopyStart(const ObjectView& object, const ReplicaActionLease& lease,
                                    absl::string_view target_domain) const;
-  // Where a copy of `object` may go, as placement is asked.
-  PlacementRequest PlacementFor(const AdmissionInput& input, const ObjectName& name,
-                                const ObjectView& object) const;
   AdmissionResult Reject(AdmissionResult result, RejectReason reason, std::string message);
   // Installs the pending state, creates the task, arms the expiry timer;
   // rolls the pending state back when the task cannot be created.
