@@ -29,6 +29,9 @@
 // (heat_window.h "Drain lag").
 //
 // Admission (background, on the Executor; also SubmitReplicaActionProposal).
+// The decision is DecideAdmission (admission_decision.h), which changes
+// nothing and reads this object's tables through AdmissionFacts; the
+// granted actions live in a DynamicLeaseTable (dynamic_lease_table.h).
 // Checks in this order, each with its own reason word (decision.h) and status
 // code (replica_action.h RejectionCode):
 //   mode_off; for proposals: invalid_argument, expired,
