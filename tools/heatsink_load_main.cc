@@ -34,6 +34,7 @@
 #include "core/replication/replication_knobs.h"
 #include "nlohmann/json.hpp"
 #include "runtime/client/heatsink_client.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/grpc_store_client.h"
 #include "runtime/transport/tls_stream.h"
@@ -66,6 +67,8 @@ struct Flags {
   runtime::RpcOptions rpc;
   // How bytes move (shared by every client of the run).
   runtime::ObjectDataPath* data = nullptr;
+  // The process's clock, read by every master client of the run.
+  runtime::SteadyClock clock;
 };
 
 // The client id of reader thread `t`: --client-id when given (one identity,
@@ -187,8 +190,8 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
   std::vector<std::unique_ptr<runtime::GrpcMasterClient>> rpcs;
   for (int t = 0; t < flags.threads; ++t) {
     absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
-        runtime::GrpcMasterClient::Connect(
-            flags.master, RpcAs(flags, ReaderId(flags, t)));
+        runtime::GrpcMasterClient::Connect(&flags.clock, flags.master,
+                                           RpcAs(flags, ReaderId(flags, t)));
     if (!rpc.ok()) return 2;
     rpcs.push_back(*std::move(rpc));
   }
@@ -253,7 +256,7 @@ int ReadFor(const Flags& flags, const runtime::HeatsinkClientOptions& base,
 int WriteKeys(const Flags& flags, const runtime::HeatsinkClientOptions& base,
               const std::vector<std::string>& keys, const std::vector<size_t>& order) {
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> writer_rpc =
-      runtime::GrpcMasterClient::Connect(flags.master, RpcAs(flags, base.client_id));
+      runtime::GrpcMasterClient::Connect(&flags.clock, flags.master, RpcAs(flags, base.client_id));
   if (!writer_rpc.ok()) {
     std::fprintf(stderr, "heatsink-load: %s\n", writer_rpc.status().ToString().c_str());
     return 2;
@@ -349,8 +352,8 @@ int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   for (int t = 0; t < flags.threads; ++t) {
     threads.emplace_back([&, t] {
       absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> rpc =
-          runtime::GrpcMasterClient::Connect(
-              flags.master, RpcAs(flags, ReaderId(flags, t)));
+          runtime::GrpcMasterClient::Connect(&flags.clock, flags.master,
+                                             RpcAs(flags, ReaderId(flags, t)));
       if (!rpc.ok()) return;
       runtime::HeatsinkClientOptions options = base;
       options.client_id = ReaderId(flags, t);

@@ -665,15 +665,17 @@ int Run(StoreFlags& f, StoreSetup& setup) {
       return 2;
     }
   }
+  // The Env first: the master client and the resolver read its clock.
+  runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = f.threads}});
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> master =
-      runtime::GrpcMasterClient::Connect(f.master_address, f.rpc);
+      runtime::GrpcMasterClient::Connect(env.env()->clock, f.master_address, f.rpc);
   if (!master.ok()) {
     std::fprintf(stderr, "heatsink-store: %s\n", master.status().ToString().c_str());
     return 2;
   }
   runtime::GrpcMasterClient* master_raw = master->get();
-  runtime::SegmentDirectoryResolver resolver([master_raw] { return master_raw->ListSegments(); });
-  runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = f.threads}});
+  runtime::SegmentDirectoryResolver resolver(env.env()->clock,
+                                             [master_raw] { return master_raw->ListSegments(); });
   std::unique_ptr<runtime::ReadAccess> read_access =
       MakeReadAccess(f, setup, env.env(), master_raw);
   setup.options.read_gate = read_access.get();

@@ -39,6 +39,7 @@
 #include "core/base/check.h"
 #include "core/base/mutex.h"
 #include "runtime/env/notification.h"
+#include "runtime/env/runtime_env.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/socket.h"
@@ -123,6 +124,7 @@ void BM_RawSocket(benchmark::State& state) {
 }
 
 struct Stores {
+  RuntimeEnv env{RuntimeEnvOptions{.executor = {.threads = 1}}};  // the movers read its clock
   AlignedSegmentAllocator allocator;
   SegmentMemory a{&allocator, SegmentMemoryKnobs{}};
   SegmentMemory b{&allocator, SegmentMemoryKnobs{}};
@@ -157,7 +159,7 @@ void RunTcpCopies(benchmark::State& state, const TcpTransportKnobs& knobs, const
   auto server = TcpDataServer::Start(&stores.b, knobs);
   HS_CHECK_OK(server.status());
   HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
-  TcpDataMover mover(&stores.a, &stores.resolver, knobs);
+  TcpDataMover mover(stores.env.env()->clock, &stores.a, &stores.resolver, knobs);
   const double seconds = RunCopies(state, mover);
   mover.Shutdown();
   (*server)->Shutdown();
@@ -201,9 +203,9 @@ void BM_TlsMover(benchmark::State& state) {
 void BM_UcxMover(benchmark::State& state) {
   Stores stores;
   UcxMoverOptions options;
-  auto source = UcxDataMover::Create(&stores.a, &stores.resolver, options);
+  auto source = UcxDataMover::Create(stores.env.env()->clock, &stores.a, &stores.resolver, options);
   HS_CHECK_OK(source.status());
-  auto target = UcxDataMover::Create(&stores.b, &stores.resolver, options);
+  auto target = UcxDataMover::Create(stores.env.env()->clock, &stores.b, &stores.resolver, options);
   HS_CHECK_OK(target.status());
   auto server = TcpDataServer::Start(&stores.b, options.tcp, target->get());
   HS_CHECK_OK(server.status());

@@ -93,6 +93,8 @@ class Cluster {
     env_.Shutdown();
   }
   const std::string& address() const { return server_->address(); }
+  // The Env's clock, for this cluster's clients (cleared before the cluster).
+  const Clock* clock() { return env_.env()->clock; }
 
   // Puts `key` in process (setup outside the timed loops).
   void Put(const std::string& key) {
@@ -162,7 +164,7 @@ GrpcMasterClient* RpcFor(benchmark::State& state, DynamicReplicationMode mode, b
   if (rpc == nullptr) {
     RpcOptions options;
     options.own_connection = !shared;
-    auto connected = GrpcMasterClient::Connect(cluster.address(), options);
+    auto connected = GrpcMasterClient::Connect(cluster.clock(), cluster.address(), options);
     HS_CHECK_OK(connected.status());
     rpc = *std::move(connected);
   }

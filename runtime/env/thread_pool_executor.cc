@@ -7,7 +7,7 @@
 
 namespace heatsink::runtime {
 
-ThreadPoolExecutor::ThreadPoolExecutor(Clock* clock, ThreadPoolOptions options)
+ThreadPoolExecutor::ThreadPoolExecutor(const Clock* clock, ThreadPoolOptions options)
     : clock_(clock), options_(options) {
   HS_CHECK(clock_ != nullptr);
   HS_CHECK_MSG(options_.threads >= 1, "ThreadPoolExecutor needs at least one thread");

@@ -53,7 +53,7 @@ struct ThreadPoolOptions {
 class ThreadPoolExecutor final : public Executor {
  public:
   // `clock` must outlive the executor; due times are read from it.
-  ThreadPoolExecutor(Clock* clock, ThreadPoolOptions options);
+  ThreadPoolExecutor(const Clock* clock, ThreadPoolOptions options);
   ~ThreadPoolExecutor() override;  // calls Shutdown()
   ThreadPoolExecutor(const ThreadPoolExecutor&) = delete;
   ThreadPoolExecutor& operator=(const ThreadPoolExecutor&) = delete;
@@ -76,7 +76,7 @@ class ThreadPoolExecutor final : public Executor {
   TimerId Enqueue(DurationNs delay_ns, absl::AnyInvocable<void() &&> fn, bool is_timer);
   void WorkerLoop();
 
-  Clock* const clock_;
+  const Clock* const clock_;
   const ThreadPoolOptions options_;
 
   mutable Mutex mu_;

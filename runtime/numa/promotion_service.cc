@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/base/check.h"
 #include "core/env/time.h"
 #include "core/tiering/promotion_pacing.h"
@@ -79,7 +80,9 @@ absl::Status NumaPromotionService::Start() {
     worker->thread = std::thread([this, worker] { WorkerLoop(worker); });
   }
   coordinator_ = std::thread([this] { CoordinatorLoop(); });
-  decay_thread_ = std::thread([this] { DecayLoop(); });
+  // Read here, not on the thread, so the schedule starts at Start.
+  const TimeNs first_decay_due_ns = env_->NowNs() + MsToNs(manager_->knobs().decay_interval_ms);
+  decay_thread_ = std::thread([this, first_decay_due_ns] { DecayLoop(first_decay_due_ns); });
 
   absl::Status status;
   {
@@ -240,6 +243,7 @@ void NumaPromotionService::CoordinatorLoop() {
       case PacingAction::kRoundNow:
         break;
       case PacingAction::kWait: {
+        // A real pause: the decision (wait_ns) was taken on Env time above.
         const auto deadline =
             std::chrono::steady_clock::now() + std::chrono::nanoseconds(next.wait_ns);
         while (!stopping_ && WaitUntil(&cv_, &mu_, deadline)) {
@@ -326,22 +330,26 @@ void NumaPromotionService::RunDecayPass() {
   cv_.SignalAll();
 }
 
-void NumaPromotionService::DecayLoop() {
+void NumaPromotionService::DecayLoop(TimeNs first_due_ns) {
   if (!BindAndReport(options_.serving_node, "decay thread")) return;
-  using Clock = std::chrono::steady_clock;
-  const auto interval = std::chrono::milliseconds(manager_->knobs().decay_interval_ms);
-  Clock::time_point next = Clock::now() + interval;
+  const DurationNs interval_ns = MsToNs(manager_->knobs().decay_interval_ms);
+  TimeNs next_ns = first_due_ns;
   while (true) {
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && !decay_requested_ && WaitUntil(&cv_, &mu_, next)) {
+      while (!stopping_ && !decay_requested_) {
+        // Real waiting for Env time: wait what the Env clock says is left,
+        // then read it again (a manual clock may not have moved).
+        const DurationNs left_ns = next_ns - env_->NowNs();
+        if (left_ns <= 0) break;
+        cv_.WaitWithTimeout(&mu_, absl::Nanoseconds(left_ns));
       }
       if (stopping_) return;
       decay_requested_ = false;
     }
     RunDecayPass();
-    const Clock::time_point now = Clock::now();
-    if (now >= next) next += interval * ((now - next) / interval + 1);
+    const TimeNs now_ns = env_->NowNs();
+    if (now_ns >= next_ns) next_ns += interval_ns * ((now_ns - next_ns) / interval_ns + 1);
   }
 }
 

@@ -28,6 +28,18 @@
 // With no_numa_promotion, or without a foreign head region, the coordinator
 // stops at its first attempt (kStop) and decay keeps its schedule.
 //
+// Time: every time value a decision reads comes from the Env's clock (env->
+// clock): the pacing input's now_ns (the TierManager's too) and the decay
+// schedule, whose due times are Env times and whose missed intervals are
+// skipped, not run late one after another (the first pass is due
+// decay_interval_ms after Start). Waiting is real: the coordinator's
+// pause of wait_ns and the decay thread's re-check of a busy gate are
+// condition-variable waits with a real timeout, and the decay thread waits in
+// real time for as long as the Env clock says is left, then reads that clock
+// again. With a test's ManualClock, decay is due once the test has advanced
+// the clock past the due time, and runs at the thread's next wake-up (the end
+// of a round, RequestDecay, Stop or the end of that real wait).
+//
 // Binding: a ThreadBinder pins each thread to its node (CPUs and memory
 // policy) as the thread starts. Start() fails, with every thread joined, when
 // a binding fails -- e.g. a node the machine does not have. Tests that plan
@@ -146,7 +158,8 @@ class NumaPromotionService {
 
   void WorkerLoop(Worker* worker);
   void CoordinatorLoop();
-  void DecayLoop();
+  // Decay passes on schedule from `first_due_ns` (Env time), and on request.
+  void DecayLoop(TimeNs first_due_ns);
   // Runs one command on every worker and waits until all are done.
   void RunOnWorkers(CommandKind kind, PromotionRound* round, DecayPass* pass);
   // Binds the calling thread (and, for a worker, its regions' dense score

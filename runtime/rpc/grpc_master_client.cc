@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/create_channel.h"
@@ -93,14 +94,15 @@ v1::CopyTaskFence FenceProto(const CopyTaskFence& fence) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::Connect(
-    const std::string& master_address, const RpcOptions& options) {
+    const Clock* clock, const std::string& master_address, const RpcOptions& options) {
+  HS_CHECK(clock != nullptr);
   HS_RETURN_IF_ERROR(options.Validate());
   if (master_address.empty()) return absl::InvalidArgumentError("empty master address");
-  if (IsEtcdAddress(master_address)) return FollowEtcd(master_address, options);
+  if (IsEtcdAddress(master_address)) return FollowEtcd(clock, master_address, options);
   HS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                       NewChannel(master_address, options));
   return std::unique_ptr<GrpcMasterClient>(
-      new GrpcMasterClient(master_address, std::move(channel), options));
+      new GrpcMasterClient(clock, master_address, std::move(channel), options));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
@@ -131,11 +133,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcMasterClient::NewChannel(
 }
 
 absl::StatusOr<std::unique_ptr<GrpcMasterClient>> GrpcMasterClient::FollowEtcd(
-    const std::string& etcd_address, const RpcOptions& options) {
+    const Clock* clock, const std::string& etcd_address, const RpcOptions& options) {
   HS_ASSIGN_OR_RETURN(EtcdTarget target, ParseEtcdTarget(etcd_address));
   HS_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd,
                       EtcdClient::Create(EtcdClientOptions{.endpoints = target.endpoints}));
-  std::unique_ptr<GrpcMasterClient> client(new GrpcMasterClient("", nullptr, options));
+  std::unique_ptr<GrpcMasterClient> client(new GrpcMasterClient(clock, "", nullptr, options));
   GrpcMasterClient* raw = client.get();
   client->follower_ = std::make_unique<LeaderFollower>(
       std::move(etcd),
@@ -191,13 +193,16 @@ grpc::Status GrpcMasterClient::Fence(const grpc::ClientContext& ctx, grpc::Statu
   return status;
 }
 
-GrpcMasterClient::GrpcMasterClient(std::string master_address,
+GrpcMasterClient::GrpcMasterClient(const Clock* clock, std::string master_address,
                                    std::shared_ptr<grpc::Channel> channel,
                                    const RpcOptions& options)
     : options_(options),
       master_address_(std::move(master_address)),
       stub_(channel == nullptr ? nullptr : v1::Master::NewStub(channel)),
-      deferred_(&clock_, ThreadPoolOptions{.threads = 1}) {}
+      clock_(clock),
+      deferred_(clock_, ThreadPoolOptions{.threads = 1}) {
+  HS_CHECK(clock_ != nullptr);
+}
 
 std::shared_ptr<v1::Master::Stub> GrpcMasterClient::stub() const {
   MutexLock lock(&stub_mu_);

@@ -12,7 +12,8 @@
 // threads.
 //
 // Example:
-//   HS_ASSIGN_OR_RETURN(auto client, GrpcMasterClient::Connect("127.0.0.1:5000", {}));
+//   HS_ASSIGN_OR_RETURN(auto client,
+//                       GrpcMasterClient::Connect(env->clock, "127.0.0.1:5000", {}));
 //   StoreWorker worker(env, client.get(), &mover, options);
 //
 // Following the leader (etcd failover, docs/runtime.md "Failover with
@@ -28,8 +29,13 @@
 // loops): a new leader that does not know a store makes it register again
 // and report its manifest.
 //
+// Clock: the process Env's clock, given to Connect; the client's own executor
+// (the callbacks gRPC completes early) reads it. Call deadlines are gRPC's
+// own, in real time.
+//
 // Lifetime: the destructor waits until every issued call has run its `done`
-// (each call is bounded by its deadline). Thread-safe.
+// (each call is bounded by its deadline). The clock must outlive the client.
+// Thread-safe.
 #ifndef HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
 #define HEATSINK_RUNTIME_RPC_GRPC_MASTER_CLIENT_H_
 
@@ -43,11 +49,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
 #include "core/worker/master_client.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "heatsink/master.grpc.pb.h"
-#include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
 #include "runtime/etcd/leader_follower.h"
 #include "runtime/rpc/rpc_options.h"
@@ -61,8 +67,9 @@ class GrpcMasterClient final : public MasterClient {
 
   // Creates the channel (connecting lazily). INVALID_ARGUMENT for bad
   // options, unreadable TLS files or a malformed etcd:// address.
+  // REQUIRES: `clock` (the Env's) is not null and outlives the client.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcMasterClient>> Connect(
-      const std::string& master_address, const RpcOptions& options);
+      const Clock* clock, const std::string& master_address, const RpcOptions& options);
   ~GrpcMasterClient() override;
   GrpcMasterClient(const GrpcMasterClient&) = delete;
   GrpcMasterClient& operator=(const GrpcMasterClient&) = delete;
@@ -132,10 +139,10 @@ class GrpcMasterClient final : public MasterClient {
   struct PendingCall;
 
  private:
-  GrpcMasterClient(std::string master_address, std::shared_ptr<grpc::Channel> channel,
-                   const RpcOptions& options);
+  GrpcMasterClient(const Clock* clock, std::string master_address,
+                   std::shared_ptr<grpc::Channel> channel, const RpcOptions& options);
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcMasterClient>> FollowEtcd(
-      const std::string& etcd_address, const RpcOptions& options);
+      const Clock* clock, const std::string& etcd_address, const RpcOptions& options);
   // Sends later calls to `address` (a new leader); calls in flight finish on
   // the old channel.
   void SwitchTo(const std::string& address);
@@ -164,7 +171,7 @@ class GrpcMasterClient final : public MasterClient {
   // rare; at most kRetiredStubsMax).
   static constexpr size_t kRetiredStubsMax = 16;
   std::vector<std::shared_ptr<v1::Master::Stub>> retired_stubs_ ABSL_GUARDED_BY(stub_mu_);
-  SteadyClock clock_;
+  const Clock* const clock_;
   // Runs the rare callbacks gRPC completes before the issuing call returned.
   ThreadPoolExecutor deferred_;
 

@@ -3,21 +3,25 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/check.h"
 #include "core/env/time.h"
 
 namespace heatsink::runtime {
 
-SegmentDirectoryResolver::SegmentDirectoryResolver(Lister list, int64_t refresh_interval_ms,
-                                                   size_t entries_max)
-    : list_(std::move(list)),
+SegmentDirectoryResolver::SegmentDirectoryResolver(const Clock* clock, Lister list,
+                                                   int64_t refresh_interval_ms, size_t entries_max)
+    : clock_(clock),
+      list_(std::move(list)),
       refresh_interval_ms_(refresh_interval_ms),
-      entries_max_(entries_max) {}
+      entries_max_(entries_max) {
+  HS_CHECK(clock_ != nullptr);
+}
 
 absl::StatusOr<std::string> SegmentDirectoryResolver::Resolve(SegmentId segment) const {
   MutexLock lock(&mu_);
   auto it = endpoints_.find(segment);
   if (it != endpoints_.end()) return it->second;
-  const TimeNs now = clock_.NowNs();
+  const TimeNs now = clock_->NowNs();
   if (refreshes_ > 0 && now - last_refresh_ns_ < MsToNs(refresh_interval_ms_)) {
     return absl::NotFoundError(absl::StrCat("segment ", segment.value, " has no known endpoint"));
   }

@@ -8,7 +8,9 @@
 //
 // Refreshes are rate-limited to one per `refresh_interval_ms` so that copies
 // to an unknown segment cannot hammer the master; within the interval an
-// unknown segment is NOT_FOUND. Thread-safe.
+// unknown segment is NOT_FOUND. The interval is measured on `clock`, the
+// process Env's clock (a test's ManualClock moves it without sleeping).
+// Thread-safe.
 #ifndef HEATSINK_RUNTIME_STORE_SEGMENT_DIRECTORY_RESOLVER_H_
 #define HEATSINK_RUNTIME_STORE_SEGMENT_DIRECTORY_RESOLVER_H_
 
@@ -21,8 +23,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
 #include "core/master/master_types.h"
-#include "runtime/env/steady_clock.h"
 #include "runtime/transport/endpoint_resolver.h"
 
 namespace heatsink::runtime {
@@ -31,7 +33,8 @@ class SegmentDirectoryResolver final : public EndpointResolver {
  public:
   using Lister = std::function<absl::StatusOr<std::vector<SegmentView>>()>;
 
-  SegmentDirectoryResolver(Lister list, int64_t refresh_interval_ms = 100,
+  // `clock` (never null) must outlive the resolver.
+  SegmentDirectoryResolver(const Clock* clock, Lister list, int64_t refresh_interval_ms = 100,
                            size_t entries_max = 65'536);
   SegmentDirectoryResolver(const SegmentDirectoryResolver&) = delete;
   SegmentDirectoryResolver& operator=(const SegmentDirectoryResolver&) = delete;
@@ -43,10 +46,10 @@ class SegmentDirectoryResolver final : public EndpointResolver {
   int64_t refreshes() const;
 
  private:
+  const Clock* const clock_;
   const Lister list_;
   const int64_t refresh_interval_ms_;
   const size_t entries_max_;
-  SteadyClock clock_;
   mutable Mutex mu_;  // held across a refresh
   mutable std::map<SegmentId, std::string> endpoints_ ABSL_GUARDED_BY(mu_);
   mutable TimeNs last_refresh_ns_ ABSL_GUARDED_BY(mu_) = 0;

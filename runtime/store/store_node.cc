@@ -123,7 +123,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     // through it.
     HS_ASSIGN_OR_RETURN(
         node->ucx_mover_,
-        UcxDataMover::Create(&node->memory_, resolver,
+        UcxDataMover::Create(env->clock, &node->memory_, resolver,
                              UcxMoverOptions{options.ucx, tcp, options.ucx_put_chunk_bytes}));
     node->mover_ = node->ucx_mover_.get();
   }
@@ -134,7 +134,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
   }
   if (node->mover_ == nullptr) {
-    node->tcp_mover_ = std::make_unique<TcpDataMover>(&node->memory_, resolver, tcp);
+    node->tcp_mover_ = std::make_unique<TcpDataMover>(env->clock, &node->memory_, resolver, tcp);
     node->mover_ = node->tcp_mover_.get();
   }
 

@@ -28,17 +28,19 @@ absl::StatusOr<TransportKind> ParseTransport(absl::string_view name) {
       absl::StrCat("unknown transport '", name, "' (expected tcp or ucx)"));
 }
 
-absl::StatusOr<std::unique_ptr<DataMover>> MakeDataMover(absl::string_view transport,
+absl::StatusOr<std::unique_ptr<DataMover>> MakeDataMover(const Clock* clock,
+                                                         absl::string_view transport,
                                                          SegmentMemory* local,
                                                          EndpointResolver* resolver,
                                                          const DataPlaneOptions& options) {
   HS_ASSIGN_OR_RETURN(TransportKind kind, ParseTransport(transport));
   HS_RETURN_IF_ERROR(options.tcp.Validate());
   if (kind == TransportKind::kTcp) {
-    return std::unique_ptr<DataMover>(std::make_unique<TcpDataMover>(local, resolver, options.tcp));
+    return std::unique_ptr<DataMover>(
+        std::make_unique<TcpDataMover>(clock, local, resolver, options.tcp));
   }
   HS_ASSIGN_OR_RETURN(std::unique_ptr<UcxDataMover> mover,
-                      UcxDataMover::Create(local, resolver, ToUcxOptions(options)));
+                      UcxDataMover::Create(clock, local, resolver, ToUcxOptions(options)));
   return std::unique_ptr<DataMover>(std::move(mover));
 }
 
@@ -48,7 +50,8 @@ void DataPlane::Shutdown() {
   if (auto* ucx = dynamic_cast<UcxDataMover*>(mover_.get())) ucx->Shutdown();
 }
 
-absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const DataPlaneOptions& plane_options,
+absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const Clock* clock,
+                                                         const DataPlaneOptions& plane_options,
                                                          SegmentMemory* local,
                                                          EndpointResolver* resolver) {
   // The server's foreground reads and the mover's copies share one tracker
@@ -60,13 +63,13 @@ absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const DataPlaneOptions&
   HS_ASSIGN_OR_RETURN(TransportKind kind, ParseTransport(options.transport));
   HS_RETURN_IF_ERROR(options.tcp.Validate());
   if (kind == TransportKind::kTcp) {
-    auto mover = std::make_unique<TcpDataMover>(local, resolver, options.tcp);
+    auto mover = std::make_unique<TcpDataMover>(clock, local, resolver, options.tcp);
     HS_ASSIGN_OR_RETURN(std::unique_ptr<TcpDataServer> server,
                         TcpDataServer::Start(local, options.tcp));
     return std::make_unique<DataPlane>(std::move(mover), std::move(server));
   }
   HS_ASSIGN_OR_RETURN(std::unique_ptr<UcxDataMover> mover,
-                      UcxDataMover::Create(local, resolver, ToUcxOptions(options)));
+                      UcxDataMover::Create(clock, local, resolver, ToUcxOptions(options)));
   HS_ASSIGN_OR_RETURN(std::unique_ptr<TcpDataServer> server,
                       TcpDataServer::Start(local, options.tcp, mover.get()));
   return std::make_unique<DataPlane>(std::move(mover), std::move(server));

@@ -7,7 +7,7 @@
 // Example:
 //   DataPlaneOptions options;
 //   options.transport = "ucx";
-//   HS_ASSIGN_OR_RETURN(auto plane, MakeDataPlane(options, &segments, &resolver));
+//   HS_ASSIGN_OR_RETURN(auto plane, MakeDataPlane(env->clock, options, &segments, &resolver));
 //   descriptor.data_endpoint = plane->endpoint();
 //   worker.SetDataMover(&plane->mover());
 //   ...
@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/env/clock.h"
 #include "core/env/data_mover.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -43,10 +44,11 @@ struct DataPlaneOptions {
   uint64_t ucx_put_chunk_bytes = uint64_t{8} << 20;
 };
 
-// Only a mover (a process that copies out but serves nothing).
+// Only a mover (a process that copies out but serves nothing). `clock` is
+// the Env's (never null); it, `local` and `resolver` must outlive the mover.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<DataMover>> MakeDataMover(
-    absl::string_view transport, SegmentMemory* local, EndpointResolver* resolver,
-    const DataPlaneOptions& options);
+    const Clock* clock, absl::string_view transport, SegmentMemory* local,
+    EndpointResolver* resolver, const DataPlaneOptions& options);
 
 class DataPlane {
  public:
@@ -68,9 +70,11 @@ class DataPlane {
   std::unique_ptr<TcpDataServer> server_;
 };
 
-// `local` and `resolver` must outlive the plane.
+// `clock` (the Env's, never null), `local` and `resolver` must outlive the
+// plane.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(
-    const DataPlaneOptions& options, SegmentMemory* local, EndpointResolver* resolver);
+    const Clock* clock, const DataPlaneOptions& options, SegmentMemory* local,
+    EndpointResolver* resolver);
 
 }  // namespace heatsink::runtime
 

@@ -52,14 +52,15 @@ void ActiveSockets::BreakAll() {
   for (const Socket* s : sockets_) s->ShutdownBoth();
 }
 
-TcpDataMover::TcpDataMover(SegmentMemory* local, EndpointResolver* resolver,
+TcpDataMover::TcpDataMover(const Clock* clock, SegmentMemory* local, EndpointResolver* resolver,
                            const TcpTransportKnobs& knobs)
     : local_(local),
       resolver_(resolver),
       knobs_(knobs),
-      pool_(&clock_, ThreadPoolOptions{.threads = knobs.copy_threads,
-                                       .pending_max = 2 * knobs.copies_in_flight_max + 16}) {
-  HS_CHECK(local_ != nullptr && resolver_ != nullptr);
+      clock_(clock),
+      pool_(clock_, ThreadPoolOptions{.threads = knobs.copy_threads,
+                                      .pending_max = 2 * knobs.copies_in_flight_max + 16}) {
+  HS_CHECK(clock_ != nullptr && local_ != nullptr && resolver_ != nullptr);
   HS_CHECK_OK(knobs_.Validate());
 }
 

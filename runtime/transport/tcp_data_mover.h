@@ -36,6 +36,9 @@
 // Also ReadRemote: a client or store reading a replica from a store's data
 // endpoint.
 //
+// Clock: the copy threads' executor reads `clock`, the process Env's clock.
+// Socket timeouts and the foreground yield wait in real time.
+//
 // Thread safety: all methods are thread-safe. `done` runs on one of the
 // mover's copy threads, never inside StartCopy.
 #ifndef HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_MOVER_H_
@@ -53,8 +56,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
 #include "core/env/data_mover.h"
-#include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -84,8 +87,10 @@ class ActiveSockets {
 
 class TcpDataMover final : public DataMover {
  public:
-  // `local` (the source store's segments) and `resolver` must outlive the mover.
-  TcpDataMover(SegmentMemory* local, EndpointResolver* resolver, const TcpTransportKnobs& knobs);
+  // `clock` (the Env's, never null), `local` (the source store's segments)
+  // and `resolver` must outlive the mover.
+  TcpDataMover(const Clock* clock, SegmentMemory* local, EndpointResolver* resolver,
+               const TcpTransportKnobs& knobs);
   ~TcpDataMover() override;  // calls Shutdown()
   TcpDataMover(const TcpDataMover&) = delete;
   TcpDataMover& operator=(const TcpDataMover&) = delete;
@@ -108,7 +113,7 @@ class TcpDataMover final : public DataMover {
   std::atomic<size_t> in_flight_{0};
   std::atomic<bool> accepting_{true};
   ActiveSockets active_;
-  SteadyClock clock_;
+  const Clock* const clock_;
   ThreadPoolExecutor pool_;
 };
 

@@ -50,23 +50,26 @@ absl::Status UcxMoverOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<UcxDataMover>> UcxDataMover::Create(
-    SegmentMemory* local, EndpointResolver* resolver, const UcxMoverOptions& options) {
-  HS_CHECK(local != nullptr && resolver != nullptr);
+absl::StatusOr<std::unique_ptr<UcxDataMover>> UcxDataMover::Create(const Clock* clock,
+                                                                   SegmentMemory* local,
+                                                                   EndpointResolver* resolver,
+                                                                   const UcxMoverOptions& options) {
+  HS_CHECK(clock != nullptr && local != nullptr && resolver != nullptr);
   HS_RETURN_IF_ERROR(options.Validate());
   HS_ASSIGN_OR_RETURN(std::unique_ptr<UcxWorker> worker, UcxWorker::Create(options.ucx));
   return std::unique_ptr<UcxDataMover>(
-      new UcxDataMover(local, resolver, options, std::move(worker)));
+      new UcxDataMover(clock, local, resolver, options, std::move(worker)));
 }
 
-UcxDataMover::UcxDataMover(SegmentMemory* local, EndpointResolver* resolver,
+UcxDataMover::UcxDataMover(const Clock* clock, SegmentMemory* local, EndpointResolver* resolver,
                            const UcxMoverOptions& options, std::unique_ptr<UcxWorker> worker)
     : local_(local),
       resolver_(resolver),
       options_(options),
       worker_(std::move(worker)),
-      pool_(&clock_, ThreadPoolOptions{.threads = options.tcp.copy_threads,
-                                       .pending_max = 2 * options.tcp.copies_in_flight_max + 16}) {}
+      clock_(clock),
+      pool_(clock_, ThreadPoolOptions{.threads = options.tcp.copy_threads,
+                                      .pending_max = 2 * options.tcp.copies_in_flight_max + 16}) {}
 
 UcxDataMover::~UcxDataMover() { Shutdown(); }
 

@@ -36,12 +36,15 @@
 // are registered once, on first use in either direction.
 //
 // Example:
-//   HS_ASSIGN_OR_RETURN(auto mover, UcxDataMover::Create(&segments, &resolver, options));
+//   HS_ASSIGN_OR_RETURN(auto mover,
+//                       UcxDataMover::Create(env->clock, &segments, &resolver, options));
 //   HS_ASSIGN_OR_RETURN(auto server, TcpDataServer::Start(&segments, options.tcp, mover.get()));
 //   mover->StartCopy(range, [](absl::Status s) { ... });
 //   ...
 //   server->Shutdown();
 //   mover->Shutdown();
+//
+// Clock: the copy threads' executor reads `clock`, the process Env's clock.
 //
 // Thread safety: all public methods are thread-safe; `done` runs on a copy
 // thread, never inside StartCopy.
@@ -58,8 +61,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
 #include "core/env/data_mover.h"
-#include "runtime/env/steady_clock.h"
 #include "runtime/env/thread_pool_executor.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -83,9 +86,11 @@ struct UcxMoverOptions {
 
 class UcxDataMover final : public DataMover, public RmaGrantProvider {
  public:
-  // `local` and `resolver` must outlive the mover.
+  // `clock` (the Env's, never null), `local` and `resolver` must outlive the
+  // mover.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<UcxDataMover>> Create(
-      SegmentMemory* local, EndpointResolver* resolver, const UcxMoverOptions& options);
+      const Clock* clock, SegmentMemory* local, EndpointResolver* resolver,
+      const UcxMoverOptions& options);
   ~UcxDataMover() override;  // calls Shutdown()
   UcxDataMover(const UcxDataMover&) = delete;
   UcxDataMover& operator=(const UcxDataMover&) = delete;
@@ -111,8 +116,8 @@ class UcxDataMover final : public DataMover, public RmaGrantProvider {
  private:
   struct Copy;
 
-  UcxDataMover(SegmentMemory* local, EndpointResolver* resolver, const UcxMoverOptions& options,
-               std::unique_ptr<UcxWorker> worker);
+  UcxDataMover(const Clock* clock, SegmentMemory* local, EndpointResolver* resolver,
+               const UcxMoverOptions& options, std::unique_ptr<UcxWorker> worker);
 
   void Bootstrap(std::unique_ptr<Copy> copy);
   absl::Status BootstrapStatus(Copy& copy);
@@ -139,7 +144,7 @@ class UcxDataMover final : public DataMover, public RmaGrantProvider {
   Mutex shutdown_mu_;  // serialises Shutdown callers
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 
-  SteadyClock clock_;
+  const Clock* const clock_;
   ThreadPoolExecutor pool_;
 };
 

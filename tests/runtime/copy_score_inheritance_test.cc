@@ -83,7 +83,7 @@ struct Store {
     plane_options.transport = transport;
     plane_options.ucx_put_chunk_bytes = 256 << 10;
     absl::StatusOr<std::unique_ptr<DataPlane>> started =
-        MakeDataPlane(plane_options, memory.get(), resolver);
+        MakeDataPlane(env.env.clock, plane_options, memory.get(), resolver);
     EXPECT_TRUE(started.ok()) << started.status();
     if (started.ok()) plane = *std::move(started);
   }

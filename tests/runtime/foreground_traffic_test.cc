@@ -37,6 +37,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/tcp_data_mover.h"
@@ -277,7 +278,7 @@ class CopyPacingTest : public ::testing::Test {
     ASSERT_TRUE(server_b.ok()) << server_b.status();
     server_b_ = *std::move(server_b);
     ASSERT_TRUE(resolver_.Set(kTarget, server_b_->endpoint()).ok());
-    mover_a_ = std::make_unique<TcpDataMover>(&memory_a_, &resolver_, knobs);
+    mover_a_ = std::make_unique<TcpDataMover>(&clock_, &memory_a_, &resolver_, knobs);
   }
 
   void Restart(const TcpTransportKnobs& knobs) {
@@ -291,6 +292,7 @@ class CopyPacingTest : public ::testing::Test {
 
   ForegroundTraffic& foreground() { return *knobs_.foreground; }
 
+  SteadyClock clock_;  // the test process's clock, read by the mover
   TcpTransportKnobs knobs_;
   std::shared_ptr<ForegroundTraffic> foreground_b_;
   AlignedSegmentAllocator allocator_;

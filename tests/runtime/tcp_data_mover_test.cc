@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
 #include "runtime/transport/tcp_data_server.h"
@@ -63,7 +64,7 @@ class TcpMoverTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_b_ = *std::move(server);
     ASSERT_TRUE(resolver_.Set(kTarget, server_b_->endpoint()).ok());
-    mover_ = std::make_unique<TcpDataMover>(&memory_a_, &resolver_, knobs);
+    mover_ = std::make_unique<TcpDataMover>(&clock_, &memory_a_, &resolver_, knobs);
   }
 
   void Restart(const TcpTransportKnobs& knobs) {
@@ -74,6 +75,7 @@ class TcpMoverTest : public ::testing::Test {
     Start(knobs);
   }
 
+  SteadyClock clock_;  // the test process's clock, read by the movers
   TcpTransportKnobs knobs_;
   AlignedSegmentAllocator allocator_;
   SegmentMemory memory_a_{&allocator_, SegmentMemoryKnobs{}};
@@ -363,7 +365,7 @@ TEST_F(TlsMoverTest, TlsCopyMovesTheSameBytesAsAClearOne) {
   ASSERT_TRUE(clear_server.ok());
   EXPECT_FALSE(absl::StartsWith((*clear_server)->endpoint(), "tls://"));
   ASSERT_TRUE(resolver_.Set(kClearTarget, (*clear_server)->endpoint()).ok());
-  TcpDataMover clear_mover(&memory_a_, &resolver_, TcpTransportKnobs{});
+  TcpDataMover clear_mover(&clock_, &memory_a_, &resolver_, TcpTransportKnobs{});
   ASSERT_TRUE(CopyAndWait(clear_mover, CopyRange{kSource, 1000, kClearTarget, 64, size}).ok());
 
   const uint64_t source_sum = Checksum(memory_a_, kSource, 1000, size);
@@ -395,7 +397,7 @@ TEST_F(TlsMoverTest, TlsServerRefusesClearAndUnknownClients) {
               absl::StatusCode::kUnavailable)
         << cert << " / " << ca;
   }
-  TcpDataMover stranger(&memory_a_, &resolver_, ClientKnobs("stranger"));
+  TcpDataMover stranger(&clock_, &memory_a_, &resolver_, ClientKnobs("stranger"));
   EXPECT_EQ(CopyAndWait(stranger, CopyRange{kSource, 0, kTarget, 0, 4096}).code(),
             absl::StatusCode::kUnavailable);
   stranger.Shutdown();

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/data_plane.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -60,7 +61,7 @@ struct UcxStore {
   explicit UcxStore(EndpointResolver* resolver, const UcxMoverOptions& options,
                     RmaGrantProvider* grant_override = nullptr) {
     absl::StatusOr<std::unique_ptr<UcxDataMover>> created =
-        UcxDataMover::Create(&memory, resolver, options);
+        UcxDataMover::Create(&clock, &memory, resolver, options);
     EXPECT_TRUE(created.ok()) << created.status();
     if (!created.ok()) return;
     mover = *std::move(created);
@@ -75,6 +76,7 @@ struct UcxStore {
     if (mover != nullptr) mover->Shutdown();
   }
 
+  SteadyClock clock;  // the test process's clock, read by the mover
   AlignedSegmentAllocator allocator;
   SegmentMemory memory{&allocator, SegmentMemoryKnobs{}};
   std::unique_ptr<UcxDataMover> mover;
@@ -280,6 +282,7 @@ TEST(DataPlane, FactoryBuildsEitherTransport) {
   EXPECT_EQ(ParseTransport("rdma").status().code(), absl::StatusCode::kInvalidArgument);
   for (const char* transport : {"tcp", "ucx"}) {
     SCOPED_TRACE(transport);
+    SteadyClock clock;
     AlignedSegmentAllocator allocator;
     SegmentMemory memory_a(&allocator, SegmentMemoryKnobs{});
     SegmentMemory memory_b(&allocator, SegmentMemoryKnobs{});
@@ -289,8 +292,10 @@ TEST(DataPlane, FactoryBuildsEitherTransport) {
     StaticEndpointResolver resolver;
     DataPlaneOptions options;
     options.transport = transport;
-    absl::StatusOr<std::unique_ptr<DataPlane>> a = MakeDataPlane(options, &memory_a, &resolver);
-    absl::StatusOr<std::unique_ptr<DataPlane>> b = MakeDataPlane(options, &memory_b, &resolver);
+    absl::StatusOr<std::unique_ptr<DataPlane>> a =
+        MakeDataPlane(&clock, options, &memory_a, &resolver);
+    absl::StatusOr<std::unique_ptr<DataPlane>> b =
+        MakeDataPlane(&clock, options, &memory_b, &resolver);
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     ASSERT_TRUE(resolver.Set(kTarget, (*b)->endpoint()).ok());
@@ -303,7 +308,7 @@ TEST(DataPlane, FactoryBuildsEitherTransport) {
     (*a)->Shutdown();
     (*b)->Shutdown();
     absl::StatusOr<std::unique_ptr<DataMover>> mover =
-        MakeDataMover(transport, &memory_a, &resolver, options);
+        MakeDataMover(&clock, transport, &memory_a, &resolver, options);
     ASSERT_TRUE(mover.ok()) << mover.status();
   }
 }

@@ -6,8 +6,9 @@
 //   - the coordinator exchanges the hottest foreign block into the preferred
 //     region, keeps the bytes and every score with its key, and stops
 //     exchanging once nothing is inverted;
-//   - the decay thread keeps its schedule and serves RequestDecay, each pass
-//     multiplying every score once by --decay, while promotion runs;
+//   - the decay thread keeps its schedule on the Env clock (a ManualClock
+//     moves it, no sleeping) and serves RequestDecay, each pass multiplying
+//     every score once by --decay, while promotion runs;
 //   - --no-numa-promotion keeps decay and never moves a block;
 //   - a thread that cannot be bound fails Start with the binder's message and
 //     leaves nothing running.
@@ -19,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/env/manual_env.h"
+#include "core/env/time.h"
 #include "core/env/vector_head_memory.h"
 #include "gtest/gtest.h"
 #include "runtime/numa/placement.h"
@@ -205,15 +208,44 @@ TEST(NumaPromotionService, DecayRunsOnRequestWhilePromotionRuns) {
   EXPECT_EQ(stats.region_decays_by_node, (std::map<int, int64_t>{{0, 2}, {1, 2}, {3, 2}}));
 }
 
-TEST(NumaPromotionService, DecayKeepsItsSchedule) {
+// The schedule is Env time, moved by a ManualClock: no pass before the due
+// time, one at it, and after a jump past several due times one pass with the
+// next one due on the original grid (missed passes are skipped, not run late,
+// and the grid does not restart at the late pass). Every finished round wakes
+// the decay thread, so "some rounds later" means it has seen the clock.
+TEST(NumaPromotionService, DecayKeepsItsScheduleOnTheEnvClock) {
+  constexpr int64_t kIntervalMs = 60'000;  // the ADR's minute
   LogicalPool pool;
-  pool.knobs.decay_interval_ms = 20;
+  pool.knobs.decay_interval_ms = kIntervalMs;
+  ManualClock clock(SecToNs(100));
+  pool.env.env.clock = &clock;
   ASSERT_NO_FATAL_FAILURE(pool.Build());
   NumaPromotionService service(&pool.env.env, pool.manager.get(), pool.Options(nullptr));
-  ASSERT_TRUE(service.Start().ok());
-  EXPECT_TRUE(WaitUntil([&] { return service.stats().decay_passes >= 3; }));
+  ASSERT_TRUE(service.Start().ok());  // passes due at 160 s, 220 s, 280 s, ...
+  const auto after_rounds = [&](int64_t n) {
+    const int64_t seen = service.stats().rounds;
+    return WaitUntil([&] { return service.stats().rounds >= seen + n; });
+  };
+
+  clock.AdvanceBy(MsToNs(kIntervalMs) - 1);
+  ASSERT_TRUE(after_rounds(3));
+  EXPECT_EQ(service.stats().decay_passes, 0);
+  clock.AdvanceBy(1);  // 160 s
+  ASSERT_TRUE(WaitUntil([&] { return service.stats().decay_passes == 1; }));
+
+  clock.AdvanceBy(SecToNs(150));  // 310 s: 220 s and 280 s were missed
+  ASSERT_TRUE(WaitUntil([&] { return service.stats().decay_passes == 2; }));
+  ASSERT_TRUE(after_rounds(3));
+  EXPECT_EQ(service.stats().decay_passes, 2);
+  // Next due at 340 s, on the grid: not 370 s (a minute after the late pass).
+  clock.AdvanceBy(SecToNs(30) - 1);
+  ASSERT_TRUE(after_rounds(3));
+  EXPECT_EQ(service.stats().decay_passes, 2);
+  clock.AdvanceBy(1);
+  ASSERT_TRUE(WaitUntil([&] { return service.stats().decay_passes == 3; }));
   service.Stop();
-  EXPECT_EQ(pool.manager->stats().decay_passes, service.stats().decay_passes);
+  EXPECT_EQ(service.stats().decay_passes, 3);
+  EXPECT_EQ(pool.manager->stats().decay_passes, 3);
 }
 
 TEST(NumaPromotionService, NoNumaPromotionKeepsDecayAndNeverMovesABlock) {

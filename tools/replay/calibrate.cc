@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "runtime/env/steady_clock.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "tools/replay/cluster.h"
@@ -73,7 +74,8 @@ absl::StatusOr<sim::Calibration> RunCalibration(const CalibrateOptions& options)
   Cluster cluster(plan, replay, scenario.seed);
   HS_RETURN_IF_ERROR(cluster.StartMaster());
   for (const ReplayStore& store : plan.stores) HS_RETURN_IF_ERROR(cluster.StartStore(store));
-  Clients clients(plan, cluster.master_address());
+  runtime::SteadyClock clock;
+  Clients clients(&clock, plan, cluster.master_address());
   const std::string tenant = scenario.workloads.front().tenant;
   HS_RETURN_IF_ERROR(clients.Warm({tenant}));
   HS_ASSIGN_OR_RETURN(runtime::HeatsinkClient * reader, clients.For("cal-0/c", tenant));

@@ -160,7 +160,8 @@ absl::StatusOr<runtime::HeatsinkClient*> Clients::For(const std::string& client,
   runtime::RpcOptions rpc;
   rpc.caller_client_id = spec->second.client_id.value;
   Entry entry;
-  HS_ASSIGN_OR_RETURN(entry.master, runtime::GrpcMasterClient::Connect(master_address_, rpc));
+  HS_ASSIGN_OR_RETURN(entry.master,
+                      runtime::GrpcMasterClient::Connect(clock_, master_address_, rpc));
   runtime::HeatsinkClientOptions options;
   options.client_id = spec->second.client_id;
   options.host = spec->second.host;

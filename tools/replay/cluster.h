@@ -15,14 +15,16 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/base/check.h"
+#include "core/env/clock.h"
 #include "runtime/client/heatsink_client.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "tools/replay/child_process.h"
@@ -89,8 +91,12 @@ class Cluster {
 // One HeatsinkClient per (scenario client, tenant), made on first use.
 class Clients {
  public:
-  Clients(const ReplayPlan& plan, std::string master_address)
-      : plan_(plan), master_address_(std::move(master_address)) {}
+  // `clock` (the process's, never null) must outlive the clients; their
+  // master clients read it.
+  Clients(const Clock* clock, const ReplayPlan& plan, std::string master_address)
+      : clock_(clock), plan_(plan), master_address_(std::move(master_address)) {
+    HS_CHECK(clock_ != nullptr);
+  }
 
   // The client of scenario client `client` (a name the plan knows) for
   // `tenant`, connected on first use.
@@ -109,6 +115,7 @@ class Clients {
     std::unique_ptr<runtime::GrpcMasterClient> master;
     std::unique_ptr<runtime::HeatsinkClient> client;
   };
+  const Clock* const clock_;
   const ReplayPlan& plan_;
   const std::string master_address_;
   absl::Mutex mu_;

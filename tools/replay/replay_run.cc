@@ -27,6 +27,7 @@
 #include "core/base/status_macros.h"
 #include "core/env/rng.h"
 #include "runtime/client/heatsink_client.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/transport/socket.h"
 #include "sim/decision_log.h"
@@ -333,7 +334,8 @@ absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
   HS_RETURN_IF_ERROR(cluster.StartMaster());
   size_t next_store = 0;
   HS_RETURN_IF_ERROR(StartJoinedStores(cluster, plan, 0, &next_store, order));
-  Clients clients(plan, cluster.master_address());
+  runtime::SteadyClock clock;
+  Clients clients(&clock, plan, cluster.master_address());
   std::set<std::string> tenants;
   for (const sim::Workload& w : scenario.workloads) tenants.insert(w.tenant);
   HS_RETURN_IF_ERROR(clients.Warm(tenants));

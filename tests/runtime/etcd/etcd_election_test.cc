@@ -213,7 +213,7 @@ TEST_F(EtcdElectionTest, AClientRefusesAnAnswerFromAnOlderEpochThanOneItSaw) {
   RpcOptions rpc;
   rpc.call_timeout_ms = 2000;
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-      GrpcMasterClient::Connect(etcd_->Url("/test"), rpc);
+      GrpcMasterClient::Connect(env.env()->clock, etcd_->Url("/test"), rpc);
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_EQ((*client)->master_address(), master_a.server->address());
   ASSERT_TRUE((*client)->Ping().ok());
@@ -243,7 +243,7 @@ TEST_F(EtcdElectionTest, AClientRefusesAnAnswerFromAnOlderEpochThanOneItSaw) {
   // Without the fence the same call is answered: a fresh client, which has
   // seen no newer epoch, gets a's answer.
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> direct =
-      GrpcMasterClient::Connect(master_a.server->address(), rpc);
+      GrpcMasterClient::Connect(env.env()->clock, master_a.server->address(), rpc);
   EXPECT_TRUE((*direct)->Ping().ok());
   client->reset();
   direct->reset();
@@ -263,7 +263,7 @@ TEST_F(EtcdElectionTest, AMasterPastItsLeaseRefusesEveryCall) {
   ASSERT_TRUE(*a.TryCampaign());
   InProcessMaster master(env.env(), &a);
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-      GrpcMasterClient::Connect(master.server->address(), RpcOptions{});
+      GrpcMasterClient::Connect(env.env()->clock, master.server->address(), RpcOptions{});
   ASSERT_TRUE((*client)->Ping().ok());
   // Past TTL - margin on a's clock (as after SIGSTOP), nothing else changed.
   clock.AdvanceBy(absl::ToInt64Nanoseconds(absl::Milliseconds(1500)));

@@ -109,7 +109,7 @@ class EtcdFailoverTest : public test::ProcessesTest {
     stores_.push_back(StartStore(1, "host-a", "a", {}, "store_a"));
     stores_.push_back(StartStore(2, "host-b", "b", {}, "store_b"));
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(master_address_, CallsOf(2000));
+        GrpcMasterClient::Connect(&clock_, master_address_, CallsOf(2000));
     ASSERT_TRUE(rpc.ok()) << rpc.status();
     rpc_ = *std::move(rpc);
     // Both stores registered and reported: the first leader's recovery is
@@ -380,8 +380,8 @@ TEST_F(EtcdFailoverTest, AStoppedLeaderNeverAnswersAWriteAfterLosingItsLease) {
 
   // The old leader runs again: a write sent to it directly, at once, is
   // refused (not_leader, or no answer at all once it exited).
-  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> direct = GrpcMasterClient::Connect(
-      absl::StrCat("127.0.0.1:", ports_[leader]), CallsOf(3000));
+  absl::StatusOr<std::unique_ptr<GrpcMasterClient>> direct =
+      GrpcMasterClient::Connect(&clock_, absl::StrCat("127.0.0.1:", ports_[leader]), CallsOf(3000));
   ASSERT_TRUE(direct.ok());
   PutStartRequest put;
   put.name = ObjectName{"", "written-to-the-old-leader"};

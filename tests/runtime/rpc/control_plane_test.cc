@@ -100,12 +100,12 @@ class ControlPlaneTest : public ::testing::Test {
   void AddStore(ClientId id, const std::string& host, const std::string& domain) {
     Store store;
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc_options_);
     ASSERT_TRUE(rpc.ok()) << rpc.status();
     store.rpc = *std::move(rpc);
     GrpcMasterClient* raw = store.rpc.get();
-    store.resolver =
-        std::make_unique<SegmentDirectoryResolver>([raw] { return raw->ListSegments(); });
+    store.resolver = std::make_unique<SegmentDirectoryResolver>(
+        env_.env()->clock, [raw] { return raw->ListSegments(); });
     StoreNodeOptions options;
     options.client_id = id;
     options.host = host;
@@ -125,7 +125,7 @@ class ControlPlaneTest : public ::testing::Test {
   std::unique_ptr<HeatsinkClient> MakeClient(ClientId id, const std::string& host,
                                              const std::string& domain) {
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc_options_);
     EXPECT_TRUE(rpc.ok()) << rpc.status();
     client_rpcs_.push_back(*std::move(rpc));
     HeatsinkClientOptions options;
@@ -473,7 +473,7 @@ class FenceTest : public ControlPlaneTest {
   void SetUp() override {
     StartCluster(DynamicReplicationMode::kEnforce);
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(server_->address(), rpc_options_);
+        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc_options_);
     ASSERT_TRUE(rpc.ok());
     owner_ = *std::move(rpc);
     ASSERT_TRUE(Call([&](auto done) {
@@ -718,7 +718,7 @@ TEST_F(ControlPlaneTest, BadInputGetsTheRightStatusAndChangesNothing) {
   RpcOptions small = rpc_options_;
   small.message_bytes_max = 4096;
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> limited =
-      GrpcMasterClient::Connect(server_->address(), small);
+      GrpcMasterClient::Connect(env_.env()->clock, server_->address(), small);
   ASSERT_TRUE(limited.ok());
   PutStartRequest big;
   big.name = ObjectName{"t1", std::string(8000, 'b')};
@@ -734,10 +734,11 @@ TEST_F(ControlPlaneTest, BadInputGetsTheRightStatusAndChangesNothing) {
 }
 
 TEST(GrpcMasterClientTest, UnreachableMasterIsATransportError) {
+  SteadyClock clock;  // the test process's clock
   RpcOptions options;
   options.call_timeout_ms = 300;
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-      GrpcMasterClient::Connect("127.0.0.1:1", options);
+      GrpcMasterClient::Connect(&clock, "127.0.0.1:1", options);
   ASSERT_TRUE(client.ok());
   const absl::Status ping = (*client)->Ping();
   EXPECT_TRUE(ping.code() == absl::StatusCode::kUnavailable ||
@@ -753,7 +754,7 @@ TEST(GrpcMasterClientTest, UnreachableMasterIsATransportError) {
   EXPECT_TRUE(result->code() == absl::StatusCode::kUnavailable ||
               result->code() == absl::StatusCode::kDeadlineExceeded)
       << *result;
-  EXPECT_EQ(GrpcMasterClient::Connect("", options).status().code(),
+  EXPECT_EQ(GrpcMasterClient::Connect(&clock, "", options).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -156,7 +156,7 @@ TEST_F(ProcessesTest, ForegroundReadsKeepTheirTailWhileTheirStoreIsACopySource) 
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", sets);
   store_command_prefix_.clear();
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   const std::pair<SegmentId, SegmentId> segments = SegmentsOfStores1And2(**rpc);
   const SegmentId segment_a = segments.first;

@@ -24,9 +24,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,14 +35,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "gtest/gtest.h"
-#include "runtime/env/notification.h"
-#include "runtime/rpc/certificate_identity.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "gtest/gtest.h"
 #include "heatsink/master.grpc.pb.h"
+#include "runtime/env/notification.h"
+#include "runtime/env/steady_clock.h"
+#include "runtime/rpc/certificate_identity.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "tests/runtime/rpc/process_test_util.h"
 #include "tests/runtime/rpc/rpc_test_util.h"
@@ -228,7 +229,7 @@ class IdentityProcessTest : public ::testing::Test {
   // `metadata_id` with the calls whose interface names no caller.
   std::unique_ptr<GrpcMasterClient> Connect(const std::string& cert, uint64_t metadata_id = 0,
                                             const std::string& ca = "ca") {
-    return test::ConnectWithCertificate(master_address_, dir_, cert, ca, metadata_id);
+    return test::ConnectWithCertificate(&clock_, master_address_, dir_, cert, ca, metadata_id);
   }
 
   std::string Read(const std::string& file) const {
@@ -269,6 +270,7 @@ class IdentityProcessTest : public ::testing::Test {
     return text;
   }
 
+  SteadyClock clock_;  // the test process's clock, read by its master clients
   fs::path dir_;
   std::string master_address_;
   std::string metrics_address_;

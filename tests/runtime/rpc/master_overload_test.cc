@@ -138,7 +138,7 @@ TEST_F(MasterOverloadTest, AFloodOfReadsIsRefusedQuicklyWhileHeartbeatsStillLand
   // The store's own connection to the master.
   RpcOptions store_options;
   store_options.own_connection = true;
-  auto store = GrpcMasterClient::Connect(server_->address(), store_options);
+  auto store = GrpcMasterClient::Connect(env_.env()->clock, server_->address(), store_options);
   ASSERT_TRUE(store.ok());
   // Connected before the flood, as a store is.
   ASSERT_TRUE(test::Wait<absl::Status>([&](auto done) {
@@ -152,7 +152,7 @@ TEST_F(MasterOverloadTest, AFloodOfReadsIsRefusedQuicklyWhileHeartbeatsStillLand
   for (int i = 0; i < 8; ++i) {
     RpcOptions reader_options;
     reader_options.own_connection = true;
-    auto rpc = GrpcMasterClient::Connect(server_->address(), reader_options);
+    auto rpc = GrpcMasterClient::Connect(env_.env()->clock, server_->address(), reader_options);
     ASSERT_TRUE(rpc.ok());
     // Connected before the flood: a call that finds its channel still
     // connecting under load fails fast (UNAVAILABLE), which is not what
@@ -204,7 +204,7 @@ TEST_F(MasterOverloadTest, AFloodOfReadsIsRefusedQuicklyWhileHeartbeatsStillLand
   EXPECT_EQ(stats.data_calls_in_flight, 0);
 
   // After the flood the master answers reads again.
-  auto after = GrpcMasterClient::Connect(server_->address(), RpcOptions{});
+  auto after = GrpcMasterClient::Connect(env_.env()->clock, server_->address(), RpcOptions{});
   ASSERT_TRUE(after.ok());
   GetReplicaListRequest req;
   req.name = ObjectName{"", "hot"};

@@ -70,7 +70,7 @@ TEST_F(ProcessesTest, MasterKilledAndRestartedLosesNoObject) {
   std::unique_ptr<Process> store_a = StartStore(1, "host-a", "a", {}, "store_a");
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   SegmentId segment_a, segment_b;
   ASSERT_TRUE(WaitFor([&] {

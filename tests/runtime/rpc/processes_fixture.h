@@ -22,6 +22,7 @@
 #include "core/env/rng.h"
 #include "gtest/gtest.h"
 #include "runtime/client/heatsink_client.h"
+#include "runtime/env/steady_clock.h"
 #include "tests/runtime/rpc/process_test_util.h"
 
 namespace heatsink::runtime::test {
@@ -146,6 +147,9 @@ class ProcessesTest : public ::testing::Test {
     return false;
   }
 
+  // The test process's clock, read by its master clients (the processes
+  // under test have their own).
+  SteadyClock clock_;
   fs::path dir_;
   int masters_ = 0;
   std::string store_segment_mib_ = "16";

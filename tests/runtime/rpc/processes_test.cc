@@ -73,7 +73,7 @@ TEST_F(ProcessesTest, MasterAndStoresReplicateHotDataAndSurviveAStoreRestart) {
       StartStore(3, "host-c", "", {"HEATSINK_STORE_DOMAIN=a"}, "store_c");
 
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
@@ -191,7 +191,7 @@ void test::ProcessesTest::CopyOverUcxAndReadInDomainB(const std::vector<std::str
   ucx_b.insert(ucx_b.end(), store_b_flags.begin(), store_b_flags.end());
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b", ucx_b);
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   const std::pair<SegmentId, SegmentId> segments = SegmentsOfStores1And2(**rpc);
   const SegmentId segment_a = segments.first;
@@ -341,7 +341,7 @@ TEST_F(ProcessesTest, SourceKilledMidCopyLeavesNoPartialReplica) {
   std::unique_ptr<Process> store_c = StartStore(3, "host-c", "a", {}, "store_c");
 
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   auto segment_in = [&](const std::string& domain) -> std::optional<SegmentView> {
     absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
@@ -451,7 +451,7 @@ TEST_F(ProcessesTest, SighupSwitchesTheModeFromTheConfigAndKeepsOtherKnobs) {
   EXPECT_TRUE(WaitFor([&] { return mode() == 1; })) << mode();
   // Still serving, and SIGTERM still stops it cleanly.
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   EXPECT_TRUE((*rpc)->ListSegments().ok());
   master->Signal(SIGTERM);
@@ -465,7 +465,7 @@ TEST_F(ProcessesTest, ObserveModeCountsWouldProposeAndCreatesNoReplica) {
   std::unique_ptr<Process> store_b = StartStore(2, "host-b", "b", {}, "store_b");
   std::unique_ptr<Process> store_c = StartStore(3, "host-c", "b", {}, "store_c");
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();
@@ -604,7 +604,7 @@ TEST_F(ProcessesTest, HeadPoolStoreScoresTheReadsItServes) {
       1, "host-a", "a", {}, "pool",
       {"--memory", "16M", "--head-pool-report-s", "1", "--metrics-listen", "127.0.0.1:0"});
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-      GrpcMasterClient::Connect(master_address_, RpcOptions{});
+      GrpcMasterClient::Connect(&clock_, master_address_, RpcOptions{});
   ASSERT_TRUE(rpc.ok());
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<std::vector<SegmentView>> segments = (*rpc)->ListSegments();

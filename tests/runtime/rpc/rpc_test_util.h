@@ -38,11 +38,10 @@ T Wait(const std::function<void(absl::AnyInvocable<void(T) &&>)>& issue) {
 // certificate `cert` (DIR/`cert`.pem and .key) and trusting DIR/`ca`.pem,
 // sending `metadata_id` with the calls whose interface names no caller.
 // Null (with a failure recorded) when the options are refused.
-inline std::unique_ptr<GrpcMasterClient> ConnectWithCertificate(const std::string& address,
-                                                                const std::filesystem::path& dir,
-                                                                const std::string& cert,
-                                                                const std::string& ca = "ca",
-                                                                uint64_t metadata_id = 0) {
+// `clock` (the test's) must outlive the client.
+inline std::unique_ptr<GrpcMasterClient> ConnectWithCertificate(
+    const Clock* clock, const std::string& address, const std::filesystem::path& dir,
+    const std::string& cert, const std::string& ca = "ca", uint64_t metadata_id = 0) {
   RpcOptions rpc;
   rpc.call_timeout_ms = 3000;
   rpc.caller_client_id = metadata_id;
@@ -50,7 +49,7 @@ inline std::unique_ptr<GrpcMasterClient> ConnectWithCertificate(const std::strin
   rpc.tls.cert_path = (dir / (cert + ".pem")).string();
   rpc.tls.key_path = (dir / (cert + ".key")).string();
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-      GrpcMasterClient::Connect(address, rpc);
+      GrpcMasterClient::Connect(clock, address, rpc);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? *std::move(client) : nullptr;
 }

@@ -1,16 +1,21 @@
 // Covers SegmentDirectoryResolver: endpoints come from the listed segment
 // descriptors, a miss refreshes the table (so remounts and unmounts are seen),
-// refreshes are rate-limited, and a failing lister's error is returned.
+// refreshes are rate-limited on the Env clock to the nanosecond, and a failing
+// lister's error is returned (and rate-limited too). A ManualClock moves time:
+// nothing sleeps.
 #include "runtime/store/segment_directory_resolver.h"
 
-#include <chrono>
-#include <thread>
+#include <string>
 #include <vector>
 
+#include "core/env/manual_env.h"
+#include "core/env/time.h"
 #include "gtest/gtest.h"
 
 namespace heatsink::runtime {
 namespace {
+
+constexpr int64_t kIntervalMs = 50;
 
 SegmentView Segment(uint64_t id, const std::string& endpoint) {
   SegmentView view;
@@ -20,14 +25,16 @@ SegmentView Segment(uint64_t id, const std::string& endpoint) {
 }
 
 TEST(SegmentDirectoryResolver, ResolvesRefreshesAndRateLimits) {
+  ManualClock clock(SecToNs(7));
   std::vector<SegmentView> listed = {Segment(1, "127.0.0.1:1001"), Segment(2, "")};
   int calls = 0;
   SegmentDirectoryResolver resolver(
+      &clock,
       [&]() -> absl::StatusOr<std::vector<SegmentView>> {
         ++calls;
         return listed;
       },
-      /*refresh_interval_ms=*/50);
+      kIntervalMs);
   ASSERT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
@@ -39,22 +46,49 @@ TEST(SegmentDirectoryResolver, ResolvesRefreshesAndRateLimits) {
   EXPECT_EQ(resolver.Resolve(SegmentId(3)).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(calls, 1);
 
-  // Segment 1 moved and segment 3 appeared: the next due refresh sees both.
+  // Segment 1 moved and segment 3 appeared, but one nanosecond before the
+  // interval ends the resolver still does not ask: segment 3 stays unknown.
   listed = {Segment(1, "127.0.0.1:2001"), Segment(3, "127.0.0.1:3001")};
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  clock.AdvanceBy(MsToNs(kIntervalMs) - 1);
+  EXPECT_EQ(resolver.Resolve(SegmentId(3)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(calls, 1);
+  // At the end of the interval the next miss refreshes and sees both.
+  clock.AdvanceBy(1);
   EXPECT_EQ(*resolver.Resolve(SegmentId(3)), "127.0.0.1:3001");
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:2001");
   EXPECT_EQ(resolver.refreshes(), 2);
+
+  // A refresh replaces the whole table: segment 1, unmounted, is gone after
+  // the next refresh (its old endpoint is not kept).
+  listed = {Segment(3, "127.0.0.1:3001")};
+  clock.AdvanceBy(MsToNs(kIntervalMs));
+  EXPECT_EQ(resolver.Resolve(SegmentId(4)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(resolver.Resolve(SegmentId(1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*resolver.Resolve(SegmentId(3)), "127.0.0.1:3001");
+  EXPECT_EQ(calls, 3);
 }
 
-TEST(SegmentDirectoryResolver, ListerErrorsAreReturned) {
+TEST(SegmentDirectoryResolver, ListerErrorsAreReturnedAndRateLimited) {
+  ManualClock clock;
+  int calls = 0;
   SegmentDirectoryResolver resolver(
-      []() -> absl::StatusOr<std::vector<SegmentView>> {
+      &clock,
+      [&]() -> absl::StatusOr<std::vector<SegmentView>> {
+        ++calls;
         return absl::UnavailableError("master down");
       },
-      0);
+      kIntervalMs);
   EXPECT_EQ(resolver.Resolve(SegmentId(1)).status(), absl::UnavailableError("master down"));
+  EXPECT_EQ(calls, 1);
+  // A failed refresh counts: the master is not asked again within the
+  // interval.
+  EXPECT_EQ(resolver.Resolve(SegmentId(1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(calls, 1);
+  clock.AdvanceBy(MsToNs(kIntervalMs));
+  EXPECT_EQ(resolver.Resolve(SegmentId(1)).status(), absl::UnavailableError("master down"));
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ class StoreReadRulesTest : public test::ProcessesTest {
   }
 
   std::unique_ptr<GrpcMasterClient> Connect(const std::string& cert) {
-    return test::ConnectWithCertificate(master_address_, dir_, cert);
+    return test::ConnectWithCertificate(&clock_, master_address_, dir_, cert);
   }
 
   // Data-path knobs of a reader or writer presenting `cert`.

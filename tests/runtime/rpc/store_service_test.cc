@@ -330,11 +330,12 @@ class BoundClusterTest : public ::testing::Test {
     server_ = *std::move(server);
 
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> store_rpc =
-        GrpcMasterClient::Connect(server_->address(), RpcOptions{});
+        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), RpcOptions{});
     ASSERT_TRUE(store_rpc.ok());
     store_rpc_ = *std::move(store_rpc);
     GrpcMasterClient* raw = store_rpc_.get();
-    resolver_ = std::make_unique<SegmentDirectoryResolver>([raw] { return raw->ListSegments(); });
+    resolver_ = std::make_unique<SegmentDirectoryResolver>(env_.env()->clock,
+                                                           [raw] { return raw->ListSegments(); });
     StoreNodeOptions options;
     options.client_id = ClientId(1);
     options.segment_bytes = 8 << 20;
@@ -369,7 +370,7 @@ class BoundClusterTest : public ::testing::Test {
     RpcOptions rpc;
     if (send_identity_on_remove) rpc.caller_client_id = id;
     absl::StatusOr<std::unique_ptr<GrpcMasterClient>> master =
-        GrpcMasterClient::Connect(server_->address(), rpc);
+        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc);
     EXPECT_TRUE(master.ok());
     client_rpcs_.push_back(*std::move(master));
     HeatsinkClientOptions options;

@@ -125,11 +125,12 @@ class TlsTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  SteadyClock clock_;  // the test process's clock, where no Env is at hand
 };
 
-absl::Status PingWith(const std::string& address, const RpcOptions& rpc) {
+absl::Status PingWith(const Clock* clock, const std::string& address, const RpcOptions& rpc) {
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> client =
-      GrpcMasterClient::Connect(address, rpc);
+      GrpcMasterClient::Connect(clock, address, rpc);
   if (!client.ok()) return client.status();
   return (*client)->Ping();
 }
@@ -149,7 +150,7 @@ TEST_F(TlsTest, MasterServesOnlyClientsWithAValidCertificate) {
 
   // A client certificate signed by the client CA: calls work, identity and all.
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> good =
-      GrpcMasterClient::Connect(address, ClientRpc("client"));
+      GrpcMasterClient::Connect(env.env()->clock, address, ClientRpc("client"));
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_TRUE((*good)->Ping().ok());
   absl::StatusOr<std::vector<SegmentView>> segments = (*good)->ListSegments();
@@ -158,19 +159,21 @@ TEST_F(TlsTest, MasterServesOnlyClientsWithAValidCertificate) {
   EXPECT_GE(served, 2);
 
   // Refused at the handshake: the call never reaches the service.
-  EXPECT_EQ(PingWith(address, ClientRpc("")).code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(PingWith(address, ClientRpc("stranger")).code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(PingWith(address, ClientRpc("client", "other-ca")).code(),
+  EXPECT_EQ(PingWith(env.env()->clock, address, ClientRpc("")).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PingWith(env.env()->clock, address, ClientRpc("stranger")).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PingWith(env.env()->clock, address, ClientRpc("client", "other-ca")).code(),
             absl::StatusCode::kUnavailable);
   RpcOptions plaintext;
   plaintext.call_timeout_ms = 3000;
-  EXPECT_EQ(PingWith(address, plaintext).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PingWith(env.env()->clock, address, plaintext).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ((*server)->stats().calls_total, served);
 
   // Unreadable certificate files are refused before anything connects.
   RpcOptions missing = ClientRpc("client");
   missing.tls.ca_path = Path("no-such.pem");
-  EXPECT_EQ(GrpcMasterClient::Connect(address, missing).status().code(),
+  EXPECT_EQ(GrpcMasterClient::Connect(env.env()->clock, address, missing).status().code(),
             absl::StatusCode::kNotFound);
   good->reset();
   (*server)->Shutdown(absl::Seconds(1));
@@ -251,7 +254,7 @@ TEST_F(TlsTest, MasterProcessWithTlsFlagsAndTenantBindings) {
   RpcOptions rpc = ClientRpc("client");
   rpc.caller_client_id = 10;
   absl::StatusOr<std::unique_ptr<GrpcMasterClient>> master =
-      GrpcMasterClient::Connect(address, rpc);
+      GrpcMasterClient::Connect(&clock_, address, rpc);
   ASSERT_TRUE(master.ok()) << master.status();
   EXPECT_TRUE((*master)->Ping().ok());
   HeatsinkClientOptions own;
@@ -263,7 +266,7 @@ TEST_F(TlsTest, MasterProcessWithTlsFlagsAndTenantBindings) {
   foreign.tenant = "t2";
   EXPECT_EQ(HeatsinkClient(master->get(), foreign).Get("k").status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(PingWith(address, ClientRpc("")).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PingWith(&clock_, address, ClientRpc("")).code(), absl::StatusCode::kUnavailable);
   master->reset();
 
   kill(pid, SIGTERM);
