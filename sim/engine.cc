@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/check.h"
@@ -76,20 +77,42 @@ inline unsigned __int128 RankOf(TimeNs time, uint64_t key) {
   return (static_cast<unsigned __int128>(static_cast<uint64_t>(time)) << 64) | key;
 }
 
-}  // namespace
+// The child of a node (its children are [first, first + arity) clipped to
+// n) that runs first, and its rank.
+template <typename Entry>
+inline std::pair<size_t, unsigned __int128> SmallestChild(const Entry* h, size_t first, size_t n,
+                                                          size_t arity) {
+  size_t best = first;
+  unsigned __int128 best_rank = RankOf(h[first].time, h[first].key);
+  const size_t end = std::min(first + arity, n);
+  for (size_t c = first + 1; c < end; ++c) {
+    const unsigned __int128 r = RankOf(h[c].time, h[c].key);
+    if (r < best_rank) {
+      best = c;
+      best_rank = r;
+    }
+  }
+  return {best, best_rank};
+}
 
-void Engine::HeapPush(const HeapEntry& e) {
-  heap_.push_back(e);
-  HeapEntry* const h = heap_.data() + kHeapPad;
-  size_t i = HeapSize() - 1;
+// Moves `e` up from the hole at `i` to where its parent runs before it.
+template <typename Entry>
+inline void SiftUp(Entry* h, size_t i, const Entry& e, size_t arity) {
   const unsigned __int128 rank = RankOf(e.time, e.key);
   while (i > 0) {
-    const size_t parent = (i - 1) / kHeapArity;
+    const size_t parent = (i - 1) / arity;
     if (RankOf(h[parent].time, h[parent].key) < rank) break;
     h[i] = h[parent];
     i = parent;
   }
   h[i] = e;
+}
+
+}  // namespace
+
+void Engine::HeapPush(const HeapEntry& e) {
+  heap_.push_back(e);
+  SiftUp(heap_.data() + kHeapPad, HeapSize() - 1, e, kHeapArity);
 }
 
 // Bottom-up: the hole the top leaves moves down along the smaller children
@@ -119,27 +142,11 @@ void Engine::HeapPop() {
         __builtin_prefetch(line + b);
       }
     }
-    size_t best = first;
-    unsigned __int128 best_rank = RankOf(h[first].time, h[first].key);
-    const size_t end = std::min(first + kHeapArity, n);
-    for (size_t c = first + 1; c < end; ++c) {
-      const unsigned __int128 r = RankOf(h[c].time, h[c].key);
-      if (r < best_rank) {
-        best = c;
-        best_rank = r;
-      }
-    }
+    const size_t best = SmallestChild(h, first, n, kHeapArity).first;
     h[i] = h[best];
     i = best;
   }
-  const unsigned __int128 rank = RankOf(last.time, last.key);
-  while (i > 0) {
-    const size_t parent = (i - 1) / kHeapArity;
-    if (RankOf(h[parent].time, h[parent].key) < rank) break;
-    h[i] = h[parent];
-    i = parent;
-  }
-  h[i] = last;
+  SiftUp(h, i, last, kHeapArity);
 }
 
 void Engine::HeapSiftDown(size_t i) {
@@ -151,16 +158,7 @@ void Engine::HeapSiftDown(size_t i) {
   for (;;) {
     const size_t first = i * kHeapArity + 1;
     if (first >= n) break;
-    size_t best = first;
-    unsigned __int128 best_rank = RankOf(h[first].time, h[first].key);
-    const size_t end = std::min(first + kHeapArity, n);
-    for (size_t c = first + 1; c < end; ++c) {
-      const unsigned __int128 r = RankOf(h[c].time, h[c].key);
-      if (r < best_rank) {
-        best = c;
-        best_rank = r;
-      }
-    }
+    const auto [best, best_rank] = SmallestChild(h, first, n, kHeapArity);
     if (rank < best_rank) break;
     h[i] = h[best];
     i = best;
