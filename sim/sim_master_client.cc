@@ -147,25 +147,22 @@ void SimMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req, St
                      std::move(done));
 }
 
-void SimMasterClient::BatchPutStart(ClientId client, BatchPutStartRequest req,
+void SimMasterClient::BatchPutStart(ClientId client, const BatchPutStartRequest& req,
                                     Callback<BatchPutStartResponse> done) {
   Call<absl::StatusOr<BatchPutStartResponse>>(
-      [this, client, req = std::move(req)] { return master()->BatchPutStart(client, req); },
-      std::move(done));
+      [this, client, req] { return master()->BatchPutStart(client, req); }, std::move(done));
 }
 
-void SimMasterClient::BatchPutEnd(ClientId client, BatchPutEndRequest req,
+void SimMasterClient::BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
                                   Callback<BatchPutResponse> done) {
   Call<absl::StatusOr<BatchPutResponse>>(
-      [this, client, req = std::move(req)] { return master()->BatchPutEnd(client, req); },
-      std::move(done));
+      [this, client, req] { return master()->BatchPutEnd(client, req); }, std::move(done));
 }
 
-void SimMasterClient::BatchPutRevoke(ClientId client, BatchPutRevokeRequest req,
+void SimMasterClient::BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
                                      Callback<BatchPutResponse> done) {
   Call<absl::StatusOr<BatchPutResponse>>(
-      [this, client, req = std::move(req)] { return master()->BatchPutRevoke(client, req); },
-      std::move(done));
+      [this, client, req] { return master()->BatchPutRevoke(client, req); }, std::move(done));
 }
 
 void SimMasterClient::GetReplicaList(const GetReplicaListRequest& req,

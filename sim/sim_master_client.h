@@ -157,12 +157,13 @@ class SimMasterClient final : public MasterClient {
                                 StatusCallback done) override;
 
   // The writer's batch calls (Mooncake's BatchPut): one round trip each for
-  // the keys a prefill instance puts together. Not part of MasterClient: the
-  // store worker never puts.
-  void BatchPutStart(ClientId client, BatchPutStartRequest req,
-                     Callback<BatchPutStartResponse> done);
-  void BatchPutEnd(ClientId client, BatchPutEndRequest req, Callback<BatchPutResponse> done);
-  void BatchPutRevoke(ClientId client, BatchPutRevokeRequest req, Callback<BatchPutResponse> done);
+  // the keys a prefill instance puts together.
+  void BatchPutStart(ClientId client, const BatchPutStartRequest& req,
+                     Callback<BatchPutStartResponse> done) override;
+  void BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                   Callback<BatchPutResponse> done) override;
+  void BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
+                      Callback<BatchPutResponse> done) override;
 
  private:
   // The delay of one message from `src` to `dst` (latency, plus the delay

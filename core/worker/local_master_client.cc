@@ -34,6 +34,21 @@ void LocalMasterClient::PutRevoke(ClientId client, const PutRevokeRequest& req,
   Run([m = master_, client, req] { return m->PutRevoke(client, req); }, std::move(done));
 }
 
+void LocalMasterClient::BatchPutStart(ClientId client, const BatchPutStartRequest& req,
+                                      Callback<BatchPutStartResponse> done) {
+  Run([m = master_, client, req] { return m->BatchPutStart(client, req); }, std::move(done));
+}
+
+void LocalMasterClient::BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                                    Callback<BatchPutResponse> done) {
+  Run([m = master_, client, req] { return m->BatchPutEnd(client, req); }, std::move(done));
+}
+
+void LocalMasterClient::BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
+                                       Callback<BatchPutResponse> done) {
+  Run([m = master_, client, req] { return m->BatchPutRevoke(client, req); }, std::move(done));
+}
+
 void LocalMasterClient::GetReplicaList(const GetReplicaListRequest& req,
                                        Callback<GetReplicaListResponse> done) {
   Run([m = master_, req] { return m->GetReplicaList(req); }, std::move(done));

@@ -38,6 +38,12 @@ class LocalMasterClient final : public MasterClient {
                 Callback<PutStartResponse> done) override;
   void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) override;
   void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) override;
+  void BatchPutStart(ClientId client, const BatchPutStartRequest& req,
+                     Callback<BatchPutStartResponse> done) override;
+  void BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                   Callback<BatchPutResponse> done) override;
+  void BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
+                      Callback<BatchPutResponse> done) override;
   void GetReplicaList(const GetReplicaListRequest& req,
                       Callback<GetReplicaListResponse> done) override;
   void BatchGetReplicaList(const BatchGetReplicaListRequest& req,

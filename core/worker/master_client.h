@@ -45,6 +45,14 @@ class MasterClient {
                         Callback<PutStartResponse> done) = 0;
   virtual void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) = 0;
   virtual void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) = 0;
+  // Batch puts (Mooncake's BatchPut): one call for many keys, a result per
+  // key in request order (MasterService::BatchPutStart).
+  virtual void BatchPutStart(ClientId client, const BatchPutStartRequest& req,
+                             Callback<BatchPutStartResponse> done) = 0;
+  virtual void BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                           Callback<BatchPutResponse> done) = 0;
+  virtual void BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
+                              Callback<BatchPutResponse> done) = 0;
   virtual void GetReplicaList(const GetReplicaListRequest& req,
                               Callback<GetReplicaListResponse> done) = 0;
   virtual void BatchGetReplicaList(const BatchGetReplicaListRequest& req,

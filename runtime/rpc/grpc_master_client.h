@@ -82,13 +82,12 @@ class GrpcMasterClient final : public MasterClient {
                 Callback<PutStartResponse> done) override;
   void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) override;
   void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) override;
-  // Batch puts (Mooncake's BatchPut; not part of the MasterClient interface,
-  // as for the simulator's client): a result per key, in request order.
   void BatchPutStart(ClientId client, const BatchPutStartRequest& req,
-                     Callback<BatchPutStartResponse> done);
-  void BatchPutEnd(ClientId client, const BatchPutEndRequest& req, Callback<BatchPutResponse> done);
+                     Callback<BatchPutStartResponse> done) override;
+  void BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
+                   Callback<BatchPutResponse> done) override;
   void BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
-                      Callback<BatchPutResponse> done);
+                      Callback<BatchPutResponse> done) override;
   void GetReplicaList(const GetReplicaListRequest& req,
                       Callback<GetReplicaListResponse> done) override;
   void BatchGetReplicaList(const BatchGetReplicaListRequest& req,

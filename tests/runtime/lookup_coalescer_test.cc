@@ -81,6 +81,16 @@ class HeldMaster final : public MasterClient {
   }
   void PutEnd(ClientId, const PutEndRequest&, StatusCallback) override { HS_CHECK(false); }
   void PutRevoke(ClientId, const PutRevokeRequest&, StatusCallback) override { HS_CHECK(false); }
+  void BatchPutStart(ClientId, const BatchPutStartRequest&,
+                     Callback<BatchPutStartResponse>) override {
+    HS_CHECK(false);
+  }
+  void BatchPutEnd(ClientId, const BatchPutEndRequest&, Callback<BatchPutResponse>) override {
+    HS_CHECK(false);
+  }
+  void BatchPutRevoke(ClientId, const BatchPutRevokeRequest&, Callback<BatchPutResponse>) override {
+    HS_CHECK(false);
+  }
   void Remove(const RemoveRequest&, StatusCallback) override { HS_CHECK(false); }
   void FetchTasks(ClientId, size_t, uint64_t, Callback<FetchTasksResponse>) override {
     HS_CHECK(false);

@@ -66,6 +66,17 @@ class SwitchableMasterClient final : public MasterClient {
   void PutRevoke(ClientId c, const PutRevokeRequest& r, StatusCallback d) override {
     m_->PutRevoke(c, r, std::move(d));
   }
+  void BatchPutStart(ClientId c, const BatchPutStartRequest& r,
+                     Callback<BatchPutStartResponse> d) override {
+    m_->BatchPutStart(c, r, std::move(d));
+  }
+  void BatchPutEnd(ClientId c, const BatchPutEndRequest& r, Callback<BatchPutResponse> d) override {
+    m_->BatchPutEnd(c, r, std::move(d));
+  }
+  void BatchPutRevoke(ClientId c, const BatchPutRevokeRequest& r,
+                      Callback<BatchPutResponse> d) override {
+    m_->BatchPutRevoke(c, r, std::move(d));
+  }
   void GetReplicaList(const GetReplicaListRequest& r, Callback<GetReplicaListResponse> d) override {
     m_->GetReplicaList(r, std::move(d));
   }

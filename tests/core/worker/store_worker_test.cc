@@ -76,6 +76,17 @@ class CountingMasterClient final : public MasterClient {
   void PutRevoke(ClientId c, const PutRevokeRequest& r, StatusCallback d) override {
     inner_->PutRevoke(c, r, std::move(d));
   }
+  void BatchPutStart(ClientId c, const BatchPutStartRequest& r,
+                     Callback<BatchPutStartResponse> d) override {
+    inner_->BatchPutStart(c, r, std::move(d));
+  }
+  void BatchPutEnd(ClientId c, const BatchPutEndRequest& r, Callback<BatchPutResponse> d) override {
+    inner_->BatchPutEnd(c, r, std::move(d));
+  }
+  void BatchPutRevoke(ClientId c, const BatchPutRevokeRequest& r,
+                      Callback<BatchPutResponse> d) override {
+    inner_->BatchPutRevoke(c, r, std::move(d));
+  }
   void GetReplicaList(const GetReplicaListRequest& r, Callback<GetReplicaListResponse> d) override {
     inner_->GetReplicaList(r, std::move(d));
   }
@@ -432,6 +443,50 @@ TEST(LocalMasterClient, CallbacksRunLaterNeverInsideTheCall) {
                         [&](absl::StatusOr<GetReplicaListResponse> r) { got = std::move(r); });
   env.RunUntilIdle();
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(LocalMasterClient, BatchPutsGiveAResultPerKeyInOrder) {
+  testing::MasterHarness f;
+  ASSERT_TRUE(f.AddStore(1, 1 << 20).ok());
+  LocalMasterClient client(&f.master(), f.env().env()->executor);
+  BatchPutStartRequest start;
+  start.names = {Name("a"), Name("b"), Name("a")};  // the second "a" is refused
+  start.sizes_bytes = {100, 200, 100};
+  absl::StatusOr<BatchPutStartResponse> started;
+  bool called = false;
+  client.BatchPutStart(ClientId(100), start, [&](absl::StatusOr<BatchPutStartResponse> r) {
+    called = true;
+    started = std::move(r);
+  });
+  EXPECT_FALSE(called);  // later, never inside the call
+  f.env().RunUntilIdle();
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(started->results.size(), 3u);
+  ASSERT_TRUE(started->results[0].ok());
+  ASSERT_TRUE(started->results[1].ok());
+  EXPECT_FALSE(started->results[2].ok());
+  // End "a", revoke "b": "a" is readable, "b" is gone.
+  absl::StatusOr<BatchPutResponse> ended;
+  client.BatchPutEnd(ClientId(100),
+                     BatchPutEndRequest{{PutEndRequest{Name("a"), started->results[0]->version}}},
+                     [&](absl::StatusOr<BatchPutResponse> r) { ended = std::move(r); });
+  absl::StatusOr<BatchPutResponse> revoked;
+  client.BatchPutRevoke(
+      ClientId(100),
+      BatchPutRevokeRequest{{PutRevokeRequest{Name("b"), started->results[1]->version}}},
+      [&](absl::StatusOr<BatchPutResponse> r) { revoked = std::move(r); });
+  f.env().RunUntilIdle();
+  ASSERT_TRUE(ended.ok() && revoked.ok());
+  ASSERT_EQ(ended->results.size(), 1u);
+  EXPECT_TRUE(ended->results[0].ok());
+  ASSERT_EQ(revoked->results.size(), 1u);
+  EXPECT_TRUE(revoked->results[0].ok());
+  EXPECT_TRUE(f.master().GetReplicaList(GetReplicaListRequest{Name("a"), ClientId(100), ""}).ok());
+  EXPECT_EQ(f.master()
+                .GetReplicaList(GetReplicaListRequest{Name("b"), ClientId(100), ""})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(StoreWorkerOptions, ValidateRejectsBadValues) {
