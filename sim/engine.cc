@@ -291,30 +291,24 @@ const Engine::HeapEntry* Engine::PeekLiveDue() {
 }
 
 std::optional<Engine::NextEvent> Engine::PeekNext() {
-  const HeapEntry* top = PeekLive();
   std::optional<NextEvent> next;
   uint64_t sequence = 0;
-  if (top != nullptr) {
-    next = NextEvent{kFromHeap, top->time};
-    sequence = top->key >> kSlotBits;
+  // Keeps the candidate that runs first in (time, sequence) order.
+  const auto consider = [&](LaneId source, TimeNs time, uint64_t seq) {
+    if (!next.has_value() || time < next->time || (time == next->time && seq < sequence)) {
+      next = NextEvent{source, time};
+      sequence = seq;
+    }
+  };
+  if (const HeapEntry* top = PeekLive(); top != nullptr) {
+    consider(kFromHeap, top->time, top->key >> kSlotBits);
   }
   if (const HeapEntry* due = PeekLiveDue(); due != nullptr) {
-    const uint64_t due_sequence = due->key >> kSlotBits;
-    if (!next.has_value() || due->time < next->time ||
-        (due->time == next->time && due_sequence < sequence)) {
-      next = NextEvent{kFromDueNow, due->time};
-      sequence = due_sequence;
-    }
+    consider(kFromDueNow, due->time, due->key >> kSlotBits);
   }
   for (size_t i = 0; i < lanes_.size(); ++i) {
     const std::vector<LaneEntry>& heap = lanes_[i].heap;
-    if (heap.empty()) continue;
-    const LaneEntry& e = heap.front();
-    if (!next.has_value() || e.time < next->time ||
-        (e.time == next->time && e.sequence < sequence)) {
-      next = NextEvent{static_cast<LaneId>(i), e.time};
-      sequence = e.sequence;
-    }
+    if (!heap.empty()) consider(static_cast<LaneId>(i), heap.front().time, heap.front().sequence);
   }
   return next;
 }

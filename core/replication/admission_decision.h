@@ -76,8 +76,6 @@ struct AdmissionContext {
   // The placement's utilisation cap: the knob's, lowered to the level one
   // eviction pass brings a segment down to (DESIGN 12).
   int64_t utilization_cap_ppm = 1'000'000;
-  // The warmup byte budget's window.
-  DurationNs warmup_budget_window_ns = kNsPerSec;
 };
 
 // The tables the decision reads. Each answer is what holds at the moment it

@@ -366,7 +366,6 @@ AdmissionContext DynamicReplication::AdmissionContextNow() const {
       std::llround(mk.eviction_high_watermark_ratio * (1.0 - mk.eviction_ratio) * 1e6);
   context.utilization_cap_ppm = std::clamp<int64_t>(
       std::min(knobs_.target_utilization_cap_ppm(), watermark_ppm), 1, 1'000'000);
-  context.warmup_budget_window_ns = kWarmupBudgetWindowNs;
   return context;
 }
 
