@@ -102,18 +102,17 @@ struct World {
     const uint64_t capacity = kObjects * kObjectBytes * 4 / kSegments;
     for (uint64_t s = 1; s <= kSegments; ++s) {
       const std::string host = absl::StrFormat("host%d", s);
-      (void)rm->master().RegisterClient(RegisterClientRequest{ClientId(s), host, ""});
+      (void)rm->RegisterClient(RegisterClientRequest{ClientId(s), host, ""});
       MountSegmentRequest req{SegmentId(s), absl::StrFormat("seg%d", s),
                               host,         "",
                               capacity,     absl::StrFormat("tcp://10.0.0.%d:12345", s),
                               true,         ""};
-      (void)rm->master().MountSegment(ClientId(s), req);
+      (void)rm->MountSegment(ClientId(s), req);
     }
     for (size_t i = 0; i < kObjects; ++i) {
       PutStartRequest put{ObjectName{"", KeyOf(i)}, kObjectBytes, 1, {}};
-      absl::StatusOr<PutStartResponse> s = rm->master().PutStart(ClientId(100), put);
-      if (!s.ok() ||
-          !rm->master().PutEnd(ClientId(100), PutEndRequest{put.name, s->version}).ok()) {
+      absl::StatusOr<PutStartResponse> s = rm->PutStart(ClientId(100), put);
+      if (!s.ok() || !rm->PutEnd(ClientId(100), PutEndRequest{put.name, s->version}).ok()) {
         std::fprintf(stderr, "put failed at %zu\n", i);
         std::abort();
       }
@@ -225,7 +224,7 @@ void BM_GetReplicaListByMode(benchmark::State& state) {
   for (auto _ : state) {
     for (size_t k = 0; k < kModes.size(); ++k) {
       const size_t m = (k + static_cast<size_t>(batches)) % kModes.size();
-      MasterService& master = f.worlds[m]->rm->master();
+      ReplicatedMaster& master = *f.worlds[m]->rm;
       const int64_t t0 = ThreadCpuNs();
       for (size_t i = 0; i < kBatch; ++i) {
         const uint32_t key = order[(pos + i) % kOrderLength];
@@ -313,7 +312,7 @@ void BM_ReadLatency(benchmark::State& state) {
   for (auto _ : state) {
     for (size_t k = 0; k < kColumns.size(); ++k) {
       const size_t c = (k + static_cast<size_t>(batches)) % kColumns.size();
-      MasterService& master = f.worlds[kColumns[c]]->rm->master();
+      ReplicatedMaster& master = *f.worlds[kColumns[c]]->rm;
       std::vector<int64_t>& out = latency_ns[c];
       for (size_t i = 0; i < kBatch; ++i) {
         const uint32_t key = order[(pos + i) % kOrderLength];

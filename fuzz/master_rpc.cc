@@ -2,7 +2,7 @@
 //
 // A real MasterServer (gRPC over loopback, an ephemeral port) serves a
 // ReplicatedMaster in enforce mode with TestMin knobs on a ManualEnv, through
-// the same MasterServiceHandler that heatsink-master uses. The input is a
+// the same MasterServer that heatsink-master uses. The input is a
 // sequence of at most kCallsMax items, each:
 //   byte 0   the RPC (one of the heatsink.v1.Master methods, or a clock
 //            advance that runs the master's timers: admission, leases, sweep)
@@ -20,7 +20,7 @@
 //
 // Checked after every call:
 // - the call completes; its status is never UNKNOWN or INTERNAL (INTERNAL
-//   would be a violated invariant or an exception escaping the handler; every
+//   would be a violated invariant or an exception escaping the master; every
 //   operating error maps 1:1 from an absl::Status);
 // - a call that acts for a client without a valid identity fails
 //   (UNAUTHENTICATED, or a refusal by gRPC itself) and changes nothing the
@@ -49,7 +49,6 @@
 #include "core/replication/replicated_master.h"
 #include "core/replication/replication_knobs.h"
 #include "heatsink/master.grpc.pb.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/rpc_options.h"
 
@@ -81,12 +80,11 @@ class World {
         ReplicatedMaster::Create(env_.env(), master_knobs, knobs, nullptr);
     if (!master.ok()) Fail(master.status().ToString());
     master_ = *std::move(master);
-    handler_ = std::make_unique<runtime::MasterServiceHandler>(&master_->master(), master_.get());
     runtime::RpcOptions options;
     options.message_bytes_max = 1 << 20;
     options.server_threads_max = 4;
     absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
-        runtime::MasterServer::Start(handler_.get(), "127.0.0.1:0", options);
+        runtime::MasterServer::Start(master_.get(), "127.0.0.1:0", options);
     if (!server.ok()) Fail(server.status().ToString());
     server_ = *std::move(server);
     grpc::ChannelArguments args;
@@ -207,7 +205,6 @@ class World {
 
   ManualEnv env_;
   std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<runtime::MasterServiceHandler> handler_;
   std::unique_ptr<runtime::MasterServer> server_;
   std::unique_ptr<v1::Master::Stub> stub_;
   size_t message_bytes_max_ = 0;

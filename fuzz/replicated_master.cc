@@ -97,7 +97,7 @@ class Harness {
     const uint64_t client = in.ConsumeIntegralInRange<uint64_t>(1, kClients);
     const uint64_t segment = in.ConsumeIntegralInRange<uint64_t>(1, kSegments);
     const int key = in.ConsumeIntegralInRange<int>(0, kNames - 1);
-    MasterService& master = m_->master();
+    ReplicatedMaster& master = *m_;
     switch (in.ConsumeIntegralInRange<int>(0, 15)) {
       case 0:
         (void)master.RegisterClient(
@@ -145,7 +145,7 @@ class Harness {
       case 8:
       case 9: CopyCall(in, client); break;
       case 10: {
-        const absl::StatusOr<FetchTasksResponse> r = master.FetchTasks(ClientId(client), 2);
+        const absl::StatusOr<FetchTasksResponse> r = master.FetchTasks(ClientId(client), 2, 0);
         if (r.ok()) {
           for (const Task& t : r->tasks) HS_CHECK(t.assigned_client == ClientId(client));
         }
@@ -245,7 +245,7 @@ class Harness {
       case 0:
       case 1:
         // As a store worker does: fetch its tasks, then start the copy.
-        (void)m_->master().FetchTasks(caller, 2);
+        (void)m_->FetchTasks(caller, 2, 0);
         s = m_->DynamicReplicaCopyStart(caller, fence).status();
         break;
       case 2: s = m_->DynamicReplicaCopyEnd(caller, fence); break;

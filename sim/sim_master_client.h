@@ -7,10 +7,9 @@
 // a store worker or reader in another domain sees its GetReplicaList,
 // FetchTasks or CopyStart answered later than a neighbour of the master.
 // When the request arrives the call runs directly on the live incarnation's
-// MasterService (SimMasterEndpoint::master(); there is no inner
-// MasterClient); the dynamic copy calls go to the endpoint's DynamicCopyCalls
-// (dynamic replication's lease checks), or to the master's Leased* calls
-// without one.
+// MasterEndpoint (SimMasterEndpoint::master(), the ReplicatedMaster). The
+// calls themselves are MasterEndpointClient's (core/worker/
+// master_endpoint_client.h); this file is its Transport.
 //
 // Faults (the scenario's control_messages): each message is dropped with
 // drop_probability or delayed by delay_ns with delay_probability, both drawn
@@ -35,6 +34,7 @@
 #ifndef HEATSINK_SIM_SIM_MASTER_CLIENT_H_
 #define HEATSINK_SIM_SIM_MASTER_CLIENT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -47,9 +47,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/env/rng.h"
-#include "core/master/dynamic_copy_calls.h"
-#include "core/master/master_service.h"
-#include "core/worker/master_client.h"
+#include "core/master/master_endpoint.h"
+#include "core/worker/master_endpoint_client.h"
 #include "sim/engine.h"
 #include "sim/network.h"
 
@@ -84,86 +83,50 @@ inline absl::Status MasterDownError(absl::string_view why) {
   return absl::UnavailableError(absl::StrCat(kMasterDownReason, ": ", why));
 }
 
-// Which master the simulated control plane reaches: the live incarnation's
-// MasterService and dynamic copy calls, or none while the master is down.
+// Which master the simulated control plane reaches: the live incarnation,
+// or none while the master is down.
 class SimMasterEndpoint {
  public:
-  using ReportHook = std::function<void(ClientId client, const ReportManifestRequest& req,
-                                        const absl::StatusOr<ReportManifestResponse>& result)>;
+  using ReportHook =
+      std::function<void(ClientId client, const absl::StatusOr<ReportManifestResponse>& result)>;
 
-  // A master (incarnation) comes up. `dynamic` may be null (the master's
-  // Leased* calls then serve the dynamic copy lifecycle). REQUIRES: down.
-  void Up(MasterService* master, DynamicCopyCalls* dynamic);
-  // The master goes down; its pointers are forgotten. REQUIRES: up.
+  // A master (incarnation) comes up. REQUIRES: down.
+  void Up(MasterEndpoint* master);
+  // The master goes down; its pointer is forgotten. REQUIRES: up.
   void Down();
   bool up() const { return master_ != nullptr; }
   // Changes at every Up and Down.
   uint64_t incarnation() const { return incarnation_; }
-  MasterService* master() const { return master_; }
-  DynamicCopyCalls* dynamic() const { return dynamic_; }
+  MasterEndpoint* master() const { return master_; }
 
-  // Observers of ReportManifest calls: `applied` runs on the master right
-  // after the call, `answered` at the caller right after its `done`. Either
-  // may be empty.
-  ReportHook report_applied;
+  // Runs at the caller right after the `done` of each ReportManifest call.
+  // May be empty. (What ran on the master is ReplicatedMaster's
+  // MasterCallObserver::AfterReportManifest.)
   ReportHook report_answered;
 
  private:
-  MasterService* master_ = nullptr;
-  DynamicCopyCalls* dynamic_ = nullptr;
+  MasterEndpoint* master_ = nullptr;
   uint64_t incarnation_ = 0;
 };
 
-class SimMasterClient final : public MasterClient {
+// MasterEndpointClient's Transport for SimMasterClient: the round trip as
+// control messages.
+class SimCallTransport {
  public:
   // `faults_rng` may be null when no fault is configured. Every pointer must
-  // outlive the client.
-  SimMasterClient(Engine* engine, Network* network, const SimMasterEndpoint* endpoint,
-                  int caller_host, int master_host, const ControlFaults& faults, Rng* faults_rng,
-                  ControlStats* stats);
-  SimMasterClient(const SimMasterClient&) = delete;
-  SimMasterClient& operator=(const SimMasterClient&) = delete;
+  // outlive the transport.
+  SimCallTransport(Engine* engine, Network* network, const SimMasterEndpoint* endpoint,
+                   int caller_host, int master_host, const ControlFaults& faults, Rng* faults_rng,
+                   ControlStats* stats);
 
   int caller_host() const { return caller_host_; }
+  const SimMasterEndpoint& endpoint() const { return *endpoint_; }
 
-  void RegisterClient(const RegisterClientRequest& req, StatusCallback done) override;
-  void Heartbeat(ClientId client, StatusCallback done) override;
-  void MountSegment(ClientId client, const MountSegmentRequest& req, StatusCallback done) override;
-  void UnmountSegment(ClientId client, SegmentId segment, StatusCallback done) override;
-  void PutStart(ClientId client, const PutStartRequest& req,
-                Callback<PutStartResponse> done) override;
-  void PutEnd(ClientId client, const PutEndRequest& req, StatusCallback done) override;
-  void PutRevoke(ClientId client, const PutRevokeRequest& req, StatusCallback done) override;
-  void GetReplicaList(const GetReplicaListRequest& req,
-                      Callback<GetReplicaListResponse> done) override;
-  void BatchGetReplicaList(const BatchGetReplicaListRequest& req,
-                           Callback<BatchGetReplicaListResponse> done) override;
-  void Remove(const RemoveRequest& req, StatusCallback done) override;
-  void ReportManifest(ClientId client, const ReportManifestRequest& req,
-                      Callback<ReportManifestResponse> done) override;
-  void FetchTasks(ClientId client, size_t batch_max, uint64_t manifest_ack_seq,
-                  Callback<FetchTasksResponse> done) override;
-  void MarkTaskComplete(ClientId client, const MarkTaskCompleteRequest& req,
-                        StatusCallback done) override;
-  void CopyStart(ClientId client, const CopyStartRequest& req,
-                 Callback<CopyStartResponse> done) override;
-  void CopyEnd(ClientId client, const CopyEndRequest& req, StatusCallback done) override;
-  void CopyRevoke(ClientId client, const CopyRevokeRequest& req, StatusCallback done) override;
-  void DynamicReplicaCopyStart(ClientId client, const CopyStartRequest& req,
-                               Callback<CopyStartResponse> done) override;
-  void DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
-                             StatusCallback done) override;
-  void DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req,
-                                StatusCallback done) override;
-
-  // The writer's batch calls (Mooncake's BatchPut): one round trip each for
-  // the keys a prefill instance puts together.
-  void BatchPutStart(ClientId client, const BatchPutStartRequest& req,
-                     Callback<BatchPutStartResponse> done) override;
-  void BatchPutEnd(ClientId client, const BatchPutEndRequest& req,
-                   Callback<BatchPutResponse> done) override;
-  void BatchPutRevoke(ClientId client, const BatchPutRevokeRequest& req,
-                      Callback<BatchPutResponse> done) override;
+  // The round trip: request to the master, `run(master)` there, the answer
+  // back to the caller, then `done(result)`. `Result` is absl::Status or
+  // absl::StatusOr<T>.
+  template <typename Result, typename Run, typename Done>
+  void Call(Run run, Done done);
 
  private:
   // The delay of one message from `src` to `dst` (latency, plus the delay
@@ -176,16 +139,6 @@ class SimMasterClient final : public MasterClient {
   template <typename Result, typename Done>
   void TimeOut(TimeNs deadline, Done done);
 
-  // The round trip: request to the master, `run()` there, the answer back to
-  // the caller, then `done(result)`. `Result` is absl::Status or
-  // absl::StatusOr<T>.
-  template <typename Result, typename Run, typename Done>
-  void Call(Run run, Done done);
-
-  // The live master; only called while a request runs on it.
-  MasterService* master() const { return endpoint_->master(); }
-  DynamicCopyCalls* dynamic() const { return endpoint_->dynamic(); }
-
   Engine* const engine_;
   Network* const network_;
   const SimMasterEndpoint* const endpoint_;
@@ -195,6 +148,69 @@ class SimMasterClient final : public MasterClient {
   Rng* const faults_rng_;
   ControlStats* const stats_;
 };
+
+class SimMasterClient final : public MasterEndpointClient<SimCallTransport> {
+ public:
+  // `faults_rng` may be null when no fault is configured. Every pointer must
+  // outlive the client.
+  SimMasterClient(Engine* engine, Network* network, const SimMasterEndpoint* endpoint,
+                  int caller_host, int master_host, const ControlFaults& faults, Rng* faults_rng,
+                  ControlStats* stats)
+      : MasterEndpointClient(engine, network, endpoint, caller_host, master_host, faults,
+                             faults_rng, stats) {}
+
+  int caller_host() const { return transport().caller_host(); }
+
+  // As MasterEndpointClient's, then the endpoint's report_answered hook.
+  void ReportManifest(ClientId client, const ReportManifestRequest& req,
+                      Callback<ReportManifestResponse> done) override;
+};
+
+template <typename Result, typename Done>
+void SimCallTransport::TimeOut(TimeNs deadline, Done done) {
+  ++stats_->calls_timed_out;
+  engine_->ScheduleAt(std::max(deadline, engine_->NowNs()), [done = std::move(done)]() mutable {
+    std::move(done)(Result(absl::DeadlineExceededError(
+        "control message to or from the master was lost (RPC deadline exceeded)")));
+  });
+}
+
+template <typename Result, typename Run, typename Done>
+void SimCallTransport::Call(Run run, Done done) {
+  // `done` moves with the call: into the request, then into the answer, or
+  // into the timeout at the step where a message is lost.
+  const TimeNs deadline = engine_->NowNs() + faults_.rpc_timeout_ns;
+  const uint64_t sent_to = endpoint_->incarnation();
+  const std::optional<DurationNs> there = MessageDelay(caller_host_, master_host_);
+  if (!there.has_value()) {
+    TimeOut<Result>(deadline, std::move(done));
+    return;
+  }
+  engine_->ScheduleAfter(
+      *there, [this, deadline, sent_to, run = std::move(run), done = std::move(done)]() mutable {
+        // A master that is down, or a connection its crash broke: refused.
+        const bool refused = !endpoint_->up() || endpoint_->incarnation() != sent_to;
+        Result result = refused ? Result(MasterDownError("the master is down or restarted"))
+                                : run(*endpoint_->master());
+        if (refused) ++stats_->master_down;
+        const uint64_t answered_by = endpoint_->incarnation();
+        const std::optional<DurationNs> back = MessageDelay(master_host_, caller_host_);
+        if (!back.has_value()) {
+          TimeOut<Result>(deadline, std::move(done));
+          return;
+        }
+        engine_->ScheduleAfter(*back, [this, answered_by, done = std::move(done),
+                                       result = std::move(result)]() mutable {
+          if (endpoint_->incarnation() != answered_by) {
+            // The master crashed after answering: its answer is lost with the
+            // connection.
+            ++stats_->master_down;
+            result = Result(MasterDownError("the master crashed before its answer arrived"));
+          }
+          std::move(done)(std::move(result));
+        });
+      });
+}
 
 }  // namespace heatsink::sim
 

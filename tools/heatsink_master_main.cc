@@ -38,7 +38,6 @@
 #include "runtime/etcd/etcd_client.h"
 #include "runtime/etcd/leader_election.h"
 #include "runtime/master/jsonl_decision_sink.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/metrics_endpoint.h"
 #include "runtime/rpc/tenant_bindings.h"
@@ -444,10 +443,9 @@ int Run(const Flags& flags, MasterKnobs master_knobs, const ReplicationKnobs& re
       epoch != 0 ? static_cast<uint32_t>(epoch) : static_cast<uint32_t>(std::random_device{}());
   (*master)->SetIdEpoch(id_epoch);
   // With tenants bound, a manifest entry naming any other tenant is refused.
-  if (tenants.enabled()) (*master)->master().SetKnownTenants(tenants.Tenants());
-  runtime::MasterServiceHandler handler(&(*master)->master(), master->get());
-  absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server =
-      runtime::MasterServer::Start(&handler, flags.listen, flags.rpc, std::move(tenants), election);
+  if (tenants.enabled()) (*master)->SetKnownTenants(tenants.Tenants());
+  absl::StatusOr<std::unique_ptr<runtime::MasterServer>> server = runtime::MasterServer::Start(
+      master->get(), flags.listen, flags.rpc, std::move(tenants), election);
   if (!server.ok()) {
     std::fprintf(stderr, "heatsink-master: %s\n", server.status().ToString().c_str());
     if (election != nullptr) (void)election->Resign();

@@ -283,7 +283,7 @@ struct CopyStartResponse {
   CopyRange range;
 };
 
-// CheckCopyLease (DynamicCopyCalls): the store serving `segment` asks
+// CheckCopyLease (MasterEndpoint): the store serving `segment` asks
 // whether `reader` may read [offset, offset + size) of it under the copy
 // lease `lease_id` (docs/runtime.md, "Who may read a range").
 struct CopyLeaseQuery {

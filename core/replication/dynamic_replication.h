@@ -97,8 +97,8 @@
 // replica read at its cap less often than its read lease lasts is not
 // taken for cold.
 //
-// Copy lifecycle (DynamicCopyCalls). DynamicReplicaCopyStart checks, in
-// order: the lease exists and is pending (else FAILED_PRECONDITION, nothing
+// Copy lifecycle (MasterEndpoint's Dynamic* calls). DynamicReplicaCopyStart
+// checks, in order: the lease exists and is pending (else FAILED_PRECONDITION, nothing
 // cleared: a stale task without pending state); expiry (clears); the fence
 // version equals the lease's (ABORTED version_mismatch, stale caller, nothing
 // cleared) and the object's current version still equals it (clears); the
@@ -181,7 +181,6 @@
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/env/env.h"
-#include "core/master/dynamic_copy_calls.h"
 #include "core/master/master_observers.h"
 #include "core/master/master_service.h"
 #include "core/replication/admission_decision.h"
@@ -247,8 +246,7 @@ struct DynamicReplicationStats {
 
 class DynamicReplication final : public ReadObserver,
                                  public ReplicaRemovalObserver,
-                                 public OptionalReplicaRanker,
-                                 public DynamicCopyCalls {
+                                 public OptionalReplicaRanker {
  public:
   // Does not register itself as an observer (ReplicatedMaster does).
   // REQUIRES: knobs.Validate().ok() (checked); env, master and metrics
@@ -303,16 +301,15 @@ class DynamicReplication final : public ReadObserver,
       const ReplicaActionProposal& proposal);
 
   // --- Dynamic copy lifecycle (the source store worker) --------------------
-  // DynamicCopyCalls::CheckCopyLease: a read under a copy lease, checked
+  // MasterEndpoint::CheckCopyLease: a read under a copy lease, checked
   // against the pending action of the lease (granted or in flight).
   [[nodiscard]] absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
-                                                              const CopyLeaseQuery& query) override;
+                                                              const CopyLeaseQuery& query);
   [[nodiscard]] absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(
-      ClientId client, const CopyStartRequest& req) override;
-  [[nodiscard]] absl::Status DynamicReplicaCopyEnd(ClientId client,
-                                                   const CopyEndRequest& req) override;
+      ClientId client, const CopyStartRequest& req);
+  [[nodiscard]] absl::Status DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req);
   [[nodiscard]] absl::Status DynamicReplicaCopyRevoke(ClientId client,
-                                                      const CopyRevokeRequest& req) override;
+                                                      const CopyRevokeRequest& req);
 
   // --- Warmup (stage 2) -----------------------------------------------------
   // Starts (or extends) a warmup of `domain`, after draining the read buffer

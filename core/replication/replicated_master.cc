@@ -21,8 +21,7 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
   m->master_ = std::move(master);
   m->replication_ = std::make_unique<DynamicReplication>(env, m->master_.get(), replication_knobs,
                                                          sink, m->metrics_.get());
-  m->master_->SetReadObserver(m->replication_.get());
-  m->master_->SetReplicaRemovalObserver(m->replication_.get());
+  m->ConnectObservers(true);
   m->master_->SetOptionalReplicaRanker(m->replication_.get());
   m->master_->SetReportedDynamicReplicaCap(
       replication_knobs.dynamic_replication_max_memory_replicas,
@@ -32,40 +31,60 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
 
 ReplicatedMaster::~ReplicatedMaster() {
   if (master_ != nullptr) {
-    master_->SetReadObserver(nullptr);
-    master_->SetReplicaRemovalObserver(nullptr);
+    ConnectObservers(false);
     master_->SetOptionalReplicaRanker(nullptr);
   }
   replication_.reset();
   master_.reset();
 }
 
-absl::StatusOr<ReplicaActionLease> ReplicatedMaster::SubmitReplicaActionProposal(
-    const ReplicaActionProposal& proposal) {
-  return replication_->SubmitReplicaActionProposal(proposal);
-}
-
-absl::StatusOr<CopyStartResponse> ReplicatedMaster::DynamicReplicaCopyStart(
-    ClientId client, const CopyStartRequest& req) {
-  return replication_->DynamicReplicaCopyStart(client, req);
+absl::StatusOr<ReportManifestResponse> ReplicatedMaster::ReportManifest(
+    ClientId client, const ReportManifestRequest& req) {
+  absl::StatusOr<ReportManifestResponse> result = master_->ReportManifest(client, req);
+  if (observer_ != nullptr) observer_->AfterReportManifest(client, req, result);
+  return result;
 }
 
 absl::Status ReplicatedMaster::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
-  return replication_->DynamicReplicaCopyEnd(client, req);
+  if (observer_ == nullptr) return replication_->DynamicReplicaCopyEnd(client, req);
+  observer_->BeforeDynamicReplicaCopyEnd(client, req);
+  absl::Status result = replication_->DynamicReplicaCopyEnd(client, req);
+  observer_->AfterDynamicReplicaCopyEnd(client, req, result);
+  return result;
 }
 
-absl::Status ReplicatedMaster::DynamicReplicaCopyRevoke(ClientId client,
-                                                        const CopyRevokeRequest& req) {
-  return replication_->DynamicReplicaCopyRevoke(client, req);
+void ReplicatedMaster::SetCallObserver(MasterCallObserver* observer) {
+  observer_ = observer;
+  ConnectObservers(true);
 }
 
-absl::StatusOr<CopyLeaseGrant> ReplicatedMaster::CheckCopyLease(ClientId asker,
-                                                               const CopyLeaseQuery& query) {
-  return replication_->CheckCopyLease(asker, query);
+void ReplicatedMaster::ConnectObservers(bool connected) {
+  if (!connected) {
+    master_->SetReadObserver(nullptr);
+    master_->SetReplicaRemovalObserver(nullptr);
+    tee_.reset();
+    return;
+  }
+  if (observer_ == nullptr) {
+    master_->SetReadObserver(replication_.get());
+    master_->SetReplicaRemovalObserver(replication_.get());
+    tee_.reset();
+    return;
+  }
+  auto tee = std::make_unique<ObserverTee>(observer_, replication_.get());
+  master_->SetReadObserver(tee.get());
+  master_->SetReplicaRemovalObserver(tee.get());
+  tee_ = std::move(tee);
 }
 
-absl::StatusOr<WarmupRequestResult> ReplicatedMaster::RequestWarmup(absl::string_view domain) {
-  return replication_->RequestWarmup(domain);
+void ReplicatedMaster::ObserverTee::OnKeyRead(const ReadObservation& read) {
+  driver_->OnKeyRead(read);
+  replication_->OnKeyRead(read);
+}
+
+void ReplicatedMaster::ObserverTee::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  driver_->OnReplicaRemoved(removal);
+  replication_->OnReplicaRemoved(removal);
 }
 
 absl::Status ReplicatedMaster::CheckInvariants() const {

@@ -45,7 +45,6 @@
 #include "runtime/env/notification.h"
 #include "runtime/env/runtime_env.h"
 #include "runtime/rpc/grpc_master_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 
 namespace heatsink::runtime {
@@ -72,12 +71,11 @@ class Cluster {
     auto master = ReplicatedMaster::Create(env_.env(), master_knobs, replication, nullptr);
     HS_CHECK_OK(master.status());
     master_ = *std::move(master);
-    handler_ = std::make_unique<MasterServiceHandler>(&master_->master(), master_.get());
-    auto server = MasterServer::Start(handler_.get(), "127.0.0.1:0", RpcOptions{});
+    auto server = MasterServer::Start(master_.get(), "127.0.0.1:0", RpcOptions{});
     HS_CHECK_OK(server.status());
     server_ = *std::move(server);
     // One store segment holding every object (their bytes are never read).
-    HS_CHECK_OK(master_->master().RegisterClient({kStore, "host-a", "a"}));
+    HS_CHECK_OK(master_->RegisterClient({kStore, "host-a", "a"}));
     MountSegmentRequest mount;
     mount.segment_id = kSegment;
     mount.name = "segment";
@@ -85,7 +83,7 @@ class Cluster {
     mount.domain = "a";
     mount.capacity_bytes = uint64_t{1} << 40;
     mount.transport_endpoint = "127.0.0.1:1";
-    HS_CHECK_OK(master_->master().MountSegment(kStore, mount));
+    HS_CHECK_OK(master_->MountSegment(kStore, mount));
     for (int i = 0; i < kReadKeys; ++i) Put(ReadKey(i));
   }
   ~Cluster() {
@@ -101,15 +99,14 @@ class Cluster {
     PutStartRequest put;
     put.name = ObjectName{"", key};
     put.size_bytes = kObjectBytes;
-    auto started = master_->master().PutStart(kStore, put);
+    auto started = master_->PutStart(kStore, put);
     HS_CHECK_OK(started.status());
-    HS_CHECK_OK(master_->master().PutEnd(kStore, {put.name, started->version}));
+    HS_CHECK_OK(master_->PutEnd(kStore, {put.name, started->version}));
   }
 
  private:
   RuntimeEnv env_{RuntimeEnvOptions{.executor = {.threads = 2}}};
   std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<MasterServiceHandler> handler_;
   std::unique_ptr<MasterServer> server_;
 };
 

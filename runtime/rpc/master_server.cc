@@ -80,12 +80,11 @@ class MasterServer::Service final : public v1::Master::CallbackService {
  public:
   // `identities_proven`: the server verifies client certificates, and the
   // caller's identity comes from its certificate under `trust_domain`.
-  Service(MasterHandler* handler, TenantBindings tenants, bool identities_proven,
-          std::string trust_domain, int64_t calls_in_flight_max,
-          const LeaderElection* leadership)
+  Service(MasterEndpoint* master, TenantBindings tenants, bool identities_proven,
+          std::string trust_domain, int64_t calls_in_flight_max, const LeaderElection* leadership)
       : leadership_(leadership),
         epoch_text_(leadership == nullptr ? "" : absl::StrCat(leadership->epoch())),
-        handler_(handler),
+        master_(master),
         tenants_(std::move(tenants)),
         identities_proven_(identities_proven),
         trust_domain_(std::move(trust_domain)),
@@ -119,20 +118,20 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                            const v1::RegisterClientRequest* req,
                                            v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->RegisterClient(RegisterClientRequest{caller.id, req->host(), req->domain()});
+      return master_->RegisterClient(RegisterClientRequest{caller.id, req->host(), req->domain()});
     });
   }
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::Empty*,
                                       v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl,
-                    [&](const Caller& caller) { return handler_->Heartbeat(caller.id); });
+                    [&](const Caller& caller) { return master_->Heartbeat(caller.id); });
   }
 
   grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* ctx,
                                          const v1::MountSegmentRequest* req, v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->MountSegment(caller.id, FromProto(*req));
+      return master_->MountSegment(caller.id, FromProto(*req));
     });
   }
 
@@ -140,7 +139,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                            const v1::UnmountSegmentRequest* req,
                                            v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
+      return master_->UnmountSegment(caller.id, SegmentId(req->segment_id()));
     });
   }
 
@@ -152,7 +151,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
       in.last = req->last();
       in.entries.reserve(req->entries_size());
       for (const v1::ManifestEntry& e : req->entries()) in.entries.push_back(FromProto(e));
-      absl::StatusOr<ReportManifestResponse> r = handler_->ReportManifest(caller.id, in);
+      absl::StatusOr<ReportManifestResponse> r = master_->ReportManifest(caller.id, in);
       if (!r.ok()) return r.status();
       for (const absl::Status& s : r->results) {
         // Rejected or discarded entries are logged; each message names the
@@ -168,8 +167,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                          v1::ListSegmentsResponse* resp) override {
     return Answer(ctx, Lane::kControl, [&]() -> grpc::Status {
       return Guarded([&] {
-        for (const SegmentView& view : handler_->ListSegments())
-          ToProto(view, resp->add_segments());
+        for (const SegmentView& view : master_->ListSegments()) ToProto(view, resp->add_segments());
         return absl::OkStatus();
       });
     });
@@ -180,7 +178,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                      v1::PutStartResponse* resp) override {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      absl::StatusOr<PutStartResponse> r = handler_->PutStart(caller.id, FromProto(*req));
+      absl::StatusOr<PutStartResponse> r = master_->PutStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -190,7 +188,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                    v1::Empty*) override {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
+      return master_->PutEnd(caller.id, PutEndRequest{FromProto(req->name()), req->version()});
     });
   }
 
@@ -198,8 +196,8 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                       const v1::PutFenceRequest* req, v1::Empty*) override {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->PutRevoke(caller.id,
-                                 PutRevokeRequest{FromProto(req->name()), req->version()});
+      return master_->PutRevoke(caller.id,
+                                PutRevokeRequest{FromProto(req->name()), req->version()});
     });
   }
 
@@ -210,7 +208,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                           v1::BatchPutStartResponse* resp) override {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      absl::StatusOr<BatchPutStartResponse> r = handler_->BatchPutStart(caller.id, FromProto(*req));
+      absl::StatusOr<BatchPutStartResponse> r = master_->BatchPutStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -222,7 +220,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
       absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
+          master_->BatchPutEnd(caller.id, BatchPutEndFromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -234,7 +232,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     return AsCaller(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckFenceTenants(caller, *req));
       absl::StatusOr<BatchPutResponse> r =
-          handler_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
+          master_->BatchPutRevoke(caller.id, BatchPutRevokeFromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -248,7 +246,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
       return ForNamer(ctx, [&](const Caller& caller) -> absl::Status {
         HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
         HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-        absl::StatusOr<GetReplicaListResponse> r = handler_->GetReplicaList(FromProto(*req));
+        absl::StatusOr<GetReplicaListResponse> r = master_->GetReplicaList(FromProto(*req));
         if (r.ok()) ToProto(*r, resp);
         return r.status();
       });
@@ -261,8 +259,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     return AsNamer(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckRequester(caller, req->requester()));
       HS_RETURN_IF_ERROR(CheckNameTenants(caller, req->names()));
-      absl::StatusOr<BatchGetReplicaListResponse> r =
-          handler_->BatchGetReplicaList(FromProto(*req));
+      absl::StatusOr<BatchGetReplicaListResponse> r = master_->BatchGetReplicaList(FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -272,7 +269,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                    v1::Empty*) override {
     return AsNamer(ctx, Lane::kData, [&](const Caller& caller) -> absl::Status {
       HS_RETURN_IF_ERROR(CheckTenant(caller, req->name().tenant()));
-      return handler_->Remove(RemoveRequest{FromProto(req->name())});
+      return master_->Remove(RemoveRequest{FromProto(req->name())});
     });
   }
 
@@ -280,7 +277,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                        const v1::FetchTasksRequest* req,
                                        v1::FetchTasksResponse* resp) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
-      absl::StatusOr<FetchTasksResponse> r = handler_->FetchTasks(
+      absl::StatusOr<FetchTasksResponse> r = master_->FetchTasks(
           caller.id, static_cast<size_t>(req->batch_max()), req->manifest_ack_seq());
       if (!r.ok()) return r.status();
       for (const Task& task : r->tasks) ToProto(task, resp->add_tasks());
@@ -295,7 +292,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                              const v1::MarkTaskCompleteRequest* req,
                                              v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->MarkTaskComplete(caller.id, FromProto(*req));
+      return master_->MarkTaskComplete(caller.id, FromProto(*req));
     });
   }
 
@@ -303,7 +300,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                       const v1::CopyTaskFence* req,
                                       v1::CopyStartResponse* resp) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
-      absl::StatusOr<CopyStartResponse> r = handler_->CopyStart(caller.id, FromProto(*req));
+      absl::StatusOr<CopyStartResponse> r = master_->CopyStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -312,25 +309,25 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   grpc::ServerUnaryReactor* CopyEnd(grpc::CallbackServerContext* ctx, const v1::CopyTaskFence* req,
                                     v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->CopyEnd(caller.id, FromProto(*req));
+      return master_->CopyEnd(caller.id, FromProto(*req));
     });
   }
 
   grpc::ServerUnaryReactor* CopyRevoke(grpc::CallbackServerContext* ctx,
                                        const v1::CopyTaskFence* req, v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->CopyRevoke(caller.id, FromProto(*req));
+      return master_->CopyRevoke(caller.id, FromProto(*req));
     });
   }
 
-  // The source-client rule of dynamic copies is enforced by the handler
+  // The source-client rule of dynamic copies is enforced by the master
   // against `caller`, the identity of the channel, not a field of the message.
   grpc::ServerUnaryReactor* DynamicReplicaCopyStart(grpc::CallbackServerContext* ctx,
                                                     const v1::CopyTaskFence* req,
                                                     v1::CopyStartResponse* resp) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
       absl::StatusOr<CopyStartResponse> r =
-          handler_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
+          master_->DynamicReplicaCopyStart(caller.id, FromProto(*req));
       if (r.ok()) ToProto(*r, resp);
       return r.status();
     });
@@ -340,7 +337,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                                   const v1::CopyTaskFence* req,
                                                   v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
+      return master_->DynamicReplicaCopyEnd(caller.id, FromProto(*req));
     });
   }
 
@@ -348,7 +345,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
                                                      const v1::CopyTaskFence* req,
                                                      v1::Empty*) override {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) {
-      return handler_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
+      return master_->DynamicReplicaCopyRevoke(caller.id, FromProto(*req));
     });
   }
 
@@ -361,7 +358,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     return AsCaller(ctx, Lane::kControl, [&](const Caller& caller) -> absl::Status {
       const CopyLeaseQuery query{LeaseId(req->lease_id()), ClientId(req->reader()),
                                  SegmentId(req->segment_id()), req->offset(), req->size_bytes()};
-      absl::StatusOr<CopyLeaseGrant> grant = handler_->CheckCopyLease(caller.id, query);
+      absl::StatusOr<CopyLeaseGrant> grant = master_->CheckCopyLease(caller.id, query);
       if (grant.ok()) resp->set_remaining_ms(grant->remaining_ns / 1'000'000);
       return grant.status();
     });
@@ -388,7 +385,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
     std::atomic<int64_t>* const in_flight_;
   };
 
-  // Runs `fn` inline on gRPC's callback thread (every handler call is
+  // Runs `fn` inline on gRPC's callback thread (every master call is
   // in-memory work under the master's locks: nothing blocks on I/O) and
   // finishes the call with its status. Data calls beyond calls_in_flight_max
   // are refused at once, before any work.
@@ -602,7 +599,7 @@ class MasterServer::Service final : public v1::Master::CallbackService {
 
   const LeaderElection* const leadership_;  // null without etcd
   const std::string epoch_text_;
-  MasterHandler* const handler_;
+  MasterEndpoint* const master_;
   const TenantBindings tenants_;
   const bool identities_proven_;
   const std::string trust_domain_;
@@ -617,21 +614,21 @@ class MasterServer::Service final : public v1::Master::CallbackService {
   std::atomic<int64_t> identity_mismatch_{0};
 };
 
-absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler* handler,
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterEndpoint* master,
                                                                   const std::string& listen_address,
                                                                   const RpcOptions& options) {
-  return Start(handler, listen_address, options, TenantBindings());
+  return Start(master, listen_address, options, TenantBindings());
 }
 
-absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterHandler* handler,
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(MasterEndpoint* master,
                                                                   const std::string& listen_address,
                                                                   const RpcOptions& options,
                                                                   TenantBindings tenants) {
-  return Start(handler, listen_address, options, std::move(tenants), nullptr);
+  return Start(master, listen_address, options, std::move(tenants), nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
-    MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+    MasterEndpoint* master, const std::string& listen_address, const RpcOptions& options,
     TenantBindings tenants, const LeaderElection* leadership) {
   HS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<MasterServer> server(new MasterServer());
@@ -642,9 +639,8 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   }
   server->identities_proven_ = !options.tls.client_ca_path.empty();
   server->service_ =
-      std::make_unique<Service>(handler, std::move(tenants), server->identities_proven_,
-                                options.tls.trust_domain, options.calls_in_flight_max,
-                                leadership);
+      std::make_unique<Service>(master, std::move(tenants), server->identities_proven_,
+                                options.tls.trust_domain, options.calls_in_flight_max, leadership);
 
   grpc::ServerBuilder builder;
   int port = 0;

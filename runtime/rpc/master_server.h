@@ -1,7 +1,8 @@
 // File: runtime/rpc/master_server.h
 //
-// The master's gRPC server: the heatsink.v1.Master service over a
-// MasterHandler. TLS, when configured, authenticates the peer; the server
+// The master's gRPC server: the heatsink.v1.Master service over the master's
+// one call surface, MasterEndpoint (core/master/master_endpoint.h; the
+// ReplicatedMaster). TLS, when configured, authenticates the peer; the server
 // establishes the caller's identity, checks that callers name only their own
 // tenant when tenants are bound (tenant_bindings.h), converts messages, maps
 // statuses 1:1, and bounds message sizes.
@@ -15,10 +16,10 @@
 // certificate that names a tenant may name objects of that tenant only.
 // Without client certificates the metadata id is taken as asserted. A call
 // that acts for a client without an identity is UNAUTHENTICATED.
-// Every decision stays in the handler.
+// Every decision stays in the master.
 //
 // Serving. The service runs on gRPC's callback API: each call runs inline on
-// one of gRPC's threads (sized by gRPC from the cores), since every handler
+// one of gRPC's threads (sized by gRPC from the cores), since every master
 // call is in-memory work under the master's locks. Load is bounded three
 // ways (RpcOptions): streams per connection (streams_per_connection_max; a
 // client with more calls outstanding waits on its own side), data calls in
@@ -30,13 +31,13 @@
 // above the master's batch_keys_max are INVALID_ARGUMENT.
 //
 // Example:
-//   MasterServiceHandler handler(&master);
-//   HS_ASSIGN_OR_RETURN(auto server, MasterServer::Start(&handler, "127.0.0.1:0", options));
+//   HS_ASSIGN_OR_RETURN(std::unique_ptr<ReplicatedMaster> master, ReplicatedMaster::Create(...));
+//   HS_ASSIGN_OR_RETURN(auto server, MasterServer::Start(master.get(), "127.0.0.1:0", options));
 //   std::cout << server->address();  // "127.0.0.1:41234"
 //   ...
 //   server->Shutdown(absl::Seconds(5));
 //
-// Thread safety: thread-safe. REQUIRES: the handler outlives the server.
+// Thread safety: thread-safe. REQUIRES: the master outlives the server.
 #ifndef HEATSINK_RUNTIME_RPC_MASTER_SERVER_H_
 #define HEATSINK_RUNTIME_RPC_MASTER_SERVER_H_
 
@@ -48,8 +49,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/base/mutex.h"
+#include "core/master/master_endpoint.h"
 #include "runtime/etcd/leader_election.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/rpc_options.h"
 #include "runtime/rpc/server_tls_reloader.h"
 #include "runtime/rpc/tenant_bindings.h"
@@ -78,17 +79,17 @@ class MasterServer {
   // Binds `listen_address` ("host:port"; port 0 picks a free one) and starts
   // serving. UNAVAILABLE when the address cannot be bound.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
-      MasterHandler* handler, const std::string& listen_address, const RpcOptions& options);
+      MasterEndpoint* master, const std::string& listen_address, const RpcOptions& options);
   // The same, with callers bound to tenants (tenant_bindings.h).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
-      MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+      MasterEndpoint* master, const std::string& listen_address, const RpcOptions& options,
       TenantBindings tenants);
   // The same, answering only while `leadership` holds its etcd lease (every
   // call; UNAVAILABLE "not_leader" otherwise) and sending its epoch with
   // every answer (kLeaderEpochMetadataKey). Null: no election.
   // REQUIRES: `leadership` won its campaign and outlives the server.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
-      MasterHandler* handler, const std::string& listen_address, const RpcOptions& options,
+      MasterEndpoint* master, const std::string& listen_address, const RpcOptions& options,
       TenantBindings tenants, const LeaderElection* leadership);
   ~MasterServer();  // Shutdown(zero grace)
   MasterServer(const MasterServer&) = delete;

@@ -21,7 +21,8 @@ std::string DecisionCountKey(const DecisionRecord& r) {
   return absl::StrCat("rejected/", r.reason.has_value() ? RejectReasonName(*r.reason) : "unknown");
 }
 
-absl::Status ObservedCopyCalls::DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
+void SimCallObserver::BeforeDynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) {
+  if (observer_ == nullptr) return;
   CopyEndObservation seen;
   seen.t_ns = engine_->NowNs();
   seen.client = client;
@@ -45,9 +46,14 @@ absl::Status ObservedCopyCalls::DynamicReplicaCopyEnd(ClientId client, const Cop
       seen.object_version = object->version;
     }
   }
-  seen.status = master_->DynamicReplicaCopyEnd(client, req);
-  observer_->OnCopyEnd(seen);
-  return seen.status;
+  copy_end_ = std::move(seen);
+}
+
+void SimCallObserver::AfterDynamicReplicaCopyEnd(ClientId /*client*/, const CopyEndRequest& /*req*/,
+                                                 const absl::Status& result) {
+  if (observer_ == nullptr) return;
+  copy_end_.status = result;
+  observer_->OnCopyEnd(copy_end_);
 }
 
 absl::StatusOr<KnobSet> ResolveKnobs(const Scenario& scenario, const RunOptions& options) {
@@ -109,14 +115,15 @@ void ScriptedDataMover::StartCopy(const CopyRange& range,
   sim_->StartCopy(range, std::move(done));
 }
 
-void ObserverTee::OnKeyRead(const ReadObservation& read) {
-  sim_->OnKeyRead(read);
-  read_next_->OnKeyRead(read);
+void SimCallObserver::OnKeyRead(const ReadObservation& read) { sim_->OnKeyRead(read); }
+
+void SimCallObserver::OnReplicaRemoved(const ReplicaRemoval& removal) {
+  sim_->OnReplicaRemoved(removal);
 }
 
-void ObserverTee::OnReplicaRemoved(const ReplicaRemoval& removal) {
-  sim_->OnReplicaRemoved(removal);
-  removal_next_->OnReplicaRemoved(removal);
+void SimCallObserver::AfterReportManifest(ClientId client, const ReportManifestRequest& req,
+                                          const absl::StatusOr<ReportManifestResponse>& result) {
+  sim_->OnReportApplied(client, req, result);
 }
 
 }  // namespace heatsink::sim::runner_internal

@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,7 +32,6 @@
 #include "absl/strings/string_view.h"
 #include "core/base/status_macros.h"
 #include "core/master/master_knobs.h"
-#include "core/master/master_service.h"
 #include "core/replication/decision.h"
 #include "core/replication/replicated_master.h"
 #include "core/replication/replication_knobs.h"
@@ -106,31 +105,6 @@ class DecisionRecorder final : public DecisionSink {
   LineFile* const file_;
   RunObserver* const observer_;
   std::map<std::string, int64_t> counts_;
-};
-
-// The dynamic copy calls of the store workers, forwarded to the master; each
-// CopyEnd is reported to the RunObserver with the lease state it met.
-class ObservedCopyCalls final : public DynamicCopyCalls {
- public:
-  ObservedCopyCalls(Engine* engine, ReplicatedMaster* master, RunObserver* observer)
-      : engine_(engine), master_(master), observer_(observer) {}
-  absl::StatusOr<CopyStartResponse> DynamicReplicaCopyStart(ClientId client,
-                                                            const CopyStartRequest& req) override {
-    return master_->DynamicReplicaCopyStart(client, req);
-  }
-  absl::Status DynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) override;
-  absl::Status DynamicReplicaCopyRevoke(ClientId client, const CopyRevokeRequest& req) override {
-    return master_->DynamicReplicaCopyRevoke(client, req);
-  }
-  absl::StatusOr<CopyLeaseGrant> CheckCopyLease(ClientId asker,
-                                                const CopyLeaseQuery& query) override {
-    return master_->CheckCopyLease(asker, query);
-  }
-
- private:
-  Engine* const engine_;
-  ReplicatedMaster* const master_;
-  RunObserver* const observer_;
 };
 
 struct KnobSet {
@@ -228,19 +202,31 @@ class ScriptedDataMover final : public DataMover {
   Simulation* const sim_;
 };
 
-// Sits between the master and dynamic replication: forwards every read and
-// removal, and lets the simulation log reads and follow removals.
-class ObserverTee final : public ReadObserver, public ReplicaRemovalObserver {
+// What the simulation watches of the master (ReplicatedMaster's supported
+// hook): every read (the read log) and removal (restart checks), every
+// manifest report applied (restart checks), and, with a RunObserver, each
+// dynamic CopyEnd with the lease state it met (swarm checks).
+class SimCallObserver final : public MasterCallObserver {
  public:
-  ObserverTee(Simulation* sim, ReadObserver* read_next, ReplicaRemovalObserver* removal_next)
-      : sim_(sim), read_next_(read_next), removal_next_(removal_next) {}
+  // `observer` may be null. Every pointer must outlive this object.
+  SimCallObserver(Simulation* sim, Engine* engine, const ReplicatedMaster* master,
+                  RunObserver* observer)
+      : sim_(sim), engine_(engine), master_(master), observer_(observer) {}
   void OnKeyRead(const ReadObservation& read) override;
   void OnReplicaRemoved(const ReplicaRemoval& removal) override;
+  void BeforeDynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req) override;
+  void AfterDynamicReplicaCopyEnd(ClientId client, const CopyEndRequest& req,
+                                  const absl::Status& result) override;
+  void AfterReportManifest(ClientId client, const ReportManifestRequest& req,
+                           const absl::StatusOr<ReportManifestResponse>& result) override;
 
  private:
   Simulation* const sim_;
-  ReadObserver* const read_next_;
-  ReplicaRemovalObserver* const removal_next_;
+  Engine* const engine_;
+  const ReplicatedMaster* const master_;
+  RunObserver* const observer_;
+  // The CopyEnd under way (Before..After).
+  CopyEndObservation copy_end_;
 };
 
 class Simulation {
@@ -259,19 +245,18 @@ class Simulation {
       h.worker.reset();
       h.numa.reset();
     }
-    if (replicated_ != nullptr) {
-      replicated_->master().SetReadObserver(&replicated_->replication());
-      replicated_->master().SetReplicaRemovalObserver(&replicated_->replication());
-    }
+    if (replicated_ != nullptr) replicated_->SetCallObserver(nullptr);
   }
 
   absl::Status Build();
   absl::StatusOr<RunResult> Run();
 
-  // Hooks for ScriptedDataMover and ObserverTee.
+  // Hooks for ScriptedDataMover and SimCallObserver.
   void StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl::Status) &&> done);
   void OnKeyRead(const ReadObservation& read);
   void OnReplicaRemoved(const ReplicaRemoval& removal);
+  void OnReportApplied(ClientId client, const ReportManifestRequest& req,
+                       const absl::StatusOr<ReportManifestResponse>& result);
 
  private:
   struct HostRt {
@@ -364,8 +349,6 @@ class Simulation {
   void ScheduleMasterCrashes();
   void CrashMaster();
   void RestartMaster();
-  void OnReportApplied(ClientId client, const ReportManifestRequest& req,
-                       const absl::StatusOr<ReportManifestResponse>& result);
   void OnReportAnswered(ClientId client, const absl::StatusOr<ReportManifestResponse>& result);
   // The recovery invariants of the stores whose report was answered, once
   // the master no longer recovers (after every event).
@@ -450,7 +433,8 @@ class Simulation {
     if (it == segments_.end()) return std::nullopt;
     return it->second.host;
   }
-  MasterService& master() { return replicated_->master(); }
+  // The live master's views. REQUIRES: master_up().
+  const MasterService& master() const { return replicated_->master(); }
   bool master_up() const { return replicated_ != nullptr; }
 
   const Scenario& scenario_;
@@ -475,8 +459,7 @@ class Simulation {
   // starts in.
   DynamicReplicationMode mode_ = DynamicReplicationMode::kOff;
   std::unique_ptr<ReplicatedMaster> replicated_;
-  std::unique_ptr<ObserverTee> tee_;
-  std::unique_ptr<ObservedCopyCalls> observed_copy_calls_;
+  std::unique_ptr<SimCallObserver> call_observer_;
   std::vector<std::pair<HostId, const NumaHostModel*>> numa_hosts_;
   ControlFaults control_faults_;
   ControlStats control_stats_;

@@ -60,11 +60,7 @@ void Simulation::ScheduleMasterCrashes() {
     env_.engine().ScheduleAt(c.at_ns, [this] { CrashMaster(); });
     env_.engine().ScheduleAt(c.restart_at_ns, [this] { RestartMaster(); });
   }
-  endpoint_.report_applied = [this](ClientId client, const ReportManifestRequest& req,
-                                    const absl::StatusOr<ReportManifestResponse>& result) {
-    OnReportApplied(client, req, result);
-  };
-  endpoint_.report_answered = [this](ClientId client, const ReportManifestRequest&,
+  endpoint_.report_answered = [this](ClientId client,
                                      const absl::StatusOr<ReportManifestResponse>& result) {
     OnReportAnswered(client, result);
   };
@@ -79,11 +75,10 @@ void Simulation::CrashMaster() {
   if (options_.observer != nullptr) options_.observer->OnMasterCrash(env_.NowNs());
   endpoint_.Down();
   // Its timers and posted work never run; then it goes, with everything it
-  // kept in memory. The observers and copy calls that pointed into it go too.
+  // kept in memory. The observer that watched it goes too.
   master_executor_->Kill();
   replicated_.reset();
-  tee_.reset();
-  observed_copy_calls_.reset();
+  call_observer_.reset();
   copies_at_crash_.clear();
   for (const auto& [id, range] : copies_in_flight_) copies_at_crash_.push_back(range);
   workers_at_crash_.clear();

@@ -146,7 +146,7 @@ absl::Status Simulation::Execute(SimOp& op) {
       // An operator command to the master (not a worker RPC): replicas on a
       // drained segment stay readable, nothing new is placed there and it
       // sources no dynamic copy.
-      const absl::Status st = master_up() ? replicated_->master().SetSegmentAllocatable(
+      const absl::Status st = master_up() ? replicated_->SetSegmentAllocatable(
                                                 ClientId(), segment_by_name_.at(op.segment),
                                                 op.kind == SimOpKind::kUndrain)
                                           : MasterDownError("master is down");

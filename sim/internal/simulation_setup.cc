@@ -141,22 +141,13 @@ absl::Status Simulation::StartMaster(bool restarted) {
   if (replicated_->dynamic_replication_mode() != mode_) {
     replicated_->SetDynamicReplicationMode(mode_);
   }
-  tee_ =
-      std::make_unique<ObserverTee>(this, &replicated_->replication(), &replicated_->replication());
-  master().SetReadObserver(tee_.get());
-  master().SetReplicaRemovalObserver(tee_.get());
+  call_observer_ =
+      std::make_unique<SimCallObserver>(this, &env_.engine(), replicated_.get(), options_.observer);
+  replicated_->SetCallObserver(call_observer_.get());
   // A master that never crashes keeps no store manifests (they would only
   // cost time: the journal is about a tenth of a trace replay's work).
-  if (!master_crashes_) master().DisableManifestJournal();
-  observed_copy_calls_.reset();
-  if (options_.observer != nullptr) {
-    observed_copy_calls_ =
-        std::make_unique<ObservedCopyCalls>(&env_.engine(), replicated_.get(), options_.observer);
-  }
-  DynamicCopyCalls* copy_calls = observed_copy_calls_ != nullptr
-                                     ? static_cast<DynamicCopyCalls*>(observed_copy_calls_.get())
-                                     : replicated_.get();
-  endpoint_.Up(&master(), copy_calls);
+  if (!master_crashes_) replicated_->DisableManifestJournal();
+  endpoint_.Up(replicated_.get());
   return absl::OkStatus();
 }
 
@@ -251,9 +242,9 @@ void Simulation::StartWorker(HostRt& host) {
     registration.client_id = host.worker_id;
     registration.host = host.name;
     registration.domain = host.domain;
-    if (absl::Status st = master().RegisterClient(registration); !st.ok()) Fail(st);
+    if (absl::Status st = replicated_->RegisterClient(registration); !st.ok()) Fail(st);
     for (const MountSegmentRequest& s : host.segments) {
-      if (absl::Status st = master().MountSegment(host.worker_id, s); !st.ok()) Fail(st);
+      if (absl::Status st = replicated_->MountSegment(host.worker_id, s); !st.ok()) Fail(st);
     }
   }
   ++host.worker_starts;

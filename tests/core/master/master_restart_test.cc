@@ -16,10 +16,12 @@
 #include "core/base/check.h"
 #include "core/env/manual_env.h"
 #include "core/master/master_service.h"
+#include "core/replication/replicated_master.h"
 #include "core/worker/local_master_client.h"
 #include "core/worker/store_worker.h"
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
+#include "tests/core/replication/replicated_master_test_peer.h"
 
 namespace heatsink {
 namespace {
@@ -165,8 +167,9 @@ class MasterRestartTest : public ::testing::Test {
  protected:
   MasterRestartTest() {
     knobs_ = TestKnobs();
-    first_ = std::make_unique<MasterService>(env_.env(), knobs_);
-    first_client_ = std::make_unique<LocalMasterClient>(first_.get(), &env_.executor());
+    first_rm_ = NewMaster(knobs_);
+    first_ = &ReplicatedMasterTestPeer::master(*first_rm_);
+    first_client_ = std::make_unique<LocalMasterClient>(first_rm_.get(), &env_.executor());
     link_.Set(first_client_.get());
     for (uint64_t c : {1, 2}) {
       workers_.push_back(std::make_unique<StoreWorker>(env_.env(), &link_, &mover_,
@@ -185,20 +188,33 @@ class MasterRestartTest : public ::testing::Test {
     MasterKnobs k = knobs_;
     k.restart_grace_ms = 5'000;
     k.restart_expected_stores = 2;
-    second_ = std::make_unique<MasterService>(env_.env(), k);
-    second_client_ = std::make_unique<LocalMasterClient>(second_.get(), &env_.executor());
+    second_rm_ = NewMaster(k);
+    second_ = &ReplicatedMasterTestPeer::master(*second_rm_);
+    second_client_ = std::make_unique<LocalMasterClient>(second_rm_.get(), &env_.executor());
     link_.Set(second_client_.get());
     // The old master stays allocated (calls already posted to it may still
     // run) but nothing reaches it any more.
+  }
+
+  // The stores reach the master through LocalMasterClient, so through a
+  // ReplicatedMaster (dynamic replication off); the test reads and drives
+  // its MasterService.
+  std::unique_ptr<ReplicatedMaster> NewMaster(const MasterKnobs& knobs) {
+    absl::StatusOr<std::unique_ptr<ReplicatedMaster>> m =
+        ReplicatedMaster::Create(env_.env(), knobs, ReplicationKnobs(), nullptr);
+    HS_CHECK_OK(m.status());
+    return *std::move(m);
   }
 
   ManualEnv env_;
   MasterKnobs knobs_;
   HeldDataMover mover_;
   SwitchableMasterClient link_;
-  std::unique_ptr<MasterService> first_;
+  std::unique_ptr<ReplicatedMaster> first_rm_;
+  MasterService* first_ = nullptr;
   std::unique_ptr<LocalMasterClient> first_client_;
-  std::unique_ptr<MasterService> second_;
+  std::unique_ptr<ReplicatedMaster> second_rm_;
+  MasterService* second_ = nullptr;
   std::unique_ptr<LocalMasterClient> second_client_;
   std::vector<std::unique_ptr<StoreWorker>> workers_;
 };

@@ -19,6 +19,7 @@
 #include "core/replication/decision.h"
 #include "core/replication/replicated_master.h"
 #include "gtest/gtest.h"
+#include "tests/core/replication/replicated_master_test_peer.h"
 
 namespace heatsink::testing {
 
@@ -142,7 +143,7 @@ class ReplicationHarness {
 
   ManualEnv& env() { return env_; }
   ReplicatedMaster& rm() { return *rm_; }
-  MasterService& master() { return rm_->master(); }
+  MasterService& master() { return ReplicatedMasterTestPeer::master(*rm_); }
   DynamicReplication& dr() { return rm_->replication(); }
   DecisionCollector& sink() { return sink_; }
   const MetricsRegistry& SyncMetrics() { return rm_->SyncMetrics(); }

@@ -63,7 +63,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
       ReplicatedMaster::Create(env.env(), mk, rk, nullptr);
   ASSERT_TRUE(created.ok()) << created.status();
   ReplicatedMaster& rm = **created;
-  MasterService& master = rm.master();
+  ReplicatedMaster& master = rm;
   for (uint64_t s = 1; s <= kStores; ++s) {
     const std::string domain = s <= kStores / 2 ? "a" : "b";
     const std::string host = "h" + std::to_string(s);
@@ -100,7 +100,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
     uint64_t next_id = 1;
     while (!stop.load()) {
       const uint64_t key = rng.Uniform(8);
-      absl::StatusOr<ObjectView> view = master.GetObjectView(ObjectName{"", KeyName(key)});
+      absl::StatusOr<ObjectView> view = rm.master().GetObjectView(ObjectName{"", KeyName(key)});
       if (!view.ok()) continue;
       ReplicaActionProposal p;
       p.proposal_id = ProposalId(rng.Bernoulli(1, 4) && next_id > 1 ? next_id - 1 : next_id++);
@@ -122,7 +122,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
                                  : phase < 35 ? DynamicReplicationMode::kObserve
                                               : DynamicReplicationMode::kOff);
     for (uint64_t c = 1; c <= kStores; ++c) {
-      absl::StatusOr<FetchTasksResponse> fetched = master.FetchTasks(ClientId(c), 8);
+      absl::StatusOr<FetchTasksResponse> fetched = master.FetchTasks(ClientId(c), 8, 0);
       if (!fetched.ok()) continue;
       for (const Task& task : fetched->tasks) {
         const CopyTaskFence fence{task.id, task.copy.version, task.copy.lease_id};
@@ -140,7 +140,7 @@ TEST(ReplicationStress, ConcurrentReadsProposalsCopiesAndEvictions) {
     if (++rounds % 50 == 0) {
       (void)master.Evict(1 << 12);
       for (uint64_t i = 0; i < kKeys; ++i) {
-        if (!master.GetObjectView(ObjectName{"", KeyName(i)}).ok()) put(i);
+        if (!rm.master().GetObjectView(ObjectName{"", KeyName(i)}).ok()) put(i);
       }
       const absl::Status mid = rm.CheckInvariants();
       EXPECT_TRUE(mid.ok()) << mid;
@@ -184,7 +184,7 @@ void StressReadBuffer(bool switch_modes) {
       ReplicatedMaster::Create(env.env(), mk, rk, nullptr);
   HS_CHECK_OK(created.status());
   ReplicatedMaster& rm = **created;
-  MasterService& master = rm.master();
+  ReplicatedMaster& master = rm;
   for (uint64_t s = 1; s <= 2; ++s) {
     const std::string host = "h" + std::to_string(s);
     HS_CHECK_OK(master.RegisterClient(RegisterClientRequest{ClientId(s), host, ""}));

@@ -41,7 +41,7 @@ class ManualDataMover final : public DataMover {
 class DynamicCopyWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    client_ = std::make_unique<LocalMasterClient>(&h_.master(), h_.env().env()->executor, &h_.rm());
+    client_ = std::make_unique<LocalMasterClient>(&h_.rm(), h_.env().env()->executor);
     for (uint64_t id : {1, 2}) {
       StoreWorkerOptions o;
       o.client_id = ClientId(id);

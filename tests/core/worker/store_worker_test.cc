@@ -1,5 +1,6 @@
-// Covers the store worker state machine against a real MasterService through
-// LocalMasterClient: registration and mounting, the full copy loop
+// Covers the store worker state machine against a real master (a
+// ReplicatedMaster, dynamic replication off unless a test turns it on)
+// through LocalMasterClient: registration and mounting, the full copy loop
 // (CopyStart -> DataMover -> CopyEnd -> MarkTaskComplete) with a fake
 // DataMover, revoke on a failed transfer, a failed CopyStart, fetch batch and
 // in-flight limits, heartbeats keeping the client alive, re-registration after
@@ -18,14 +19,24 @@
 #include "absl/strings/str_cat.h"
 #include "core/env/manual_env.h"
 #include "core/master/master_service.h"
+#include "core/replication/replicated_master.h"
 #include "core/worker/local_master_client.h"
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
+#include "tests/core/replication/replicated_master_test_peer.h"
 
 namespace heatsink {
 namespace {
 
 using testing::Name;
+
+// A master with the master tests' knobs and dynamic replication off.
+std::unique_ptr<ReplicatedMaster> NewMaster(ManualEnv& env) {
+  absl::StatusOr<std::unique_ptr<ReplicatedMaster>> m =
+      ReplicatedMaster::Create(env.env(), testing::TestKnobs(), ReplicationKnobs(), nullptr);
+  HS_CHECK_OK(m.status());
+  return *std::move(m);
+}
 
 // Records copies; completes them when the test says so, with the status the
 // test chooses.
@@ -177,8 +188,9 @@ MountSegmentRequest SegmentRequest(uint64_t id, uint64_t capacity) {
 class StoreWorkerTest : public ::testing::Test {
  protected:
   StoreWorkerTest()
-      : master_(env_.env(), testing::TestKnobs()),
-        local_(&master_, env_.env()->executor),
+      : replicated_(NewMaster(env_)),
+        master_(ReplicatedMasterTestPeer::master(*replicated_)),
+        local_(replicated_.get(), env_.env()->executor),
         counting_(&local_) {}
 
   std::unique_ptr<StoreWorker> MakeWorker(uint64_t id, uint64_t capacity, FakeDataMover* mover,
@@ -205,7 +217,8 @@ class StoreWorkerTest : public ::testing::Test {
   }
 
   ManualEnv env_{3};
-  MasterService master_;
+  std::unique_ptr<ReplicatedMaster> replicated_;
+  MasterService& master_;  // the views, and tasks no client call makes
   LocalMasterClient local_;
   CountingMasterClient counting_;
 };
@@ -383,11 +396,17 @@ TEST_F(StoreWorkerTest, LeasedTasksTakeTheDynamicCalls) {
   Put("k", 100, 1);
   absl::StatusOr<ObjectView> view = master_.GetObjectView(Name("k"));
   ASSERT_TRUE(view.ok());
-  ASSERT_TRUE(master_
-                  .CreateCopyTaskForPlan(CopyPlan{Name("k"), view->version,
-                                                  view->replicas[0].replica_id, SegmentId(2),
-                                                  LeaseId(9)})
-                  .ok());
+  // Reads that cross the admission threshold: dynamic replication grants a
+  // lease and queues its task for the source's owner.
+  replicated_->SetDynamicReplicationMode(DynamicReplicationMode::kEnforce);
+  const int64_t hits = replicated_->replication_knobs().AdmissionHitCount();
+  for (int64_t i = 0; i < hits; ++i) {
+    ASSERT_TRUE(
+        replicated_->GetReplicaList(GetReplicaListRequest{Name("k"), ClientId(100), ""}).ok());
+  }
+  replicated_->replication().DrainReads();  // as the drain interval would
+  env_.RunUntilIdle();                      // the admission worker
+  ASSERT_EQ(replicated_->replication().PendingActions().size(), 1u);
   env_.AdvanceBy(MsToNs(150));
   ASSERT_EQ(mover1.pending.size(), 1u);
   mover1.CompleteOne(absl::OkStatus());
@@ -400,6 +419,34 @@ TEST_F(StoreWorkerTest, LeasedTasksTakeTheDynamicCalls) {
   ASSERT_EQ(after->replicas.size(), 2u);
   EXPECT_TRUE(after->replicas[1].dynamic);
   EXPECT_EQ(after->replicas[1].status, ReplicaStatus::kComplete);
+}
+
+// The Dynamic* calls always check the lease: a task that carries a lease id
+// the master's dynamic replication never granted cannot start a copy.
+TEST_F(StoreWorkerTest, ALeasedTaskWithoutItsLeaseIsRefused) {
+  FakeDataMover mover1, mover2;
+  auto w1 = MakeWorker(1, 1000, &mover1);
+  auto w2 = MakeWorker(2, 1000, &mover2);
+  w1->Start();
+  w2->Start();
+  env_.RunUntilIdle();
+  Put("k", 100, 1);
+  absl::StatusOr<ObjectView> view = master_.GetObjectView(Name("k"));
+  ASSERT_TRUE(view.ok());
+  ASSERT_TRUE(
+      master_
+          .CreateCopyTaskForPlan(CopyPlan{Name("k"), view->version, view->replicas[0].replica_id,
+                                          SegmentId(2), LeaseId(9)})
+          .ok());
+  env_.AdvanceBy(MsToNs(150));
+  EXPECT_EQ(counting_.dynamic_calls, 1);  // the start, refused
+  EXPECT_TRUE(mover1.pending.empty());
+  EXPECT_EQ(w1->stats().dynamic_tasks, 1);
+  EXPECT_EQ(w1->stats().copies_completed, 0);
+  absl::StatusOr<ObjectView> after = master_.GetObjectView(Name("k"));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->replicas.size(), 1u);
+  EXPECT_EQ(master_.GetSegment(SegmentId(2))->reserved_bytes, 0u);
 }
 
 TEST_F(StoreWorkerTest, LateCallbacksAfterDestructionDoNothing) {
@@ -426,8 +473,8 @@ TEST_F(StoreWorkerTest, LateCallbacksAfterDestructionDoNothing) {
 
 TEST(LocalMasterClient, CallbacksRunLaterNeverInsideTheCall) {
   ManualEnv env;
-  MasterService master(env.env(), testing::TestKnobs());
-  LocalMasterClient client(&master, env.env()->executor);
+  std::unique_ptr<ReplicatedMaster> master = NewMaster(env);
+  LocalMasterClient client(master.get(), env.env()->executor);
   bool done = false;
   absl::Status status;
   client.RegisterClient(RegisterClientRequest{ClientId(1), "h", ""}, [&](absl::Status s) {
@@ -446,9 +493,11 @@ TEST(LocalMasterClient, CallbacksRunLaterNeverInsideTheCall) {
 }
 
 TEST(LocalMasterClient, BatchPutsGiveAResultPerKeyInOrder) {
-  testing::MasterHarness f;
-  ASSERT_TRUE(f.AddStore(1, 1 << 20).ok());
-  LocalMasterClient client(&f.master(), f.env().env()->executor);
+  ManualEnv env;
+  std::unique_ptr<ReplicatedMaster> master = NewMaster(env);
+  ASSERT_TRUE(master->RegisterClient(RegisterClientRequest{ClientId(1), "host1", ""}).ok());
+  ASSERT_TRUE(master->MountSegment(ClientId(1), SegmentRequest(1, 1 << 20)).ok());
+  LocalMasterClient client(master.get(), env.env()->executor);
   BatchPutStartRequest start;
   start.names = {Name("a"), Name("b"), Name("a")};  // the second "a" is refused
   start.sizes_bytes = {100, 200, 100};
@@ -459,7 +508,7 @@ TEST(LocalMasterClient, BatchPutsGiveAResultPerKeyInOrder) {
     started = std::move(r);
   });
   EXPECT_FALSE(called);  // later, never inside the call
-  f.env().RunUntilIdle();
+  env.RunUntilIdle();
   ASSERT_TRUE(started.ok()) << started.status();
   ASSERT_EQ(started->results.size(), 3u);
   ASSERT_TRUE(started->results[0].ok());
@@ -475,18 +524,16 @@ TEST(LocalMasterClient, BatchPutsGiveAResultPerKeyInOrder) {
       ClientId(100),
       BatchPutRevokeRequest{{PutRevokeRequest{Name("b"), started->results[1]->version}}},
       [&](absl::StatusOr<BatchPutResponse> r) { revoked = std::move(r); });
-  f.env().RunUntilIdle();
+  env.RunUntilIdle();
   ASSERT_TRUE(ended.ok() && revoked.ok());
   ASSERT_EQ(ended->results.size(), 1u);
   EXPECT_TRUE(ended->results[0].ok());
   ASSERT_EQ(revoked->results.size(), 1u);
   EXPECT_TRUE(revoked->results[0].ok());
-  EXPECT_TRUE(f.master().GetReplicaList(GetReplicaListRequest{Name("a"), ClientId(100), ""}).ok());
-  EXPECT_EQ(f.master()
-                .GetReplicaList(GetReplicaListRequest{Name("b"), ClientId(100), ""})
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(master->GetReplicaList(GetReplicaListRequest{Name("a"), ClientId(100), ""}).ok());
+  EXPECT_EQ(
+      master->GetReplicaList(GetReplicaListRequest{Name("b"), ClientId(100), ""}).status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST(StoreWorkerOptions, ValidateRejectsBadValues) {

@@ -22,7 +22,6 @@
 #include "runtime/etcd/etcd_client.h"
 #include "runtime/etcd/leader_election.h"
 #include "runtime/rpc/grpc_master_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "tests/runtime/rpc/etcd_process.h"
 
@@ -182,17 +181,15 @@ TEST_F(EtcdElectionTest, ALeaderWhoseLeaseIsRevokedStopsHoldingAndTheOtherLeads)
   EXPECT_GT(b.epoch(), a.epoch());
 }
 
-// A master answering under a fenced election: ReplicatedMaster, handler and
-// server in this process.
+// A master answering under a fenced election: ReplicatedMaster and server in
+// this process.
 struct InProcessMaster {
   InProcessMaster(Env* env, const LeaderElection* leadership) {
     master = *ReplicatedMaster::Create(env, MasterKnobs(), ReplicationKnobs(), nullptr);
-    handler = std::make_unique<MasterServiceHandler>(&master->master(), master.get());
-    server = *MasterServer::Start(handler.get(), "127.0.0.1:0", RpcOptions{}, TenantBindings(),
+    server = *MasterServer::Start(master.get(), "127.0.0.1:0", RpcOptions{}, TenantBindings(),
                                   leadership);
   }
   std::unique_ptr<ReplicatedMaster> master;
-  std::unique_ptr<MasterServiceHandler> handler;
   std::unique_ptr<MasterServer> server;
 };
 

@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/env/rng.h"
 #include "core/replication/replicated_master.h"
+#include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "heatsink/master.grpc.pb.h"
 #include "runtime/client/heatsink_client.h"
@@ -33,7 +33,6 @@
 #include "runtime/env/runtime_env.h"
 #include "runtime/numa/mempolicy.h"
 #include "runtime/rpc/grpc_master_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/status.h"
 #include "runtime/store/segment_directory_resolver.h"
@@ -87,9 +86,8 @@ class ControlPlaneTest : public ::testing::Test {
         ReplicatedMaster::Create(env_.env(), master_knobs, replication, nullptr);
     ASSERT_TRUE(master.ok()) << master.status();
     master_ = *std::move(master);
-    handler_ = std::make_unique<MasterServiceHandler>(&master_->master(), master_.get());
     absl::StatusOr<std::unique_ptr<MasterServer>> server =
-        MasterServer::Start(handler_.get(), "127.0.0.1:0", rpc_options_);
+        MasterServer::Start(master_.get(), "127.0.0.1:0", rpc_options_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     AddStore(ClientId(1), "host-a", "a");
@@ -149,7 +147,6 @@ class ControlPlaneTest : public ::testing::Test {
   StoreDataMover data_mover_ = StoreDataMover::kTcp;
   RpcOptions rpc_options_;
   std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<MasterServiceHandler> handler_;
   std::unique_ptr<MasterServer> server_;
   std::vector<Store> stores_;
   std::vector<std::unique_ptr<GrpcMasterClient>> client_rpcs_;
@@ -559,7 +556,7 @@ class FenceTest : public ControlPlaneTest {
 TEST_F(FenceTest, OrdinaryCopyFencesAreCheckedOverTheWire) {
   const SegmentId target = stores_[1].node->segment_ids()[0];
   absl::StatusOr<CopyTaskResponse> task =
-      master_->master().CreateCopyTask(CopyTaskRequest{name_, target, kOwnerSegment});
+      master_->CreateCopyTask(CopyTaskRequest{name_, target, kOwnerSegment});
   ASSERT_TRUE(task.ok()) << task.status();
   absl::StatusOr<Task> fetched = FetchOne();
   ASSERT_TRUE(fetched.ok()) << fetched.status();

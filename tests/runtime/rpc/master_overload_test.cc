@@ -16,7 +16,6 @@
 #include "gtest/gtest.h"
 #include "runtime/env/runtime_env.h"
 #include "runtime/rpc/grpc_master_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "tests/runtime/rpc/rpc_test_util.h"
 
@@ -33,11 +32,10 @@ class MasterOverloadTest : public testing::Test {
     auto master = ReplicatedMaster::Create(env_.env(), knobs, ReplicationKnobs{}, nullptr);
     ASSERT_TRUE(master.ok()) << master.status();
     master_ = *std::move(master);
-    handler_ = std::make_unique<MasterServiceHandler>(&master_->master(), master_.get());
-    auto server = MasterServer::Start(handler_.get(), "127.0.0.1:0", options);
+    auto server = MasterServer::Start(master_.get(), "127.0.0.1:0", options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    ASSERT_TRUE(master_->master().RegisterClient({kStore, "host-a", "a"}).ok());
+    ASSERT_TRUE(master_->RegisterClient({kStore, "host-a", "a"}).ok());
     MountSegmentRequest mount;
     mount.segment_id = kSegment;
     mount.name = "segment";
@@ -45,13 +43,13 @@ class MasterOverloadTest : public testing::Test {
     mount.domain = "a";
     mount.capacity_bytes = 64 << 20;
     mount.transport_endpoint = "127.0.0.1:1";
-    ASSERT_TRUE(master_->master().MountSegment(kStore, mount).ok());
+    ASSERT_TRUE(master_->MountSegment(kStore, mount).ok());
     PutStartRequest put;
     put.name = ObjectName{"", "hot"};
     put.size_bytes = 4096;
-    auto started = master_->master().PutStart(kStore, put);
+    auto started = master_->PutStart(kStore, put);
     ASSERT_TRUE(started.ok());
-    ASSERT_TRUE(master_->master().PutEnd(kStore, {put.name, started->version}).ok());
+    ASSERT_TRUE(master_->PutEnd(kStore, {put.name, started->version}).ok());
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
@@ -60,7 +58,6 @@ class MasterOverloadTest : public testing::Test {
 
   RuntimeEnv env_{RuntimeEnvOptions{.executor = {.threads = 2}}};
   std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<MasterServiceHandler> handler_;
   std::unique_ptr<MasterServer> server_;
 };
 

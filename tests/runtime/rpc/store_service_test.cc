@@ -33,7 +33,6 @@
 #include "runtime/memory/segment_memory.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/grpc_store_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/status.h"
 #include "runtime/rpc/store_server.h"
@@ -319,13 +318,12 @@ class BoundClusterTest : public ::testing::Test {
         ReplicatedMaster::Create(env_.env(), master_knobs, ReplicationKnobs{}, nullptr);
     ASSERT_TRUE(master.ok()) << master.status();
     master_ = *std::move(master);
-    handler_ = std::make_unique<MasterServiceHandler>(&master_->master(), master_.get());
     TenantBindings tenants;
     ASSERT_TRUE(tenants.BindFromFlag("10=t1").ok());
     ASSERT_TRUE(tenants.BindFromFlag("20=t2").ok());
     ASSERT_TRUE(tenants.Bind(ClientId(30), "").ok());  // the default tenant
     absl::StatusOr<std::unique_ptr<MasterServer>> server =
-        MasterServer::Start(handler_.get(), "127.0.0.1:0", RpcOptions{}, std::move(tenants));
+        MasterServer::Start(master_.get(), "127.0.0.1:0", RpcOptions{}, std::move(tenants));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
 
@@ -381,7 +379,6 @@ class BoundClusterTest : public ::testing::Test {
 
   RuntimeEnv env_{RuntimeEnvOptions{.executor = {.threads = 4}, .seed = 3}};
   std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<MasterServiceHandler> handler_;
   std::unique_ptr<MasterServer> server_;
   std::unique_ptr<GrpcMasterClient> store_rpc_;
   std::unique_ptr<SegmentDirectoryResolver> resolver_;

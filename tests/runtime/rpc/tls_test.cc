@@ -38,7 +38,6 @@
 #include "runtime/memory/segment_memory.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/grpc_store_client.h"
-#include "runtime/rpc/master_handler.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/store_server.h"
 #include "tests/runtime/rpc/rpc_test_util.h"
@@ -140,11 +139,10 @@ TEST_F(TlsTest, MasterServesOnlyClientsWithAValidCertificate) {
   absl::StatusOr<std::unique_ptr<ReplicatedMaster>> master =
       ReplicatedMaster::Create(env.env(), MasterKnobs{}, ReplicationKnobs{}, nullptr);
   ASSERT_TRUE(master.ok()) << master.status();
-  MasterServiceHandler handler(&(*master)->master(), master->get());
   RpcOptions server_rpc;
   server_rpc.tls = ServerTls();
   absl::StatusOr<std::unique_ptr<MasterServer>> server =
-      MasterServer::Start(&handler, "127.0.0.1:0", server_rpc);
+      MasterServer::Start(master->get(), "127.0.0.1:0", server_rpc);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = absl::StrCat("localhost:", (*server)->port());
 
