@@ -132,6 +132,11 @@ void ThreadPoolExecutor::Shutdown() {
   joined_ = true;
 }
 
+void ThreadPoolExecutor::ClockAdvanced() {
+  MutexLock lock(&mu_);
+  work_cv_.SignalAll();
+}
+
 size_t ThreadPoolExecutor::pending() const {
   MutexLock lock(&mu_);
   return queue_.size();

@@ -17,6 +17,10 @@
 // reject work, and every core caller bounds what it posts by its own `*_max`
 // knobs, so exceeding the limit is a programmer error (HS_CHECK).
 //
+// Time: due times are read from the Clock given at construction. The
+// production clock is a SteadyClock; tests may drive a ManualClock and call
+// ClockAdvanced() after moving it, instead of sleeping.
+//
 // Example:
 //   SteadyClock clock;
 //   ThreadPoolExecutor executor(&clock, {.threads = 4});
@@ -68,6 +72,12 @@ class ThreadPoolExecutor final : public Executor {
 
   // Items queued and not yet started.
   size_t pending() const;
+
+  // For a clock that something else moves (a ManualClock in tests): wakes
+  // the workers to read it again, so timers that came due run now. A worker
+  // waiting for a timer otherwise sleeps until the timer's due time measured
+  // in real time. A steady clock needs no call.
+  void ClockAdvanced();
   int threads() const { return static_cast<int>(threads_.size()); }
 
  private:

@@ -1,8 +1,11 @@
 // Covers the runtime Env: the steady clock is monotonic; the thread-pool
 // executor runs posted work off the caller's thread, runs timers in due order
-// and equal-due work in post order, never runs a timer early, cancels timers
-// that have not started, and on Shutdown drains due work, drops future timers
-// and late posts (destroying them unrun) and runs nothing after it returns.
+// and equal-due work in post order, never runs a timer early, runs timers of
+// a driven clock when told it moved, cancels timers that have not started,
+// and on Shutdown drains due work, drops future timers and late posts
+// (destroying them unrun) and runs nothing after it returns. Timer tests
+// drive a ManualClock; only the steady clock's own test and the shutdown
+// test (a blocked item released while Shutdown waits) wait on real time.
 // RuntimeEnv wires the three parts into one Env with a seeded Rng.
 #include "runtime/env/thread_pool_executor.h"
 
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/env/manual_env.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
 #include "runtime/env/runtime_env.h"
@@ -29,6 +33,17 @@ struct DestroyFlag {
   ~DestroyFlag() { flag->store(true); }
   std::atomic<bool>* flag;
 };
+
+// Moves the clock, wakes the executor's workers, and returns once every item
+// due by then has run: a marker posted now runs after all of them (one
+// thread: items start in (due, post) order).
+void AdvanceAndSettle(ManualClock& clock, ThreadPoolExecutor& executor, DurationNs d) {
+  clock.AdvanceBy(d);
+  executor.ClockAdvanced();
+  Notification marker;
+  executor.Post([&] { marker.Notify(); });
+  marker.WaitForNotification();
+}
 
 class OrderLog {
  public:
@@ -77,28 +92,20 @@ TEST(ThreadPoolExecutor, RunsPostedWorkOnPoolThreads) {
 }
 
 TEST(ThreadPoolExecutor, TimersRunInDueOrderAndNeverEarly) {
-  SteadyClock clock;
+  ManualClock clock;
   ThreadPoolExecutor executor(&clock, {.threads = 1});
   OrderLog log;
-  std::latch remaining(3);
-  const TimeNs start = clock.NowNs();
-  std::atomic<TimeNs> ran_at_30{0};
-  executor.PostAfter(MsToNs(30), [&] {
-    ran_at_30.store(clock.NowNs());
-    log.Add(30);
-    remaining.count_down();
-  });
-  executor.PostAfter(MsToNs(10), [&] {
-    log.Add(10);
-    remaining.count_down();
-  });
-  executor.PostAfter(MsToNs(20), [&] {
-    log.Add(20);
-    remaining.count_down();
-  });
-  remaining.wait();
+  executor.PostAfter(MsToNs(30), [&] { log.Add(30); });
+  executor.PostAfter(MsToNs(10), [&] { log.Add(10); });
+  executor.PostAfter(MsToNs(20), [&] { log.Add(20); });
+  AdvanceAndSettle(clock, executor, MsToNs(9));
+  EXPECT_TRUE(log.Get().empty());
+  AdvanceAndSettle(clock, executor, MsToNs(1));
+  EXPECT_EQ(log.Get(), (std::vector<int>{10}));
+  AdvanceAndSettle(clock, executor, MsToNs(19));  // 29 ms: the last is not due
+  EXPECT_EQ(log.Get(), (std::vector<int>{10, 20}));
+  AdvanceAndSettle(clock, executor, MsToNs(1));
   EXPECT_EQ(log.Get(), (std::vector<int>{10, 20, 30}));
-  EXPECT_GE(ran_at_30.load() - start, MsToNs(30));
 }
 
 TEST(ThreadPoolExecutor, EqualDueWorkRunsInPostOrder) {
@@ -121,22 +128,39 @@ TEST(ThreadPoolExecutor, EqualDueWorkRunsInPostOrder) {
   EXPECT_EQ(log.Get(), expected);
 }
 
+TEST(ThreadPoolExecutor, ADrivenClockRunsTimersWhenItIsAdvanced) {
+  ManualClock clock;
+  ThreadPoolExecutor executor(&clock, {.threads = 2});
+  Notification ran;
+  executor.PostAfter(SecToNs(3600), [&] { ran.Notify(); });
+  EXPECT_FALSE(ran.WaitForNotificationWithTimeout(absl::Milliseconds(1)));
+  // The workers sleep for an hour of real time unless told the clock moved.
+  clock.AdvanceBy(SecToNs(3600));
+  executor.ClockAdvanced();
+  EXPECT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
 TEST(ThreadPoolExecutor, EarlierTimerPostedLaterWakesSleepingWorker) {
-  SteadyClock clock;
+  ManualClock clock;
   ThreadPoolExecutor executor(&clock, {.threads = 1});
   Notification late_ran;
   Notification early_ran;
   executor.PostAfter(SecToNs(3600), [&] { late_ran.Notify(); });
-  // The worker now sleeps until the hour-long timer; a short one must still run.
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Once this marker has run, the worker goes to sleep until the hour-long
+  // timer; a shorter one posted later must still run when it is due.
+  Notification marker;
+  executor.Post([&] { marker.Notify(); });
+  marker.WaitForNotification();
   executor.PostAfter(MsToNs(5), [&] { early_ran.Notify(); });
+  clock.AdvanceBy(MsToNs(5));
+  executor.ClockAdvanced();
   EXPECT_TRUE(early_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_FALSE(late_ran.HasBeenNotified());
 }
 
 TEST(ThreadPoolExecutor, CancelStopsTimersThatHaveNotStarted) {
-  SteadyClock clock;
-  ThreadPoolExecutor executor(&clock, {.threads = 2});
+  ManualClock clock;
+  ThreadPoolExecutor executor(&clock, {.threads = 1});
   std::atomic<bool> cancelled_ran{false};
   std::atomic<bool> destroyed{false};
   const TimerId id = executor.PostAfter(
@@ -150,7 +174,8 @@ TEST(ThreadPoolExecutor, CancelStopsTimersThatHaveNotStarted) {
   const TimerId fired = executor.PostAfter(0, [&] { ran.Notify(); });
   ran.WaitForNotification();
   EXPECT_FALSE(executor.Cancel(fired));  // already started
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  // Well past the cancelled timer's due time, and everything due has run.
+  AdvanceAndSettle(clock, executor, MsToNs(40));
   EXPECT_FALSE(cancelled_ran.load());
   EXPECT_EQ(executor.pending(), 0u);
 }
@@ -191,30 +216,42 @@ TEST(ThreadPoolExecutor, NothingRunsAfterShutdownReturns) {
   SteadyClock clock;
   auto executor = std::make_unique<ThreadPoolExecutor>(&clock, ThreadPoolOptions{.threads = 4});
   std::atomic<int64_t> ran{0};
-  std::atomic<bool> stop_posting{false};
+  std::atomic<bool> shut_down{false};
+  std::atomic<int> posted_after{0};
+  constexpr int kPostsAfterShutdown = 1000;
   std::vector<std::thread> posters;
   for (int t = 0; t < 3; ++t) {
     posters.emplace_back([&] {
-      while (!stop_posting.load()) {
+      // Posts while the pool runs, then, once Shutdown has returned, as many
+      // again: nothing of those may run, and nothing queued before may run
+      // late.
+      int after = 0;
+      for (int i = 0; !shut_down.load() || after < kPostsAfterShutdown; ++i) {
+        if (shut_down.load()) {
+          ++after;
+        } else if (i >= 300) {
+          std::this_thread::yield();
+          continue;
+        }
         executor->Post([&] { ran.fetch_add(1); });
         executor->PostAfter(MsToNs(1), [&] { ran.fetch_add(1); });
-        std::this_thread::yield();
       }
+      posted_after.fetch_add(after);
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (ran.load() < 100) std::this_thread::yield();  // the pool is busy
   executor->Shutdown();
   const int64_t at_shutdown = ran.load();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  stop_posting = true;
+  shut_down = true;
   for (auto& t : posters) t.join();
   EXPECT_GT(at_shutdown, 0);
+  EXPECT_EQ(posted_after.load(), 3 * kPostsAfterShutdown);
   EXPECT_EQ(ran.load(), at_shutdown);
 }
 
 TEST(ThreadPoolExecutor, ConcurrentPostCancelAndTimers) {
   // Exercised under TSan: many threads posting, cancelling and running.
-  SteadyClock clock;
+  ManualClock clock;
   ThreadPoolExecutor executor(&clock, {.threads = 4});
   std::atomic<int64_t> ran{0};
   std::atomic<int64_t> cancelled{0};
@@ -223,18 +260,23 @@ TEST(ThreadPoolExecutor, ConcurrentPostCancelAndTimers) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        const TimerId id = executor.PostAfter((i % 3) * kNsPerUs * 200, [&] { ran.fetch_add(1); });
+        const TimerId id = executor.PostAfter((i % 3) * kNsPerUs * 200, [&] {
+          ran.fetch_add(1);
+          ran.notify_all();
+        });
         if ((i + t) % 4 == 0 && executor.Cancel(id)) cancelled.fetch_add(1);
       }
     });
   }
   for (auto& t : threads) t.join();
-  const TimeNs deadline = clock.NowNs() + SecToNs(10);
-  while (ran.load() + cancelled.load() < 4 * kPerThread && clock.NowNs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(ran.load() + cancelled.load(), 4 * kPerThread);
+  // Every timer is due now; wait for each one not cancelled to have run.
+  clock.AdvanceBy(MsToNs(1));
+  executor.ClockAdvanced();
+  const int64_t expected = 4 * kPerThread - cancelled.load();
+  for (int64_t seen = ran.load(); seen < expected; seen = ran.load()) ran.wait(seen);
+  EXPECT_EQ(ran.load(), expected);
   EXPECT_GT(cancelled.load(), 0);
+  EXPECT_EQ(executor.pending(), 0u);
 }
 
 TEST(RuntimeEnv, BuildsAWorkingSeededEnv) {

@@ -290,12 +290,14 @@ TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
   std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
   std::atomic<bool> stop{false};
   std::atomic<int64_t> bad_reads{0};
+  std::atomic<int64_t> reads_in_b{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&] {
       while (!stop.load()) {
         absl::StatusOr<GetResult> got = reader->Get("hot");
         if (!got.ok() || got->bytes != bytes) bad_reads.fetch_add(1);
+        if (got.ok() && got->segment == segment_b) reads_in_b.fetch_add(1);
       }
     });
   }
@@ -307,11 +309,12 @@ TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
     }
     return false;
   });
-  // Keep reading a little while the new replica serves readers in "b".
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Keep reading while the new replica serves the readers in "b".
+  const bool served_in_b = WaitFor([&] { return reads_in_b.load() >= 50; });
   stop.store(true);
   for (std::thread& t : threads) t.join();
   ASSERT_TRUE(replicated);
+  EXPECT_TRUE(served_in_b) << reads_in_b.load() << " reads from the replica in b";
   EXPECT_EQ(bad_reads.load(), 0);
 
   absl::StatusOr<ObjectView> view = master_->master().GetObjectView(ObjectName{"t1", "hot"});
@@ -483,16 +486,14 @@ class FenceTest : public ControlPlaneTest {
     mount.domain = "a";
     mount.capacity_bytes = 1 << 20;
     mount.transport_endpoint = stores_[0].node->data_endpoint();
-    ASSERT_TRUE(Call([&](auto done) { owner_->MountSegment(kOwner, mount, std::move(done)); })
-                    .ok());
+    ASSERT_TRUE(
+        Call([&](auto done) { owner_->MountSegment(kOwner, mount, std::move(done)); }).ok());
     PutStartRequest put;
     put.name = name_;
     put.size_bytes = 100;
     put.preferred_segments = {kOwnerSegment};
-    absl::StatusOr<PutStartResponse> started =
-        Wait<absl::StatusOr<PutStartResponse>>([&](auto done) {
-          owner_->PutStart(kOwner, put, std::move(done));
-        });
+    absl::StatusOr<PutStartResponse> started = Wait<absl::StatusOr<PutStartResponse>>(
+        [&](auto done) { owner_->PutStart(kOwner, put, std::move(done)); });
     ASSERT_TRUE(started.ok()) << started.status();
     version_ = started->version;
     // Stale version: ABORTED; another client: PERMISSION_DENIED; then the real end.
@@ -504,8 +505,9 @@ class FenceTest : public ControlPlaneTest {
                 owner_->PutEnd(ClientId(1), {name_, version_}, std::move(done));
               }).code(),
               absl::StatusCode::kPermissionDenied);
-    ASSERT_TRUE(
-        Call([&](auto done) { owner_->PutEnd(kOwner, {name_, version_}, std::move(done)); }).ok());
+    ASSERT_TRUE(Call([&](auto done) {
+                  owner_->PutEnd(kOwner, {name_, version_}, std::move(done));
+                }).ok());
   }
 
   void TearDown() override {
@@ -514,30 +516,26 @@ class FenceTest : public ControlPlaneTest {
   }
 
   absl::Status Call(const std::function<void(MasterClient::StatusCallback)>& issue) {
-    return Wait<absl::Status>([&](absl::AnyInvocable<void(absl::Status) &&> done) {
-      issue(std::move(done));
-    });
+    return Wait<absl::Status>(
+        [&](absl::AnyInvocable<void(absl::Status) &&> done) { issue(std::move(done)); });
   }
 
   absl::StatusOr<Task> FetchOne() {
-    absl::StatusOr<FetchTasksResponse> fetched =
-        Wait<absl::StatusOr<FetchTasksResponse>>([&](auto done) {
-          owner_->FetchTasks(kOwner, 4, 0, std::move(done));
-        });
+    absl::StatusOr<FetchTasksResponse> fetched = Wait<absl::StatusOr<FetchTasksResponse>>(
+        [&](auto done) { owner_->FetchTasks(kOwner, 4, 0, std::move(done)); });
     if (!fetched.ok()) return fetched.status();
     if (fetched->tasks.size() != 1) return absl::NotFoundError("expected one task");
     return fetched->tasks[0];
   }
 
   absl::StatusCode StartCode(bool dynamic, ClientId caller, const CopyTaskFence& fence) {
-    absl::StatusOr<CopyStartResponse> r =
-        Wait<absl::StatusOr<CopyStartResponse>>([&](auto done) {
-          if (dynamic) {
-            owner_->DynamicReplicaCopyStart(caller, fence, std::move(done));
-          } else {
-            owner_->CopyStart(caller, fence, std::move(done));
-          }
-        });
+    absl::StatusOr<CopyStartResponse> r = Wait<absl::StatusOr<CopyStartResponse>>([&](auto done) {
+      if (dynamic) {
+        owner_->DynamicReplicaCopyStart(caller, fence, std::move(done));
+      } else {
+        owner_->CopyStart(caller, fence, std::move(done));
+      }
+    });
     if (r.ok()) last_range_ = r->range;
     return r.status().code();
   }
@@ -585,10 +583,10 @@ TEST_F(FenceTest, OrdinaryCopyFencesAreCheckedOverTheWire) {
             absl::StatusCode::kAborted);
   EXPECT_TRUE(Call([&](auto done) { owner_->CopyRevoke(kOwner, good, std::move(done)); }).ok());
   EXPECT_EQ(ReplicaCount(), 1u);
-  EXPECT_TRUE(Call([&](auto done) {
-                owner_->MarkTaskComplete(kOwner, {task->task_id, false, "revoked"},
-                                         std::move(done));
-              }).ok());
+  EXPECT_TRUE(
+      Call([&](auto done) {
+        owner_->MarkTaskComplete(kOwner, {task->task_id, false, "revoked"}, std::move(done));
+      }).ok());
   EXPECT_TRUE(master_->CheckInvariants().ok());
 }
 
@@ -627,9 +625,9 @@ TEST_F(FenceTest, OnlyTheSourceClientMayStartADynamicCopy) {
   // The live pending lease survived the stale and foreign callers.
   EXPECT_EQ(StartCode(true, kOwner, good), absl::StatusCode::kOk);
   EXPECT_EQ(ReplicaCount(), 2u);
-  EXPECT_TRUE(
-      Call([&](auto done) { owner_->DynamicReplicaCopyRevoke(kOwner, good, std::move(done)); })
-          .ok());
+  EXPECT_TRUE(Call([&](auto done) {
+                owner_->DynamicReplicaCopyRevoke(kOwner, good, std::move(done));
+              }).ok());
   EXPECT_EQ(ReplicaCount(), 1u);
   EXPECT_TRUE(master_->CheckInvariants().ok());
 }
@@ -646,8 +644,7 @@ TEST_F(ControlPlaneTest, CallsWithoutIdentityAreUnauthenticated) {
   v1::FetchTasksRequest fetch;
   fetch.set_batch_max(1);
   v1::FetchTasksResponse tasks;
-  EXPECT_EQ(stub->FetchTasks(&bad, fetch, &tasks).error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub->FetchTasks(&bad, fetch, &tasks).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_GE(server_->stats().calls_unauthenticated_total, 2);
   // A malformed request (empty key) gets the master's INVALID_ARGUMENT.
   grpc::ClientContext get_ctx;
@@ -720,8 +717,9 @@ TEST_F(ControlPlaneTest, BadInputGetsTheRightStatusAndChangesNothing) {
   PutStartRequest big;
   big.name = ObjectName{"t1", std::string(8000, 'b')};
   big.size_bytes = 1;
-  EXPECT_EQ(status_of([&](auto done) { (*limited)->PutStart(ClientId(100), big, std::move(done)); }),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      status_of([&](auto done) { (*limited)->PutStart(ClientId(100), big, std::move(done)); }),
+      absl::StatusCode::kResourceExhausted);
 
   const MasterStats after = master_->master().Stats();
   EXPECT_EQ(after.objects, before.objects);
