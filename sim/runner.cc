@@ -84,45 +84,14 @@ void AddMasterAndControlCounters(const MasterStats& master_stats, const ControlS
 
 // ------------------------------------------------------------- measurement
 
-size_t Simulation::IntervalIndex(TimeNs t) const {
-  const size_t i = static_cast<size_t>(t / scenario_.time_step_ns);
-  return std::min(i, result_.intervals.size() - 1);
-}
-
-IntervalSample& Simulation::IntervalAt(TimeNs t) { return result_.intervals[IntervalIndex(t)]; }
-
 void Simulation::CloseNumaInterval(size_t interval) {
-  IntervalSample& s = result_.intervals[interval];
-  for (const HostRt& h : hosts_) {
+  for (const HostRt& h : cluster_.hosts()) {
     if (h.numa == nullptr) continue;
-    const NumaIntervalStats n = h.numa->CloseInterval(interval);
-    s.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_oracle_local_reads += n.oracle_local_reads;
-    result_.numa_samples.push_back(NumaHostSample{
-        .t_start_ns = s.t_start_ns, .host = static_cast<int32_t>(h.index), .stats = n});
+    measurements_.AddNumaInterval(interval, h.index, h.numa->CloseInterval(interval));
   }
 }
 
-void Simulation::Sample(size_t interval) {
-  IntervalSample& s = result_.intervals[interval];
-  // The last interval is sampled again at the end of the run.
-  if (interval >= sampled_intervals_) background_bytes_base_ = background_bytes_sampled_;
-  background_bytes_sampled_ = network_->Counters().background_bytes;
-  s.background_bytes = background_bytes_sampled_ - background_bytes_base_;
-  if (!master_up()) {
-    // The master is down (master_crashes): the figures it holds stay those
-    // of the last sample, and no audit runs.
-    if (interval > 0) {
-      const IntervalSample& last = result_.intervals[interval - 1];
-      s.stored_bytes = last.stored_bytes;
-      s.replica_count = last.replica_count;
-      s.dynamic_replica_count = last.dynamic_replica_count;
-      s.extra_memory_bytes = last.extra_memory_bytes;
-    }
-    CloseNumaInterval(interval);
-    sampled_intervals_ = interval + 1;
-    return;
-  }
+MasterSample Simulation::SampleMasterFigures() const {
   int64_t replicas = 0;
   uint64_t reserved = 0;
   uint64_t used = 0;
@@ -137,27 +106,33 @@ void Simulation::Sample(size_t interval) {
     ++dynamic;
     dynamic_bytes += d.size_bytes;
   }
-  s.stored_bytes = used > dynamic_bytes ? used - dynamic_bytes : 0;
+  MasterSample sample;
+  sample.stored_bytes = used > dynamic_bytes ? used - dynamic_bytes : 0;
+  sample.replica_count = replicas;
+  sample.dynamic_replica_count = dynamic;
+  sample.extra_memory_bytes = dynamic_bytes + reserved;
+  return sample;
+}
+
+void Simulation::Sample(size_t interval) {
+  measurements_.SampleBackground(interval, network_->Counters().background_bytes);
+  if (!master_up()) {
+    // The master is down (master_crashes): the figures it holds stay those
+    // of the last sample, and no audit runs.
+    measurements_.CarryMasterSample(interval);
+    CloseNumaInterval(interval);
+    return;
+  }
+  measurements_.SampleMaster(interval, SampleMasterFigures());
   CloseNumaInterval(interval);
-  s.replica_count = replicas;
-  s.dynamic_replica_count = dynamic;
-  extra_memory_now_ = dynamic_bytes + reserved;
-  s.extra_memory_bytes = extra_memory_now_;
-  extra_memory_peak_ = std::max(extra_memory_peak_, extra_memory_now_);
-  sampled_intervals_ = interval + 1;
   // The core's audit (CheckInvariants) visits every object and heat-window
-  // entry. It runs at a sample once at least that many events ran since the
-  // last audit, so auditing costs about one entry visit per event however
-  // large the state grows (a small run is audited at every sample), and it
-  // always runs at the last sample. invariant_check_events adds audits every
-  // N events.
+  // entry: RunMeasurements::AuditDue says when it runs at a sample.
+  // invariant_check_events adds audits every N events.
   const uint64_t events = env_.engine().events_run();
   const uint64_t audit_entries =
       static_cast<uint64_t>(master().Stats().objects) +
       static_cast<uint64_t>(replicated_->replication().heat_window().Memory().tracked_keys);
-  if (interval + 1 == result_.intervals.size() || events - audited_at_events_ >= audit_entries) {
-    audited_at_events_ = events;
-    ++result_.audits;
+  if (measurements_.AuditDue(interval, events, audit_entries)) {
     if (absl::Status st = CheckInvariants(); !st.ok()) Fail(st);
   }
 }
@@ -167,13 +142,13 @@ absl::Status Simulation::CheckInvariants() {
 }
 
 absl::StatusOr<RunResult> Simulation::Run() {
-  for (HostRt& host : hosts_) {
+  for (HostRt& host : cluster_.hosts()) {
     if (host.join_at_ns == 0) {
       StartWorker(host);
     } else if (host.join_at_ns < scenario_.duration_ns) {
       const int index = host.index;
       env_.engine().ScheduleAt(host.join_at_ns,
-                               [this, index] { StartWorker(hosts_[static_cast<size_t>(index)]); });
+                               [this, index] { StartWorker(cluster_.host(index)); });
     }
   }
   ScheduleTrunkFaults();
@@ -191,7 +166,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
     if (check_every > 0 && events % static_cast<uint64_t>(check_every) == 0) {
       HS_RETURN_IF_ERROR(CheckInvariants());
     }
-    if (master_crashes_) HS_RETURN_IF_ERROR(CheckRecovery());
+    if (master_crashes_ && master_up()) HS_RETURN_IF_ERROR(recovery_.Check(master()));
     if (options_.observer != nullptr) return options_.observer->AfterEvent(World());
     return absl::OkStatus();
   });
@@ -200,7 +175,7 @@ absl::StatusOr<RunResult> Simulation::Run() {
   engine.SetAfterEventHook(nullptr);
   HS_RETURN_IF_ERROR(status_);
   HS_RETURN_IF_ERROR(stopped.status());
-  if (!result_.intervals.empty()) Sample(result_.intervals.size() - 1);
+  if (measurements_.interval_count() > 0) Sample(measurements_.interval_count() - 1);
   HS_RETURN_IF_ERROR(status_);
   if (options_.observer != nullptr) HS_RETURN_IF_ERROR(options_.observer->AtEnd(World()));
   if (options_.progress)
@@ -209,9 +184,10 @@ absl::StatusOr<RunResult> Simulation::Run() {
   HS_RETURN_IF_ERROR(decisions_file_.Close());
   HS_RETURN_IF_ERROR(reads_file_.Close());
 
-  result_.read_latencies_ns = std::move(read_latencies_);
-  result_.extra_memory_peak_bytes = extra_memory_peak_;
-  result_.extra_memory_final_bytes = extra_memory_now_;
+  return CollectResult();
+}
+
+RunResult Simulation::CollectResult() {
   LimitLineOptions limit_options;
   limit_options.duration_ns = std::max<DurationNs>(scenario_.duration_ns, 1);
   limit_options.max_memory_replicas = knobs_.replication.dynamic_replication_max_memory_replicas;
@@ -220,17 +196,18 @@ absl::StatusOr<RunResult> Simulation::Run() {
     limit_options.clairvoyant_budget_bytes =
         static_cast<uint64_t>(*scenario_.outputs.clairvoyant_budget_bytes);
   }
-  result_.limits = limit_lines_->Compute(limit_options);
-  if (options_.keep_limit_reads) result_.limit_recorder = limit_lines_;
-  result_.decisions_by_outcome = decisions_->counts();
-  FlattenMetrics(replicated_->SyncMetrics().Snapshot(), result_.metrics);
-  for (const auto& [name, value] : counters_) result_.metrics[name] = value;
-  AddMasterAndControlCounters(master().Stats(), control_stats_, master_crashes_, result_.metrics);
+  measurements_.CloseResult(limit_options);
+  std::map<std::string, int64_t> decisions_by_outcome = decisions_->counts();
+  std::map<std::string, int64_t> master_metrics;
+  FlattenMetrics(replicated_->SyncMetrics().Snapshot(), master_metrics);
+  RunResult result = measurements_.TakeResult(std::move(master_metrics));
+  result.decisions_by_outcome = std::move(decisions_by_outcome);
+  AddMasterAndControlCounters(master().Stats(), control_stats_, master_crashes_, result.metrics);
   int64_t tiering_exchanges = 0;
   int64_t tiering_decays = 0;
   int64_t tiering_store_failures = 0;
   int64_t tiering_head_trades = 0;
-  for (const HostRt& h : hosts_) {
+  for (const HostRt& h : cluster_.hosts()) {
     if (h.numa == nullptr) continue;
     const TieringStats t = h.numa->stats();
     tiering_exchanges += t.exchanges;
@@ -238,18 +215,17 @@ absl::StatusOr<RunResult> Simulation::Run() {
     tiering_decays += t.decay_passes;
     tiering_store_failures += h.numa->stores_failed();
   }
-  result_.metrics["sim_tiering_exchanges_total"] = tiering_exchanges;
-  result_.metrics["sim_tiering_decay_passes_total"] = tiering_decays;
-  result_.metrics["sim_tiering_stores_failed_total"] = tiering_store_failures;
-  result_.metrics["sim_tiering_head_trades_total"] = tiering_head_trades;
-  result_.metrics["sim_network_rate_updates_total"] =
-      static_cast<int64_t>(network_->rate_updates());
-  result_.metrics["sim_network_flows_recomputed_total"] =
+  result.metrics["sim_tiering_exchanges_total"] = tiering_exchanges;
+  result.metrics["sim_tiering_decay_passes_total"] = tiering_decays;
+  result.metrics["sim_tiering_stores_failed_total"] = tiering_store_failures;
+  result.metrics["sim_tiering_head_trades_total"] = tiering_head_trades;
+  result.metrics["sim_network_rate_updates_total"] = static_cast<int64_t>(network_->rate_updates());
+  result.metrics["sim_network_flows_recomputed_total"] =
       static_cast<int64_t>(network_->flows_recomputed_total());
   const NetworkCounters net = network_->Counters();
-  result_.metrics["sim_network_flows_started_total"] = static_cast<int64_t>(net.flows_started);
-  result_.events_simulated = static_cast<int64_t>(engine.events_run());
-  return std::move(result_);
+  result.metrics["sim_network_flows_started_total"] = static_cast<int64_t>(net.flows_started);
+  result.events_simulated = static_cast<int64_t>(env_.engine().events_run());
+  return result;
 }
 
 }  // namespace runner_internal

@@ -33,7 +33,7 @@ std::string CoreInvariantName(absl::string_view message) {
     return "core.dynamic_replication";
   }
   if (absl::StartsWith(message, "heat window")) return "core.heat_window";
-  // The run's own recovery checks (sim/internal/simulation_crash.cc):
+  // The run's own recovery checks (sim/internal/recovery_audit.h):
   // "recovery invariant <name>: ...".
   if (absl::ConsumePrefix(&message, "recovery invariant ")) {
     return std::string(message.substr(0, message.find(':')));
@@ -130,11 +130,11 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> ParseSeedRange(const std::string& 
 }
 
 std::string FormatSwarmSummary(const SwarmSummary& s) {
-  std::string out = absl::StrCat("swarm: ", s.seeds_run, " seeds run, ", s.passed, " passed, ",
-                                 s.failed, " failed, ", s.events, " events, ", s.wall_ms,
-                                 " ms wall; ", s.leases_accepted, " leases, ", s.copy_ends_accepted,
-                                 " copies, ", s.proposals_accepted, " proposals granted, ",
-                                 s.master_crashes, " master crashes");
+  std::string out =
+      absl::StrCat("swarm: ", s.seeds_run, " seeds run, ", s.passed, " passed, ", s.failed,
+                   " failed, ", s.events, " events, ", s.wall_ms, " ms wall; ", s.leases_accepted,
+                   " leases, ", s.copy_ends_accepted, " copies, ", s.proposals_accepted,
+                   " proposals granted, ", s.master_crashes, " master crashes");
   if (s.budget_exhausted) absl::StrAppend(&out, " (time budget reached; later seeds not run)");
   return out;
 }

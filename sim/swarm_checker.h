@@ -62,7 +62,7 @@
 //                                master are forgotten; their copies may only
 //                                fail). The run itself checks the other
 //                                recovery.* invariants
-//                                (sim/internal/simulation_crash.cc); the
+//                                (sim/internal/recovery_audit.h); the
 //                                master's checks pause while it is down
 //   liveness.no_in_flight_lease  at the end: no copy in flight
 //   liveness.pending_actions_end at the end: no pending action

@@ -3,9 +3,18 @@
 // The simulated world of one run (private to the runner, sim/runner.h):
 // Simulation owns the engine, network, master, store workers and NUMA models
 // of one scenario run, feeds them the scenario's operations and measures
-// them. Its methods are split by concern:
+// them. It coordinates three collaborators, each owning its own state:
+//   sim/internal/cluster_directory.h  the hosts, clients and segments, and
+//                                     the lookups between them
+//   sim/internal/recovery_audit.h     master crashes: the recovery
+//                                     bookkeeping and invariants
+//   sim/internal/run_measurements.h   what the run measures: the RunResult
+//                                     being collected
+// Its own methods are split by concern:
 //   sim/internal/simulation_setup.cc  building the world (hosts, master, faults)
-//   sim/internal/simulation_ops.cc    operations: puts, reads, scripted ops, copies
+//   sim/internal/simulation_ops.cc    operations: puts, scripted ops, copies
+//   sim/internal/simulation_reads.cc  reads and the puts they wait for
+//   sim/internal/simulation_crash.cc  master crashes and restarts
 //   sim/runner.cc                     the run loop, sampling and the result
 //   sim/internal/run_support.cc       knob resolution, topology, the helpers below
 //
@@ -18,7 +27,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,7 +45,9 @@
 #include "core/replication/replication_knobs.h"
 #include "core/tiering/tiering_knobs.h"
 #include "core/worker/store_worker.h"
-#include "sim/limit_lines.h"
+#include "sim/internal/cluster_directory.h"
+#include "sim/internal/recovery_audit.h"
+#include "sim/internal/run_measurements.h"
 #include "sim/network.h"
 #include "sim/network_topology.h"
 #include "sim/numa_model.h"
@@ -237,11 +247,13 @@ class Simulation {
         knobs_(std::move(knobs)),
         seed_(options.seed.value_or(scenario.seed)),
         env_(seed_, knobs_.engine),
-        mover_(this) {}
+        mover_(this),
+        recovery_(&cluster_),
+        measurements_(scenario, options) {}
   ~Simulation() {
     // Workers and tiering first (their timers live in the engine), then the
     // master.
-    for (HostRt& h : hosts_) {
+    for (HostRt& h : cluster_.hosts()) {
       h.worker.reset();
       h.numa.reset();
     }
@@ -259,43 +271,6 @@ class Simulation {
                        const absl::StatusOr<ReportManifestResponse>& result);
 
  private:
-  struct HostRt {
-    const ScenarioHost* spec = nullptr;
-    int index = 0;  // network host index (scenario order)
-    std::string name;
-    Domain domain;
-    TimeNs join_at_ns = 0;
-    ClientId worker_id;
-    std::vector<MountSegmentRequest> segments;
-    std::unique_ptr<StoreWorker> worker;
-    bool worker_up = false;
-    DurationNs copy_delay_ns = 0;
-    std::unique_ptr<NumaHostModel> numa;
-    std::unique_ptr<SimMasterClient> master_client;
-    int64_t worker_starts = 0;  // StartWorker calls: which StoreWorker object runs
-  };
-  // A store's manifest report to the master that restarted last
-  // (master_crashes): the ranges its entries took, by (segment, offset)
-  // (a report retried after a lost answer names them again), checked
-  // against the segments' used bytes once its last report is applied.
-  struct StoreReportRt {
-    std::map<std::pair<SegmentId, uint64_t>, uint64_t> claimed_ranges;
-    bool applied = false;   // the master applied its last report
-    bool answered = false;  // the store has the answer to its last report
-    bool checked = false;   // recovery.objects_readable ran for it
-  };
-  struct ClientRt {
-    std::string full_name;
-    ClientId id;
-    int host = 0;
-    Domain domain;
-    int32_t domain_index = 0;  // in the scenario's domains
-  };
-  struct SegmentRt {
-    int host = 0;
-    std::string full_name;
-    bool mounted = false;
-  };
   // One read (Get or BatchGet op) in flight.
   struct ReadRt {
     TimeNs issued_ns = 0;
@@ -349,20 +324,6 @@ class Simulation {
   void ScheduleMasterCrashes();
   void CrashMaster();
   void RestartMaster();
-  void OnReportAnswered(ClientId client, const absl::StatusOr<ReportManifestResponse>& result);
-  // The recovery invariants of the stores whose report was answered, once
-  // the master no longer recovers (after every event).
-  absl::Status CheckRecovery();
-  absl::Status CheckStoreRecovered(int host);
-  // Whether a live store's manifest holds `name` complete (a NOT_FOUND for
-  // it is a lost object).
-  bool HeldCompleteByLiveStore(const ObjectName& name) const;
-  std::optional<int> HostOfClient(ClientId client) const {
-    for (const HostRt& h : hosts_) {
-      if (h.worker_id == client) return h.index;
-    }
-    return std::nullopt;
-  }
   void StartWorker(HostRt& host);
   void ScheduleTrunkFaults();
   void ScheduleSamples();
@@ -392,10 +353,8 @@ class Simulation {
   void ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt);
   void ReadReplica(ReadHandle read, const ObjectName& name, const GetReplicaListResponse& response);
   void FinishKey(const ReadHandle& read, bool ok, uint64_t bytes, Distance distance);
-  void FinishRequestOp(std::optional<size_t> row);
   // The put of `name` ended (landed or failed): wakes the reads waiting for it.
   void EndPut(const ObjectName& name);
-  std::optional<size_t> RequestRowFor(const SimOp& op);
   absl::Status KillWorker(const HostId& host);
   absl::Status RestartWorker(const HostId& host);
   absl::Status MountOrUnmount(const std::string& segment, bool mount);
@@ -405,14 +364,14 @@ class Simulation {
   absl::Status SetKnob(const SimOp& op);
   absl::Status ScriptedPropose(const SimOp& op);
 
-  // Measurement.
-  // The sampling interval `t` falls in (the last one for t >= the end).
-  size_t IntervalIndex(TimeNs t) const;
-  IntervalSample& IntervalAt(TimeNs t);
+  // Measurement (what is measured: measurements_).
   void Sample(size_t interval);
   // The NUMA models' part of a sample.
   void CloseNumaInterval(size_t interval);
-  void CountMetric(const std::string& name, int64_t delta = 1) { counters_[name] += delta; }
+  // The master's figures at a sample. REQUIRES: master_up().
+  MasterSample SampleMasterFigures() const;
+  // The RunResult once the run ended.
+  RunResult CollectResult();
   absl::Status CheckInvariants();
   void Note(absl::string_view what) {
     if (options_.observer != nullptr) options_.observer->OnNote(env_.NowNs(), what);
@@ -427,11 +386,6 @@ class Simulation {
   }
   void Fail(absl::Status status) {
     if (status_.ok()) status_ = std::move(status);
-  }
-  std::optional<int> HostOfSegment(SegmentId id) const {
-    const auto it = segments_.find(id);
-    if (it == segments_.end()) return std::nullopt;
-    return it->second.host;
   }
   // The live master's views. REQUIRES: master_up().
   const MasterService& master() const { return replicated_->master(); }
@@ -466,13 +420,10 @@ class Simulation {
   int master_host_ = 0;
   bool log_reads_ = false;
 
-  std::vector<HostRt> hosts_;
-  absl::flat_hash_map<std::string, int> host_index_;  // lookup only
-  std::vector<ClientRt> clients_;
-  absl::flat_hash_map<std::string, int> client_index_;  // lookup only
-  absl::flat_hash_map<uint64_t, int> client_by_id_;     // lookup only
-  std::map<SegmentId, SegmentRt> segments_;
-  absl::flat_hash_map<std::string, SegmentId> segment_by_name_;  // lookup only
+  // The hosts (their workers, NUMA models and master clients), clients and
+  // segments. Destroyed before the master and the network they reach.
+  ClusterDirectory cluster_;
+
   // Puts in flight by object, with the reads waiting for them (a decode
   // instance reads a block once its prefill's put has landed). Lookup only;
   // waiters run in registration order.
@@ -483,22 +434,8 @@ class Simulation {
   std::vector<PutRt> puts_;
   std::vector<uint32_t> free_puts_;
 
-  // master_crashes bookkeeping (sim/internal/simulation_crash.cc).
-  int64_t master_restarts_ = 0;
-  // Copies under way (by start order) and those that were under way when the
-  // master crashed: none may leave a readable replica.
-  std::map<uint64_t, CopyRange> copies_in_flight_;
-  uint64_t next_copy_ = 0;
-  std::vector<CopyRange> copies_at_crash_;
-  // Since the last restart: replicas removed, by (segment, offset), and the
-  // bytes removed from each segment.
-  std::set<std::pair<SegmentId, uint64_t>> removed_since_restart_;
-  std::map<SegmentId, uint64_t> removed_bytes_since_restart_;
-  // Hosts whose StoreWorker ran through the last crash (by host index, the
-  // worker_starts of the one that ran), and their report to the new master.
-  std::map<int, int64_t> workers_at_crash_;
-  std::map<int, StoreReportRt> reports_;
-  bool recovery_checked_ = true;  // copies_at_crash_ checked since the restart
+  // master_crashes bookkeeping and recovery invariants.
+  RecoveryAudit recovery_;
 
   // Scripted copy faults.
   int64_t fail_any_copies_ = 0;
@@ -509,21 +446,7 @@ class Simulation {
   absl::Status status_;
 
   // Results being collected.
-  RunResult result_;
-  std::vector<TimeNs> read_latencies_;
-  // (workload, trace request) -> its row in result_.requests.
-  std::map<std::pair<int32_t, int64_t>, size_t> trace_requests_;
-  int64_t synthetic_requests_ = 0;
-  std::map<std::string, int64_t> counters_;
-  uint64_t extra_memory_peak_ = 0;
-  // Background bytes the network had moved at the last sample, and at the
-  // end of the interval before the one last sampled.
-  uint64_t background_bytes_sampled_ = 0;
-  uint64_t background_bytes_base_ = 0;
-  uint64_t extra_memory_now_ = 0;
-  std::shared_ptr<LimitLineRecorder> limit_lines_ = std::make_shared<LimitLineRecorder>();
-  size_t sampled_intervals_ = 0;
-  uint64_t audited_at_events_ = 0;  // events run at the last sample-time audit
+  RunMeasurements measurements_;
 };
 
 }  // namespace heatsink::sim::runner_internal

@@ -38,67 +38,24 @@ void Simulation::PumpNext() {
   });
 }
 
-std::optional<size_t> Simulation::RequestRowFor(const SimOp& op) {
-  if (!scenario_.outputs.per_request_csv) return std::nullopt;
-  if (op.request >= 0) {
-    auto [it, inserted] =
-        trace_requests_.try_emplace({op.workload, op.request}, result_.requests.size());
-    if (inserted) {
-      RequestSample sample;
-      sample.id = op.request;
-      sample.arrival_ns = op.t_ns - op.compute_ns;
-      result_.requests.push_back(std::move(sample));
-    }
-    RequestSample& sample = result_.requests[it->second];
-    sample.arrival_ns = std::min(sample.arrival_ns, op.t_ns - op.compute_ns);
-    if (op.phase == SimOpPhase::kPrefillRead || op.phase == SimOpPhase::kPrefillPut) {
-      sample.prefill_instance = op.instance;
-    }
-    if (op.phase == SimOpPhase::kDecodeRead) sample.decode_instance = op.instance;
-    if (op.phase == SimOpPhase::kPrefillRead) {
-      sample.blocks_hit += static_cast<int64_t>(op.keys.size());
-    }
-    if (op.phase == SimOpPhase::kPrefillPut) {
-      sample.blocks_missed += static_cast<int64_t>(op.keys.size());
-    }
-    return it->second;
-  }
-  if (op.kind == SimOpKind::kGet || op.kind == SimOpKind::kBatchGet) {
-    if (op.reader < 0) return std::nullopt;  // scripted reads are not requests
-    RequestSample sample;
-    sample.id = synthetic_requests_++;
-    sample.arrival_ns = op.t_ns;
-    sample.decode_instance = op.client;
-    result_.requests.push_back(std::move(sample));
-    return result_.requests.size() - 1;
-  }
-  return std::nullopt;
-}
-
-void Simulation::FinishRequestOp(std::optional<size_t> row) {
-  if (!row.has_value()) return;
-  RequestSample& sample = result_.requests[*row];
-  sample.done_ns = std::max(sample.done_ns, env_.NowNs());
-}
-
 absl::Status Simulation::Execute(SimOp& op) {
   switch (op.kind) {
     case SimOpKind::kPut:
-      IssuePut(op, RequestRowFor(op));
+      IssuePut(op, measurements_.RequestRowFor(op));
       return absl::OkStatus();
     case SimOpKind::kBatchPut:
-      IssueBatchPut(op, RequestRowFor(op));
+      IssueBatchPut(op, measurements_.RequestRowFor(op));
       return absl::OkStatus();
     case SimOpKind::kGet:
     case SimOpKind::kBatchGet:
-      IssueRead(op, RequestRowFor(op));
+      IssueRead(op, measurements_.RequestRowFor(op));
       return absl::OkStatus();
     case SimOpKind::kRemove: {
-      const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
+      const ClientRt& client = cluster_.ClientNamed(op.client);
       RemoveRequest req;
       req.name = ObjectName{op.tenant, op.keys.front()};
-      hosts_[static_cast<size_t>(client.host)].master_client->Remove(req, [this](absl::Status st) {
-        CountMetric(st.ok() ? "sim_removes_total" : "sim_removes_failed_total");
+      cluster_.host(client.host).master_client->Remove(req, [this](absl::Status st) {
+        measurements_.CountMetric(st.ok() ? "sim_removes_total" : "sim_removes_failed_total");
       });
       return absl::OkStatus();
     }
@@ -118,7 +75,7 @@ absl::Status Simulation::Execute(SimOp& op) {
       }
       return absl::OkStatus();
     case SimOpKind::kDelayCopies:
-      hosts_[static_cast<size_t>(host_index_.at(op.host))].copy_delay_ns = op.delay_ns;
+      cluster_.HostNamed(op.host).copy_delay_ns = op.delay_ns;
       return absl::OkStatus();
     case SimOpKind::kCopyStart:
       return ScriptedCopyStart(op);
@@ -131,7 +88,8 @@ absl::Status Simulation::Execute(SimOp& op) {
       absl::StatusOr<WarmupRequestResult> r = master_up()
                                                   ? replicated_->RequestWarmup(op.requester_domain)
                                                   : MasterDownError("master is down");
-      CountMetric(r.ok() ? "sim_warmups_requested_total" : "sim_warmups_refused_total");
+      measurements_.CountMetric(r.ok() ? "sim_warmups_requested_total"
+                                       : "sim_warmups_refused_total");
       if (options_.observer != nullptr) {
         options_.observer->OnNote(env_.NowNs(),
                                   r.ok() ? absl::StrCat("warmup of ", op.requester_domain, ": ",
@@ -147,10 +105,10 @@ absl::Status Simulation::Execute(SimOp& op) {
       // drained segment stay readable, nothing new is placed there and it
       // sources no dynamic copy.
       const absl::Status st = master_up() ? replicated_->SetSegmentAllocatable(
-                                                ClientId(), segment_by_name_.at(op.segment),
+                                                ClientId(), cluster_.SegmentNamed(op.segment),
                                                 op.kind == SimOpKind::kUndrain)
                                           : MasterDownError("master is down");
-      CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
+      measurements_.CountMetric(st.ok() ? "sim_drains_total" : "sim_drains_failed_total");
       return absl::OkStatus();
     }
     case SimOpKind::kSetKnob:
@@ -160,8 +118,8 @@ absl::Status Simulation::Execute(SimOp& op) {
 }
 
 void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
-  const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
-  HostRt& host = hosts_[static_cast<size_t>(client.host)];
+  const ClientRt& client = cluster_.ClientNamed(op.client);
+  HostRt& host = cluster_.host(client.host);
   PutStartRequest req;
   req.name = ObjectName{op.tenant, op.keys.front()};
   req.size_bytes = static_cast<uint64_t>(op.size_bytes);
@@ -194,12 +152,12 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
 void Simulation::PutStarted(uint32_t put, absl::StatusOr<PutStartResponse> started) {
   PutRt& p = puts_[put];
   if (!started.ok() || started->replicas.empty()) {
-    CountMetric("sim_puts_failed_total");
+    measurements_.CountMetric("sim_puts_failed_total");
     FinishPut(put);
     return;
   }
   p.version = started->version;
-  const std::optional<int> target = HostOfSegment(started->replicas.front().segment_id);
+  const std::optional<int> target = cluster_.HostOfSegment(started->replicas.front().segment_id);
   HS_CHECK(target.has_value());
   p.target = *target;
   FlowSpec flow;
@@ -217,27 +175,27 @@ void Simulation::PutMoved(uint32_t put, absl::Status moved) {
     return;
   }
   const PutRt& p = puts_[put];
-  hosts_[static_cast<size_t>(p.writer_host)].master_client->PutEnd(
-      p.writer, PutEndRequest{p.name, p.version},
-      [this, put](absl::Status ended) { PutEnded(put, std::move(ended)); });
+  SimMasterClient* mc = cluster_.host(p.writer_host).master_client.get();
+  mc->PutEnd(p.writer, PutEndRequest{p.name, p.version},
+             [this, put](absl::Status ended) { PutEnded(put, std::move(ended)); });
 }
 
 void Simulation::RevokePut(uint32_t put) {
   const PutRt& p = puts_[put];
-  CountMetric("sim_puts_failed_total");
-  hosts_[static_cast<size_t>(p.writer_host)].master_client->PutRevoke(
-      p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
+  measurements_.CountMetric("sim_puts_failed_total");
+  SimMasterClient* mc = cluster_.host(p.writer_host).master_client.get();
+  mc->PutRevoke(p.writer, PutRevokeRequest{p.name, p.version}, [](absl::Status) {});
   FinishPut(put);
 }
 
 void Simulation::PutEnded(uint32_t put, absl::Status ended) {
   const PutRt& p = puts_[put];
   if (ended.ok()) {
-    CountMetric("sim_puts_total");
-    HostRt& h = hosts_[static_cast<size_t>(p.target)];
+    measurements_.CountMetric("sim_puts_total");
+    HostRt& h = cluster_.host(p.target);
     if (h.numa != nullptr) h.numa->Store(p.name, p.size);
   } else {
-    CountMetric("sim_puts_failed_total");
+    measurements_.CountMetric("sim_puts_failed_total");
   }
   FinishPut(put);
 }
@@ -250,7 +208,7 @@ constexpr size_t kPutPoolKeepMax = size_t{1} << 14;
 void Simulation::FinishPut(uint32_t put) {
   // EndPut may start reads that wait for this put; they never touch puts_.
   EndPut(puts_[put].name);
-  FinishRequestOp(puts_[put].request_row);
+  measurements_.FinishRequest(puts_[put].request_row, env_.NowNs());
   free_puts_.push_back(put);
   if (free_puts_.size() == puts_.size() && puts_.size() > kPutPoolKeepMax) {
     // Not `= {}`: assigning an empty list keeps a vector's capacity.
@@ -260,8 +218,8 @@ void Simulation::FinishPut(uint32_t put) {
 }
 
 void Simulation::IssueBatchPut(const SimOp& op, std::optional<size_t> request_row) {
-  const ClientRt& client = clients_[static_cast<size_t>(client_index_.at(op.client))];
-  HostRt& host = hosts_[static_cast<size_t>(client.host)];
+  const ClientRt& client = cluster_.ClientNamed(op.client);
+  HostRt& host = cluster_.host(client.host);
   // More keys than the master takes in one call go in several batches.
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(knobs_.master.batch_keys_max, 1));
   for (size_t first = 0; first < op.keys.size(); first += chunk) {
@@ -306,12 +264,13 @@ void Simulation::BatchPutStarted(const PutBatchHandle& batch,
     const absl::StatusOr<PutStartResponse>* started = r.ok() ? &r->results[i] : nullptr;
     if (started == nullptr || !started->ok() || (*started)->replicas.empty()) {
       // Nothing to end or revoke: the key's put failed here.
-      CountMetric("sim_puts_failed_total");
+      measurements_.CountMetric("sim_puts_failed_total");
       EndPut(batch->names[i]);
       continue;
     }
     batch->versions[i] = (*started)->version;
-    const std::optional<int> target = HostOfSegment((*started)->replicas.front().segment_id);
+    const std::optional<int> target =
+        cluster_.HostOfSegment((*started)->replicas.front().segment_id);
     HS_CHECK(target.has_value());
     batch->targets[i] = *target;
     auto group = std::find_if(groups.begin(), groups.end(),
@@ -343,7 +302,7 @@ void Simulation::BatchPutStarted(const PutBatchHandle& batch,
 }
 
 void Simulation::EndBatchPut(const PutBatchHandle& batch) {
-  SimMasterClient* mc = hosts_[static_cast<size_t>(batch->writer_host)].master_client.get();
+  SimMasterClient* mc = cluster_.host(batch->writer_host).master_client.get();
   BatchPutEndRequest end;
   BatchPutRevokeRequest revoke;
   std::vector<size_t> ending;
@@ -354,7 +313,7 @@ void Simulation::EndBatchPut(const PutBatchHandle& batch) {
       ending.push_back(i);
       continue;
     }
-    CountMetric("sim_puts_failed_total");
+    measurements_.CountMetric("sim_puts_failed_total");
     revoke.puts.push_back(PutRevokeRequest{batch->names[i], batch->versions[i]});
     EndPut(batch->names[i]);
   }
@@ -362,7 +321,7 @@ void Simulation::EndBatchPut(const PutBatchHandle& batch) {
     mc->BatchPutRevoke(batch->writer, std::move(revoke), [](absl::StatusOr<BatchPutResponse>) {});
   }
   if (ending.empty()) {
-    FinishRequestOp(batch->request_row);
+    measurements_.FinishRequest(batch->request_row, env_.NowNs());
     return;
   }
   mc->BatchPutEnd(batch->writer, std::move(end),
@@ -370,22 +329,22 @@ void Simulation::EndBatchPut(const PutBatchHandle& batch) {
                     for (size_t j = 0; j < ending.size(); ++j) {
                       const size_t i = ending[j];
                       if (r.ok() && r->results[j].ok()) {
-                        CountMetric("sim_puts_total");
-                        HostRt& h = hosts_[static_cast<size_t>(batch->targets[i])];
+                        measurements_.CountMetric("sim_puts_total");
+                        HostRt& h = cluster_.host(batch->targets[i]);
                         if (h.numa != nullptr) h.numa->Store(batch->names[i], batch->size);
                       } else {
-                        CountMetric("sim_puts_failed_total");
+                        measurements_.CountMetric("sim_puts_failed_total");
                       }
                       EndPut(batch->names[i]);
                     }
-                    FinishRequestOp(batch->request_row);
+                    measurements_.FinishRequest(batch->request_row, env_.NowNs());
                   });
 }
 
 absl::Status Simulation::KillWorker(const HostId& name) {
-  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(name))];
+  HostRt& host = cluster_.HostNamed(name);
   if (!host.worker_up) return absl::OkStatus();
-  CountMetric("sim_worker_crashes_total");
+  measurements_.CountMetric("sim_worker_crashes_total");
   host.worker.reset();
   host.worker_up = false;
   for (const MountSegmentRequest& s : host.segments) sim_mover_->FailCopiesOfSegment(s.segment_id);
@@ -395,17 +354,17 @@ absl::Status Simulation::KillWorker(const HostId& name) {
 }
 
 absl::Status Simulation::RestartWorker(const HostId& name) {
-  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(name))];
+  HostRt& host = cluster_.HostNamed(name);
   if (host.worker_up) return absl::OkStatus();
-  CountMetric("sim_worker_restarts_total");
+  measurements_.CountMetric("sim_worker_restarts_total");
   StartWorker(host);
   return absl::OkStatus();
 }
 
 absl::Status Simulation::MountOrUnmount(const std::string& segment, bool mount) {
-  const SegmentId id = segment_by_name_.at(segment);
-  SegmentRt& seg = segments_[id];
-  HostRt& host = hosts_[static_cast<size_t>(seg.host)];
+  const SegmentId id = cluster_.SegmentNamed(segment);
+  SegmentRt& seg = cluster_.segment(id);
+  HostRt& host = cluster_.host(seg.host);
   if (mount) {
     const MountSegmentRequest* req = nullptr;
     for (const MountSegmentRequest& s : host.segments) {
@@ -414,13 +373,13 @@ absl::Status Simulation::MountOrUnmount(const std::string& segment, bool mount) 
     HS_CHECK(req != nullptr);
     seg.mounted = true;
     host.master_client->MountSegment(host.worker_id, *req, [this](absl::Status st) {
-      CountMetric(st.ok() ? "sim_mounts_total" : "sim_mounts_failed_total");
+      measurements_.CountMetric(st.ok() ? "sim_mounts_total" : "sim_mounts_failed_total");
     });
   } else {
     seg.mounted = false;
     sim_mover_->FailCopiesOfSegment(id);
     host.master_client->UnmountSegment(host.worker_id, id, [this](absl::Status st) {
-      CountMetric(st.ok() ? "sim_unmounts_total" : "sim_unmounts_failed_total");
+      measurements_.CountMetric(st.ok() ? "sim_unmounts_total" : "sim_unmounts_failed_total");
     });
   }
   return absl::OkStatus();
@@ -443,16 +402,16 @@ absl::Status Simulation::SetKnob(const SimOp& op) {
   // A master that is down starts in the new mode (its configuration).
   mode_ = knobs.dynamic_replication_mode;
   if (master_up()) replicated_->SetDynamicReplicationMode(mode_);
-  CountMetric("sim_mode_changes_total");
+  measurements_.CountMetric("sim_mode_changes_total");
   Note(absl::StrCat("dynamic_replication_mode set to ", op.knob_value));
   return absl::OkStatus();
 }
 
 absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
-  HostRt& host = hosts_[static_cast<size_t>(host_index_.at(op.host))];
+  HostRt& host = cluster_.HostNamed(op.host);
   const ObjectName name{op.tenant, op.keys.front()};
   if (!master_up()) {
-    CountMetric("sim_scripted_copy_starts_without_lease_total");
+    measurements_.CountMetric("sim_scripted_copy_starts_without_lease_total");
     return absl::OkStatus();
   }
   const std::vector<PendingActionView> pending = replicated_->replication().PendingActions();
@@ -464,7 +423,7 @@ absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
     }
   }
   if (found == nullptr) {
-    CountMetric("sim_scripted_copy_starts_without_lease_total");
+    measurements_.CountMetric("sim_scripted_copy_starts_without_lease_total");
     return absl::OkStatus();
   }
   CopyStartRequest fence;
@@ -473,8 +432,8 @@ absl::Status Simulation::ScriptedCopyStart(const SimOp& op) {
   fence.lease_id = found->lease.lease_id;
   host.master_client->DynamicReplicaCopyStart(
       host.worker_id, fence, [this](absl::StatusOr<CopyStartResponse> r) {
-        CountMetric(r.ok() ? "sim_scripted_copy_starts_accepted_total"
-                           : "sim_scripted_copy_starts_rejected_total");
+        measurements_.CountMetric(r.ok() ? "sim_scripted_copy_starts_accepted_total"
+                                         : "sim_scripted_copy_starts_rejected_total");
       });
   return absl::OkStatus();
 }
@@ -488,7 +447,7 @@ absl::Status Simulation::ScriptedPropose(const SimOp& op) {
   const ScriptedProposal& spec = *op.proposal;
   if (!master_up()) {
     // No master to take the burst: every call fails.
-    CountMetric("sim_proposals_rejected_total", spec.count);
+    measurements_.CountMetric("sim_proposals_rejected_total", spec.count);
     return absl::OkStatus();
   }
   ReplicaActionProposal proposal;
@@ -510,7 +469,8 @@ absl::Status Simulation::ScriptedPropose(const SimOp& op) {
     proposal.proposal_id = ProposalId(
         static_cast<uint64_t>(spec.same_id ? spec.first_proposal_id : spec.first_proposal_id + i));
     absl::StatusOr<ReplicaActionLease> result = replicated_->SubmitReplicaActionProposal(proposal);
-    CountMetric(result.ok() ? "sim_proposals_accepted_total" : "sim_proposals_rejected_total");
+    measurements_.CountMetric(result.ok() ? "sim_proposals_accepted_total"
+                                          : "sim_proposals_rejected_total");
     if (options_.observer != nullptr) {
       ProposalObservation seen;
       seen.t_ns = now;
@@ -535,33 +495,26 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
     doomed = true;
     if (--it->second == 0) fail_copies_by_key_.erase(it);
   }
-  const std::optional<int> src = HostOfSegment(range.source_segment);
-  const std::optional<int> dst = HostOfSegment(range.target_segment);
-  const DurationNs delay = src.has_value() ? hosts_[static_cast<size_t>(*src)].copy_delay_ns : 0;
-  const uint64_t copy = next_copy_++;
-  if (master_crashes_) copies_in_flight_.emplace(copy, range);
+  const std::optional<int> src = cluster_.HostOfSegment(range.source_segment);
+  const std::optional<int> dst = cluster_.HostOfSegment(range.target_segment);
+  const DurationNs delay = src.has_value() ? cluster_.host(*src).copy_delay_ns : 0;
+  const uint64_t copy = recovery_.CopyStarted(range, /*track=*/master_crashes_);
   sim_mover_->StartCopy(range, [this, range, doomed, src, dst, delay, copy,
                                 done = std::move(done)](absl::Status status) mutable {
     if (status.ok() && doomed) {
       status = absl::UnavailableError("copy failed by the scenario (fail_copy)");
     }
-    IntervalSample& s = IntervalAt(env_.NowNs());
     if (status.ok()) {
-      ++result_.copies_completed;
-      result_.copy_bytes += range.size_bytes;
-      ++s.copies_completed;
-      s.copy_bytes += range.size_bytes;
-      if (src.has_value() && dst.has_value() &&
-          network_->DistanceBetween(*src, *dst) == Distance::kCrossDomain) {
-        result_.copy_bytes_cross_domain += range.size_bytes;
-      }
+      const bool cross_domain = src.has_value() && dst.has_value() &&
+                                network_->DistanceBetween(*src, *dst) == Distance::kCrossDomain;
+      measurements_.CountCopyCompleted(env_.NowNs(), range.size_bytes, cross_domain);
       if (dst.has_value()) {
-        HostRt& h = hosts_[static_cast<size_t>(*dst)];
+        HostRt& h = cluster_.host(*dst);
         if (h.numa != nullptr) {
           h.numa->Store(range.object, range.size_bytes);
           // The copy carries its source's decayed scores (score inheritance).
           if (src.has_value()) {
-            const HostRt& from = hosts_[static_cast<size_t>(*src)];
+            const HostRt& from = cluster_.host(*src);
             if (from.numa != nullptr) {
               h.numa->InheritScores(range.object, range.size_bytes, *from.numa);
             }
@@ -569,15 +522,15 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
         }
       }
     } else {
-      ++result_.copies_failed;
+      measurements_.CountCopyFailed();
     }
     if (delay > 0) {
       env_.engine().ScheduleAfter(delay, [this, copy, done = std::move(done), status]() mutable {
-        copies_in_flight_.erase(copy);
+        recovery_.CopyEnded(copy);
         std::move(done)(status);
       });
     } else {
-      copies_in_flight_.erase(copy);
+      recovery_.CopyEnded(copy);
       std::move(done)(status);
     }
   });
@@ -586,9 +539,8 @@ void Simulation::StartCopy(const CopyRange& range, absl::AnyInvocable<void(absl:
 void Simulation::OnKeyRead(const ReadObservation& read) {
   if (!reads_file_.open()) return;
   std::string line = ReadLineHead(read.t_ns, read.tenant, read.key, read.requester_domain);
-  const auto it = client_by_id_.find(read.requester.value);
-  if (it != client_by_id_.end()) {
-    AppendJsonString(&line, clients_[static_cast<size_t>(it->second)].full_name);
+  if (const ClientRt* client = cluster_.FindClient(read.requester); client != nullptr) {
+    AppendJsonString(&line, client->full_name);
   } else {
     line += "null";
   }
@@ -597,15 +549,11 @@ void Simulation::OnKeyRead(const ReadObservation& read) {
 }
 
 void Simulation::OnReplicaRemoved(const ReplicaRemoval& removal) {
-  const SegmentId segment = removal.replica.segment_id;
-  if (master_restarts_ > 0) {
-    removed_since_restart_.emplace(segment, removal.replica.offset);
-    removed_bytes_since_restart_[segment] += removal.replica.size_bytes;
-  }
+  recovery_.OnReplicaRemoved(removal.replica);
   if (removal.replica.status != ReplicaStatus::kComplete) return;
-  const std::optional<int> host = HostOfSegment(segment);
+  const std::optional<int> host = cluster_.HostOfSegment(removal.replica.segment_id);
   if (host.has_value()) {
-    HostRt& h = hosts_[static_cast<size_t>(*host)];
+    HostRt& h = cluster_.host(*host);
     if (h.numa != nullptr) h.numa->Remove(removal.name, removal.replica.size_bytes);
   }
 }

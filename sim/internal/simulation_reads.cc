@@ -12,13 +12,14 @@
 #include "absl/strings/match.h"
 #include "core/replication/replica_selection.h"
 #include "sim/internal/simulation.h"
+#include "sim/limit_lines.h"
 
 namespace heatsink::sim::runner_internal {
 
 void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
   auto read = std::make_shared<ReadRt>();
   read->issued_ns = env_.NowNs();
-  read->client = client_index_.at(op.client);
+  read->client = cluster_.ClientIndex(op.client);
   read->request_row = request_row;
   std::vector<ObjectName> names;
   names.reserve(op.keys.size());
@@ -33,7 +34,7 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
     ReadKeys(std::move(read), std::move(names), 0);
     return;
   }
-  CountMetric("sim_reads_waited_for_put_total");
+  measurements_.CountMetric("sim_reads_waited_for_put_total");
   auto wait =
       std::make_shared<ReadWaitRt>(ReadWaitRt{std::move(read), in_flight, std::move(names)});
   for (const ObjectName& name : wait->names) {
@@ -78,8 +79,8 @@ constexpr int64_t kMasterRetryDoublingsMax = 8;
 }  // namespace
 
 void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_t attempt) {
-  const ClientRt& client = clients_[static_cast<size_t>(read->client)];
-  SimMasterClient* mc = hosts_[static_cast<size_t>(client.host)].master_client.get();
+  const ClientRt& client = cluster_.client(read->client);
+  SimMasterClient* mc = cluster_.host(client.host).master_client.get();
   // Keys still being written are read again after read_retry_ms; keys the
   // master could not serve (down or recovering) after a backoff that doubles
   // with each such retry of the read.
@@ -87,16 +88,17 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
     if (again.empty()) return;
     if (attempt >= knobs_.driver.read_retries_max) {
       for (size_t i = 0; i < again.size(); ++i) {
-        CountMetric("sim_reads_failed_total");
-        if (backoff) CountMetric("sim_reads_gave_up_master_unavailable_total");
+        measurements_.CountMetric("sim_reads_failed_total");
+        if (backoff) measurements_.CountMetric("sim_reads_gave_up_master_unavailable_total");
         FinishKey(read, false, 0, Distance::kSameHost);
       }
       return;
     }
-    CountMetric("sim_read_retries_total", static_cast<int64_t>(again.size()));
+    measurements_.CountMetric("sim_read_retries_total", static_cast<int64_t>(again.size()));
     DurationNs delay = MsToNs(knobs_.driver.read_retry_ms);
     if (backoff) {
-      CountMetric("sim_read_retries_master_unavailable_total", static_cast<int64_t>(again.size()));
+      measurements_.CountMetric("sim_read_retries_master_unavailable_total",
+                                static_cast<int64_t>(again.size()));
       delay <<= std::min(read->master_retries, kMasterRetryDoublingsMax);
       ++read->master_retries;
     }
@@ -116,11 +118,11 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
       if (MasterUnavailable(r.status())) *backoff = true;
     } else {
       const bool miss = r.status().code() == absl::StatusCode::kNotFound;
-      CountMetric(miss ? "sim_read_misses_total" : "sim_reads_failed_total");
+      measurements_.CountMetric(miss ? "sim_read_misses_total" : "sim_reads_failed_total");
       // After a master crash: a miss of an object a live store holds
       // complete is an object the restart lost.
-      if (miss && master_restarts_ > 0 && HeldCompleteByLiveStore(name)) {
-        CountMetric("sim_read_misses_of_stored_objects_total");
+      if (miss && recovery_.master_restarts() > 0 && recovery_.HeldCompleteByLiveStore(name)) {
+        measurements_.CountMetric("sim_read_misses_of_stored_objects_total");
       }
       FinishKey(read, false, 0, Distance::kSameHost);
     }
@@ -151,7 +153,7 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
         return;
       }
       for (size_t i = 0; i < names.size(); ++i) {
-        CountMetric("sim_reads_failed_total");
+        measurements_.CountMetric("sim_reads_failed_total");
         FinishKey(read, false, 0, Distance::kSameHost);
       }
       return;
@@ -165,8 +167,8 @@ void Simulation::ReadKeys(ReadHandle read, std::vector<ObjectName> names, int64_
 
 void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
                              const GetReplicaListResponse& response) {
-  const ClientRt& client = clients_[static_cast<size_t>(read->client)];
-  const HostRt& reader_host = hosts_[static_cast<size_t>(client.host)];
+  const ClientRt& client = cluster_.client(read->client);
+  const HostRt& reader_host = cluster_.host(client.host);
   absl::InlinedVector<ReadableReplica, 4> readable;  // one per key read: no allocation
   readable.reserve(response.replicas.size());
   for (const ReplicaDescriptor& r : response.replicas) {
@@ -178,24 +180,22 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
                            ReaderIdentity{client.id, reader_host.name, client.domain}, name,
                            readable, static_cast<uint64_t>(knobs_.driver.replica_selection_seed));
   const std::optional<int> source =
-      choice.has_value() ? HostOfSegment(response.replicas[*choice].segment_id) : std::nullopt;
-  if (!source.has_value() || !hosts_[static_cast<size_t>(*source)].worker_up) {
+      choice.has_value() ? cluster_.HostOfSegment(response.replicas[*choice].segment_id)
+                         : std::nullopt;
+  if (!source.has_value() || !cluster_.host(*source).worker_up) {
     // The chosen replica's worker is down: its memory is gone.
-    CountMetric("sim_reads_failed_total");
+    measurements_.CountMetric("sim_reads_failed_total");
     FinishKey(read, false, 0, Distance::kSameHost);
     return;
   }
-  HostRt& serving = hosts_[static_cast<size_t>(*source)];
+  HostRt& serving = cluster_.host(*source);
   const uint64_t size = response.size_bytes;
   DurationNs memory_ns = 0;
   if (serving.numa != nullptr) {
-    const NumaReadCost cost = serving.numa->Read(name, size, IntervalIndex(env_.NowNs()));
+    const NumaReadCost cost =
+        serving.numa->Read(name, size, measurements_.IntervalIndex(env_.NowNs()));
     memory_ns = cost.memory_ns;
-    IntervalSample& s = IntervalAt(env_.NowNs());
-    s.numa_reads += cost.head_reads;
-    s.numa_local_reads += cost.local_reads;
-    result_.numa_reads += cost.head_reads;
-    result_.numa_local_reads += cost.local_reads;
+    measurements_.CountNumaRead(env_.NowNs(), cost);
   }
   const Distance distance = network_->DistanceBetween(*source, client.host);
   const int src = *source;
@@ -210,7 +210,7 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
     if (r.kind == ReplicaKind::kMemory) ++target.ordinary_replicas;
     if (r.location->domain == client.domain) target.base_cross_domain = false;
   }
-  const uint32_t limit_pair = limit_lines_->PairFor(name, response.version, target);
+  const uint32_t limit_pair = measurements_.limit_lines().PairFor(name, response.version, target);
   const bool base_cross = target.base_cross_domain;
   const TimeNs served_ns = env_.NowNs();
   FlowSpec flow;
@@ -222,59 +222,28 @@ void Simulation::ReadReplica(ReadHandle read, const ObjectName& name,
   auto landed = [this, read, size, served_ns, distance, src, limit_pair,
                  base_cross](absl::Status moved) {
     if (!moved.ok()) {
-      CountMetric("sim_reads_failed_total");
+      measurements_.CountMetric("sim_reads_failed_total");
       FinishKey(read, false, 0, distance);
       return;
     }
     if (limit_pair != LimitLineRecorder::kNoPair) {
-      limit_lines_->OnRead(limit_pair, served_ns, size, distance == Distance::kCrossDomain,
-                           base_cross);
+      measurements_.limit_lines().OnRead(limit_pair, served_ns, size,
+                                         distance == Distance::kCrossDomain, base_cross);
     }
-    IntervalSample& s = IntervalAt(env_.NowNs());
-    s.host_bytes_served[static_cast<size_t>(src)] += size;
-    result_.host_bytes_served[static_cast<size_t>(src)] += size;
+    measurements_.CountBytesServed(env_.NowNs(), src, size);
     FinishKey(read, true, size, distance);
   };
   absl::StatusOr<FlowId> id = network_->StartFlow(flow, std::move(landed));
   if (!id.ok()) {
-    CountMetric("sim_reads_failed_total");
+    measurements_.CountMetric("sim_reads_failed_total");
     FinishKey(read, false, 0, distance);
   }
 }
 
 void Simulation::FinishKey(const ReadHandle& read, bool ok, uint64_t bytes, Distance distance) {
   const TimeNs now = env_.NowNs();
-  if (ok) {
-    const TimeNs latency = now - read->issued_ns;
-    read_latencies_.push_back(latency);
-    IntervalSample& s = IntervalAt(now);
-    ++s.reads;
-    ++result_.reads;
-    uint64_t* total = nullptr;
-    uint64_t* interval = nullptr;
-    switch (distance) {
-      case Distance::kSameHost:
-        total = &result_.bytes_read.same_host;
-        interval = &s.bytes.same_host;
-        break;
-      case Distance::kSameDomain:
-        total = &result_.bytes_read.same_domain;
-        interval = &s.bytes.same_domain;
-        break;
-      case Distance::kCrossDomain:
-        total = &result_.bytes_read.cross_domain;
-        interval = &s.bytes.cross_domain;
-        break;
-    }
-    *total += bytes;
-    *interval += bytes;
-    if (read->request_row.has_value()) {
-      RequestSample& r = result_.requests[*read->request_row];
-      r.bytes_read += bytes;
-      if (distance == Distance::kCrossDomain) r.cross_domain_bytes += bytes;
-    }
-  }
-  if (--read->keys_outstanding == 0) FinishRequestOp(read->request_row);
+  if (ok) measurements_.CountKeyRead(now, read->issued_ns, bytes, distance, read->request_row);
+  if (--read->keys_outstanding == 0) measurements_.FinishRequest(read->request_row, now);
 }
 
 }  // namespace heatsink::sim::runner_internal

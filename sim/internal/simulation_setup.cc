@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,6 @@ namespace heatsink::sim::runner_internal {
 namespace {
 
 constexpr uint64_t kPpm = 1'000'000;
-constexpr uint64_t kStoreClientIdBase = 1'000'000;
 // restart_grace_ms of a master restarted after a master_crash when the
 // scenario leaves it 0 (docs/master-crash.md).
 constexpr int64_t kMasterCrashRestartGraceDefaultMs = 2'000;
@@ -32,7 +32,6 @@ uint64_t ProbabilityPpm(double p) {
 // ------------------------------------------------------------------- setup
 
 absl::Status Simulation::Build() {
-  if (options_.keep_limit_reads) limit_lines_->KeepAvoidableReads();
   if (!options_.out_dir.empty()) {
     HS_RETURN_IF_ERROR(EnsureDirectory(options_.out_dir));
     HS_RETURN_IF_ERROR(decisions_file_.Open(JoinPath(options_.out_dir, "decisions.jsonl")));
@@ -45,13 +44,8 @@ absl::Status Simulation::Build() {
   HS_ASSIGN_OR_RETURN(network_, Network::Create(&env_.engine(), &env_.network_rng(),
                                                 BuildNetworkTopology(scenario_), knobs_.network));
   sim_mover_ = std::make_unique<SimDataMover>(
-      &env_.engine(), network_.get(), [this](SegmentId id) -> std::optional<HostId> {
-        const auto it = segments_.find(id);
-        if (it == segments_.end() || !it->second.mounted) return std::nullopt;
-        const HostRt& host = hosts_[static_cast<size_t>(it->second.host)];
-        if (!host.worker_up) return std::nullopt;
-        return host.name;
-      });
+      &env_.engine(), network_.get(),
+      [this](SegmentId id) -> std::optional<HostId> { return cluster_.ServingHost(id); });
   const ScenarioFaults& faults = scenario_.faults;
   if (faults.copy_failure_probability > 0) {
     sim_mover_->SetFailureInjection(ProbabilityPpm(faults.copy_failure_probability), kPpm,
@@ -70,34 +64,8 @@ absl::Status Simulation::Build() {
 
   HS_ASSIGN_OR_RETURN(ops_, MakeScenarioOpStream(scenario_, env_.workload_rng()));
 
-  // Identity of the run.
-  result_.scenario_name = scenario_.name;
-  result_.scenario_path = scenario_.source;
-  result_.label = options_.label;
-  result_.seed = seed_;
-  for (const SeedEntry& s : env_.Seeds()) {
-    if (s.name != "root") result_.sub_seeds.emplace_back(s.name, s.seed);
-  }
-  result_.knobs = knobs_.Dump();
-  result_.replay_command = options_.replay_command;
-  result_.duration_ns = scenario_.duration_ns;
-  result_.time_step_ns = scenario_.time_step_ns;
-  for (const ScenarioDomain& d : scenario_.topology.domains) {
-    result_.domains.push_back(d.name);
-    for (const ScenarioHost& h : d.hosts) {
-      result_.hosts.push_back(h.name);
-      result_.host_domains.push_back(d.name);
-    }
-  }
-  result_.host_bytes_served.assign(hosts_.size(), 0);
-  const int64_t intervals =
-      (scenario_.duration_ns + scenario_.time_step_ns - 1) / scenario_.time_step_ns;
-  result_.intervals.resize(static_cast<size_t>(intervals));
-  for (int64_t i = 0; i < intervals; ++i) {
-    IntervalSample& s = result_.intervals[static_cast<size_t>(i)];
-    s.t_start_ns = i * scenario_.time_step_ns;
-    s.host_bytes_served.assign(hosts_.size(), 0);
-  }
+  // The identity of the run and its sampling intervals.
+  measurements_.StartResult(seed_, env_.Seeds(), knobs_.Dump());
   return absl::OkStatus();
 }
 
@@ -123,7 +91,7 @@ absl::Status Simulation::StartMaster(bool restarted) {
       }
       if (master_knobs.restart_expected_stores == 0) {
         // The stores that are up: their reports end the recovery early.
-        for (const HostRt& h : hosts_) {
+        for (const HostRt& h : cluster_.hosts()) {
           if (h.worker_up && !h.segments.empty()) ++master_knobs.restart_expected_stores;
         }
       }
@@ -137,7 +105,7 @@ absl::Status Simulation::StartMaster(bool restarted) {
   // A restarted master's task and lease ids start above the earlier
   // incarnations' (MasterService::SetIdEpoch): a copy that outlived the
   // crash cannot end a task of the new master.
-  if (restarted) replicated_->SetIdEpoch(static_cast<uint32_t>(master_restarts_ + 1));
+  if (restarted) replicated_->SetIdEpoch(static_cast<uint32_t>(recovery_.master_restarts() + 1));
   if (replicated_->dynamic_replication_mode() != mode_) {
     replicated_->SetDynamicReplicationMode(mode_);
   }
@@ -152,55 +120,17 @@ absl::Status Simulation::StartMaster(bool restarted) {
 }
 
 absl::Status Simulation::BuildHosts() {
-  uint64_t next_segment = 1;
-  int32_t domain_index = 0;
-  for (const ScenarioDomain& d : scenario_.topology.domains) {
-    const int32_t this_domain = domain_index++;
-    for (const ScenarioHost& h : d.hosts) {
-      HostRt host;
-      host.spec = &h;
-      host.index = static_cast<int>(hosts_.size());
-      host.name = h.name;
-      host.domain = d.name;
-      host.join_at_ns = d.join_at_ns;
-      host.worker_id = ClientId(1 + static_cast<uint64_t>(host.index));
-      for (const ScenarioSegment& s : h.segments) {
-        MountSegmentRequest req;
-        req.segment_id = SegmentId(next_segment++);
-        req.name = s.full_name;
-        req.host = h.name;
-        req.domain = d.name;
-        req.capacity_bytes = static_cast<uint64_t>(s.capacity_bytes);
-        req.transport_endpoint = s.full_name;
-        segments_[req.segment_id] = SegmentRt{host.index, s.full_name, false};
-        segment_by_name_[s.full_name] = req.segment_id;
-        host.segments.push_back(std::move(req));
-      }
-      for (const ScenarioClient& c : h.clients) {
-        ClientRt client;
-        client.full_name = c.full_name;
-        client.id = ClientId(kStoreClientIdBase + clients_.size());
-        client.host = host.index;
-        client.domain = d.name;
-        client.domain_index = this_domain;
-        client_index_[c.full_name] = static_cast<int>(clients_.size());
-        client_by_id_[client.id.value] = static_cast<int>(clients_.size());
-        clients_.push_back(std::move(client));
-      }
-      host_index_[h.name] = host.index;
-      hosts_.push_back(std::move(host));
-    }
-  }
+  cluster_.AddScenario(scenario_);
   if (!knobs_.driver.master_host.empty()) {
-    const auto it = host_index_.find(knobs_.driver.master_host);
-    if (it == host_index_.end()) {
+    const std::optional<int> master_host = cluster_.FindHost(knobs_.driver.master_host);
+    if (!master_host.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(scenario_.source,
                                                      ": knob master_host: unknown host \"",
                                                      knobs_.driver.master_host, "\""));
     }
-    master_host_ = it->second;
+    master_host_ = *master_host;
   }
-  for (HostRt& host : hosts_) {
+  for (HostRt& host : cluster_.hosts()) {
     host.master_client = std::make_unique<SimMasterClient>(
         &env_.engine(), network_.get(), &endpoint_, host.index, master_host_, control_faults_,
         &env_.faults_rng(), &control_stats_);
@@ -251,7 +181,7 @@ void Simulation::StartWorker(HostRt& host) {
   host.worker = std::make_unique<StoreWorker>(env_.env(), host.master_client.get(), &mover_,
                                               std::move(options));
   host.worker_up = true;
-  for (const MountSegmentRequest& s : host.segments) segments_[s.segment_id].mounted = true;
+  for (const MountSegmentRequest& s : host.segments) cluster_.segment(s.segment_id).mounted = true;
   host.worker->Start();
   if (host.numa != nullptr) host.numa->Start();
   Note(absl::StrCat("store worker on ", host.name, " started"));
@@ -264,7 +194,7 @@ void Simulation::ScheduleTrunkFaults() {
     if (f.kind == TrunkFaultKind::kPartition) {
       env_.engine().ScheduleAt(f.from_ns, [this, a, b] {
         Note(absl::StrCat("trunk ", a, "<->", b, " partitioned"));
-        CountMetric("sim_trunk_partitions_total");
+        measurements_.CountMetric("sim_trunk_partitions_total");
         if (absl::Status st = network_->PartitionTrunk(a, b); !st.ok()) Fail(st);
       });
       if (f.to_ns < scenario_.duration_ns) {
@@ -279,7 +209,7 @@ void Simulation::ScheduleTrunkFaults() {
       const DurationNs extra = f.extra_latency_ns;
       env_.engine().ScheduleAt(f.from_ns, [this, a, b, percent, extra] {
         Note(absl::StrCat("trunk ", a, "<->", b, " degraded to ", percent, "%"));
-        CountMetric("sim_trunk_degradations_total");
+        measurements_.CountMetric("sim_trunk_degradations_total");
         if (absl::Status st = network_->DegradeTrunk(a, b, percent, extra); !st.ok()) Fail(st);
       });
       if (f.to_ns < scenario_.duration_ns) {
@@ -294,9 +224,8 @@ void Simulation::ScheduleTrunkFaults() {
 
 void Simulation::ScheduleSamples() {
   // Interval i is sampled at its end; the last one after the run loop.
-  for (size_t i = 0; i + 1 < result_.intervals.size(); ++i) {
-    const TimeNs end = result_.intervals[i].t_start_ns + scenario_.time_step_ns;
-    env_.engine().ScheduleAt(end, [this, i] { Sample(i); });
+  for (size_t i = 0; i + 1 < measurements_.interval_count(); ++i) {
+    env_.engine().ScheduleAt(measurements_.IntervalEndNs(i), [this, i] { Sample(i); });
   }
 }
 

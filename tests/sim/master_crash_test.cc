@@ -1,4 +1,4 @@
-// Covers the master_crash fault (sim/internal/simulation_crash.cc,
+// Covers the master_crash fault (sim/internal/simulation_crash.cc and recovery_audit.h,
 // docs/master-crash.md): the shipped scenario scenarios/master-crash.json
 // runs with its recovery invariants; every object put before the crash is
 // back at its version once the recovery ends; the dynamic copy in flight at
@@ -185,8 +185,8 @@ TEST(MasterCrash, ControlCallsFailWhileTheMasterIsDown) {
   put.size_bytes = static_cast<int64_t>(kMiB);
   ASSERT_FALSE(s.workloads.empty());
   std::vector<ScriptOp>& ops = s.workloads[0].scripted.ops;
-  const auto at = std::find_if(ops.begin(), ops.end(),
-                               [&](const ScriptOp& op) { return op.t_ns > put.t_ns; });
+  const auto at =
+      std::find_if(ops.begin(), ops.end(), [&](const ScriptOp& op) { return op.t_ns > put.t_ns; });
   ops.insert(at, put);
   absl::StatusOr<RunResult> run = RunScenario(s, RunOptions());
   ASSERT_TRUE(run.ok()) << run.status();
