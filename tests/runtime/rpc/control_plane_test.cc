@@ -448,7 +448,11 @@ TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {
     EXPECT_TRUE(got.ok()) << got.status();
     return master_->replication().Stats().decisions > 0;
   }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // No copy task exists or ever existed, so no copy can start later: copies
+  // come only from tasks.
+  const MasterStats stats = master_->master().Stats();
+  EXPECT_EQ(stats.copy_tasks_created_total, 0);
+  EXPECT_EQ(stats.tasks_pending + stats.tasks_processing, 0);
   absl::StatusOr<ObjectView> view = master_->master().GetObjectView(ObjectName{"t1", "warm"});
   ASSERT_TRUE(view.ok());
   EXPECT_EQ(view->replicas.size(), 1u);
