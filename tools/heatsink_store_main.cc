@@ -417,10 +417,8 @@ void FillNodeOptions(StoreFlags& f, runtime::StoreNodeOptions& options) {
   options.segments = f.segments;
   options.segment_bytes = f.segment_mib << 20;
   options.tcp = f.tcp;
-  // One count of foreground reads for the TCP endpoint, the gRPC store
-  // service and the mover's copies (docs/runtime.md, "Foreground first").
-  options.tcp.foreground = std::make_shared<runtime::ForegroundTraffic>();
-  f.data_service.foreground = options.tcp.foreground;
+  // The gRPC store service's copies yield as the TCP ones do; the
+  // foreground tracker they share is made on the Env's clock (Run).
   f.data_service.copy_yield_max_ms = options.tcp.copy_yield_max_ms;
   f.data_service.copy_yield_quiet_us = options.tcp.copy_yield_quiet_us;
   options.data_mover =
@@ -665,8 +663,13 @@ int Run(StoreFlags& f, StoreSetup& setup) {
       return 2;
     }
   }
-  // The Env first: the master client and the resolver read its clock.
+  // The Env first: the master client, the resolver and the foreground
+  // tracker read its clock.
   runtime::RuntimeEnv env(runtime::RuntimeEnvOptions{.executor = {.threads = f.threads}});
+  // One count of foreground reads for the TCP endpoint, the gRPC store
+  // service and the mover's copies (docs/runtime.md, "Foreground first").
+  setup.options.tcp.foreground = std::make_shared<runtime::ForegroundTraffic>(env.env()->clock);
+  f.data_service.foreground = setup.options.tcp.foreground;
   absl::StatusOr<std::unique_ptr<runtime::GrpcMasterClient>> master =
       runtime::GrpcMasterClient::Connect(env.env()->clock, f.master_address, f.rpc);
   if (!master.ok()) {

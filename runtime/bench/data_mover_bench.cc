@@ -156,7 +156,7 @@ double RunCopies(benchmark::State& state, DataMover& mover) {
 // with `knobs` (clear or TLS), reported under `label`.
 void RunTcpCopies(benchmark::State& state, const TcpTransportKnobs& knobs, const char* label) {
   Stores stores;
-  auto server = TcpDataServer::Start(&stores.b, knobs);
+  auto server = TcpDataServer::Start(stores.env.env()->clock, &stores.b, knobs);
   HS_CHECK_OK(server.status());
   HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
   TcpDataMover mover(stores.env.env()->clock, &stores.a, &stores.resolver, knobs);
@@ -207,7 +207,8 @@ void BM_UcxMover(benchmark::State& state) {
   HS_CHECK_OK(source.status());
   auto target = UcxDataMover::Create(stores.env.env()->clock, &stores.b, &stores.resolver, options);
   HS_CHECK_OK(target.status());
-  auto server = TcpDataServer::Start(&stores.b, options.tcp, target->get());
+  auto server =
+      TcpDataServer::Start(stores.env.env()->clock, &stores.b, options.tcp, target->get());
   HS_CHECK_OK(server.status());
   HS_CHECK_OK(stores.resolver.Set(kTarget, (*server)->endpoint()));
   const double seconds = RunCopies(state, **source);

@@ -115,9 +115,10 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     HS_RETURN_IF_ERROR(head_pool->Start());
   }
   // Foreground first: the data server counts the store's foreground reads
-  // and the mover's copies yield to them, so both share one tracker.
+  // and the mover's copies yield to them, so both share one tracker, on the
+  // Env's clock.
   TcpTransportKnobs tcp = options.tcp;
-  if (tcp.foreground == nullptr) tcp.foreground = std::make_shared<ForegroundTraffic>();
+  if (tcp.foreground == nullptr) tcp.foreground = std::make_shared<ForegroundTraffic>(env->clock);
   if (options.data_mover == StoreDataMover::kUcx) {
     // The UCX worker first: the data endpoint grants peers remote writes
     // through it.
@@ -127,9 +128,9 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
                              UcxMoverOptions{options.ucx, tcp, options.ucx_put_chunk_bytes}));
     node->mover_ = node->ucx_mover_.get();
   }
-  HS_ASSIGN_OR_RETURN(
-      node->server_,
-      TcpDataServer::Start(&node->memory_, tcp, node->ucx_mover_.get(), options.read_gate));
+  HS_ASSIGN_OR_RETURN(node->server_,
+                      TcpDataServer::Start(env->clock, &node->memory_, tcp, node->ucx_mover_.get(),
+                                           options.read_gate));
   if (data_service) {
     HS_ASSIGN_OR_RETURN(node->data_service_, data_service(&node->memory_));
   }

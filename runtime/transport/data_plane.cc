@@ -58,20 +58,20 @@ absl::StatusOr<std::unique_ptr<DataPlane>> MakeDataPlane(const Clock* clock,
   // (foreground_traffic.h).
   DataPlaneOptions options = plane_options;
   if (options.tcp.foreground == nullptr) {
-    options.tcp.foreground = std::make_shared<ForegroundTraffic>();
+    options.tcp.foreground = std::make_shared<ForegroundTraffic>(clock);
   }
   HS_ASSIGN_OR_RETURN(TransportKind kind, ParseTransport(options.transport));
   HS_RETURN_IF_ERROR(options.tcp.Validate());
   if (kind == TransportKind::kTcp) {
     auto mover = std::make_unique<TcpDataMover>(clock, local, resolver, options.tcp);
     HS_ASSIGN_OR_RETURN(std::unique_ptr<TcpDataServer> server,
-                        TcpDataServer::Start(local, options.tcp));
+                        TcpDataServer::Start(clock, local, options.tcp));
     return std::make_unique<DataPlane>(std::move(mover), std::move(server));
   }
   HS_ASSIGN_OR_RETURN(std::unique_ptr<UcxDataMover> mover,
                       UcxDataMover::Create(clock, local, resolver, ToUcxOptions(options)));
   HS_ASSIGN_OR_RETURN(std::unique_ptr<TcpDataServer> server,
-                      TcpDataServer::Start(local, options.tcp, mover.get()));
+                      TcpDataServer::Start(clock, local, options.tcp, mover.get()));
   return std::make_unique<DataPlane>(std::move(mover), std::move(server));
 }
 

@@ -6,14 +6,33 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <iostream>
+#include <limits>
 
-#include "runtime/env/wait_until.h"
+#include "absl/time/time.h"
+#include "core/base/check.h"
 #include "runtime/transport/wire.h"
 
 namespace heatsink::runtime {
+namespace {
+
+// `t` plus `count` units of `unit_ns`, saturating at the largest TimeNs: the
+// knobs have no upper bound. REQUIRES: count >= 0, unit_ns > 0.
+TimeNs PlusSaturating(TimeNs t, int64_t count, DurationNs unit_ns) {
+  DurationNs span = 0;
+  TimeNs sum = 0;
+  if (__builtin_mul_overflow(count, unit_ns, &span) || __builtin_add_overflow(t, span, &sum)) {
+    return std::numeric_limits<TimeNs>::max();
+  }
+  return sum;
+}
+
+}  // namespace
+
+ForegroundTraffic::ForegroundTraffic(const Clock* clock) : clock_(clock) {
+  HS_CHECK(clock_ != nullptr);
+}
 
 ForegroundTraffic::Scope ForegroundTraffic::Enter() {
   MutexLock lock(&mu_);
@@ -25,35 +44,46 @@ void ForegroundTraffic::Leave() {
   bool idle = false;
   {
     MutexLock lock(&mu_);
+    // The clock before the count: whoever sees in_progress() reach 0 and then
+    // moves a driven clock finds the end before the move.
+    const TimeNs now = clock_->NowNs();
     idle = in_progress_.fetch_sub(1) == 1;
-    if (idle) last_end_ = std::chrono::steady_clock::now();
+    if (idle) last_end_ = now;
   }
   if (idle) idle_cv_.SignalAll();
 }
 
-std::chrono::steady_clock::time_point ForegroundTraffic::IdleAt(int64_t quiet_us) const {
-  if (in_progress_.load() > 0) return std::chrono::steady_clock::time_point::max();
-  return last_end_ + std::chrono::microseconds(std::max<int64_t>(quiet_us, 0));
+void ForegroundTraffic::ClockAdvanced() {
+  MutexLock lock(&mu_);
+  idle_cv_.SignalAll();
+}
+
+TimeNs ForegroundTraffic::IdleAt(int64_t quiet_us) const {
+  if (in_progress_.load() > 0) return std::numeric_limits<TimeNs>::max();
+  if (last_end_ == kNoneEnded) return kNoneEnded;  // idle for ever, whatever the quiet time
+  return PlusSaturating(last_end_, std::max<int64_t>(quiet_us, 0), kNsPerUs);
 }
 
 bool ForegroundTraffic::YieldToForeground(int64_t max_wait_ms, int64_t quiet_us) {
-  using SteadyTime = std::chrono::steady_clock::time_point;
   // Without a quiet time, the unlocked look keeps the idle case lock-free.
   if (max_wait_ms <= 0 || (quiet_us <= 0 && in_progress_.load() == 0)) return false;
   MutexLock lock(&mu_);
-  SteadyTime now = std::chrono::steady_clock::now();
+  TimeNs now = clock_->NowNs();
   if (IdleAt(quiet_us) <= now) return false;
   yields_.fetch_add(1);
-  const SteadyTime deadline = now + std::chrono::milliseconds(max_wait_ms);
+  const TimeNs deadline = PlusSaturating(now, max_wait_ms, kNsPerMs);
   while (true) {
-    const SteadyTime idle = IdleAt(quiet_us);
-    now = std::chrono::steady_clock::now();
+    const TimeNs idle = IdleAt(quiet_us);
     if (idle <= now) return true;
-    if (now >= deadline) {
+    if (IsExpired(now, deadline)) {
       yields_timed_out_.fetch_add(1);
       return true;
     }
-    WaitUntil(&idle_cv_, &mu_, std::min(idle, deadline));
+    // Woken by the last transfer's end, by ClockAdvanced() or by the time
+    // left passing in real time; each reads the clock again.
+    idle_cv_.WaitWithTimeout(&mu_,
+                             absl::Nanoseconds(std::min(idle, deadline)) - absl::Nanoseconds(now));
+    now = clock_->NowNs();
   }
 }
 

@@ -16,10 +16,13 @@
 // (TcpTransportKnobs::foreground); a server or mover without one has no
 // foreground to yield to.
 //
-// Time: the bounded wait is a condition variable's wait on the steady clock
-// (the wait is what a copy chunk spends, not a decision any test replays).
+// Time: every time (the bound, the quiet time, when the last transfer
+// ended) is read from the Clock given at construction, the Env's. The
+// production clock is a SteadyClock; tests may drive a ManualClock and call
+// ClockAdvanced() after moving it, instead of sleeping.
 //
 // Example:
+//   auto foreground = std::make_shared<ForegroundTraffic>(env->clock);
 //   {
 //     ForegroundTraffic::Scope reading = foreground->Enter();  // a client's READ
 //     ... send the bytes ...
@@ -32,13 +35,15 @@
 #define HEATSINK_RUNTIME_TRANSPORT_FOREGROUND_TRAFFIC_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
+#include "core/env/time.h"
 #include "core/metrics/metrics.h"
 #include "runtime/transport/socket.h"
 #include "runtime/transport/tcp_knobs.h"
@@ -63,7 +68,9 @@ class ForegroundTraffic {
     ForegroundTraffic* traffic_;
   };
 
-  ForegroundTraffic() = default;
+  // `clock` (the Env's, never null) must outlive the object; every time is
+  // read from it.
+  explicit ForegroundTraffic(const Clock* clock);
   ForegroundTraffic(const ForegroundTraffic&) = delete;
   ForegroundTraffic& operator=(const ForegroundTraffic&) = delete;
 
@@ -71,11 +78,17 @@ class ForegroundTraffic {
 
   // Returns at once when no foreground transfer is in progress and none
   // ended in the last `quiet_us`; otherwise waits until that holds or
-  // `max_wait_ms` passed (<= 0: never waits). Returns true when it waited.
-  // Counts yields and yields cut short by the bound. `quiet_us` > 0 treats
-  // a steady stream of short reads as the load it is, not as the gaps
-  // between its reads.
+  // `max_wait_ms` passed (<= 0: never waits), both on the clock. Returns
+  // true when it waited. Counts yields (before it waits) and yields cut
+  // short by the bound. `quiet_us` > 0 treats a steady stream of short reads
+  // as the load it is, not as the gaps between its reads.
   bool YieldToForeground(int64_t max_wait_ms, int64_t quiet_us = 0);
+
+  // For a clock that something else moves (a ManualClock in tests): wakes
+  // the yields waiting now to read it again, so a bound or quiet time that
+  // passed ends their wait now. A waiting yield otherwise sleeps until its
+  // bound or quiet time measured in real time. A steady clock needs no call.
+  void ClockAdvanced();
 
   int64_t in_progress() const { return in_progress_.load(); }
   // Copy chunks that found foreground in progress and waited.
@@ -86,15 +99,19 @@ class ForegroundTraffic {
 
  private:
   void Leave();
-  // When the foreground counts as idle: never while a transfer is in
-  // progress, else `quiet_us` after the last one ended.
-  std::chrono::steady_clock::time_point IdleAt(int64_t quiet_us) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the foreground counts as idle: never (the largest TimeNs) while a
+  // transfer is in progress, else `quiet_us` after the last one ended
+  // (at once, the smallest TimeNs, before any has).
+  TimeNs IdleAt(int64_t quiet_us) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // last_end_ before the first foreground transfer ended.
+  static constexpr TimeNs kNoneEnded = std::numeric_limits<TimeNs>::min();
+
+  const Clock* const clock_;
   Mutex mu_;  // pairs with idle_cv_; in_progress_ changes under it
   CondVar idle_cv_;
-  // When the last foreground transfer ended (the epoch before the first).
-  std::chrono::steady_clock::time_point last_end_ ABSL_GUARDED_BY(mu_);
+  // When the last foreground transfer ended, on the clock.
+  TimeNs last_end_ ABSL_GUARDED_BY(mu_) = kNoneEnded;
   std::atomic<int64_t> in_progress_{0};
   std::atomic<uint64_t> yields_{0};
   std::atomic<uint64_t> yields_timed_out_{0};

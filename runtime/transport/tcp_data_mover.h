@@ -36,8 +36,9 @@
 // Also ReadRemote: a client or store reading a replica from a store's data
 // endpoint.
 //
-// Clock: the copy threads' executor reads `clock`, the process Env's clock.
-// Socket timeouts and the foreground yield wait in real time.
+// Clock: the copy threads' executor reads `clock`, the process Env's clock;
+// the foreground yield reads knobs.foreground's (foreground_traffic.h).
+// Socket timeouts wait in real time.
 //
 // Thread safety: all methods are thread-safe. `done` runs on one of the
 // mover's copy threads, never inside StartCopy.

@@ -15,29 +15,32 @@ namespace {
 
 // The server always counts its foreground reads; without a tracker shared
 // with the store's mover, only its own copy READs yield to them.
-TcpTransportKnobs WithForeground(TcpTransportKnobs knobs) {
-  if (knobs.foreground == nullptr) knobs.foreground = std::make_shared<ForegroundTraffic>();
+TcpTransportKnobs WithForeground(const Clock* clock, TcpTransportKnobs knobs) {
+  if (knobs.foreground == nullptr) knobs.foreground = std::make_shared<ForegroundTraffic>(clock);
   return knobs;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(
-    SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma,
-    ReadGate* read_gate) {
+absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(const Clock* clock,
+                                                                    SegmentMemory* segments,
+                                                                    const TcpTransportKnobs& knobs,
+                                                                    RmaGrantProvider* rma,
+                                                                    ReadGate* read_gate) {
+  HS_CHECK(clock != nullptr);
   HS_CHECK(segments != nullptr);
   HS_RETURN_IF_ERROR(knobs.Validate());
   HS_ASSIGN_OR_RETURN(Socket listener,
                       ListenTcp(knobs.listen_host, knobs.listen_port, knobs.listen_backlog));
   HS_ASSIGN_OR_RETURN(int port, LocalPort(listener));
-  return std::unique_ptr<TcpDataServer>(
-      new TcpDataServer(segments, knobs, rma, read_gate, std::move(listener), port));
+  return std::unique_ptr<TcpDataServer>(new TcpDataServer(
+      segments, WithForeground(clock, knobs), rma, read_gate, std::move(listener), port));
 }
 
 TcpDataServer::TcpDataServer(SegmentMemory* segments, const TcpTransportKnobs& knobs,
                              RmaGrantProvider* rma, ReadGate* read_gate, Socket listener, int port)
     : segments_(segments),
-      knobs_(WithForeground(knobs)),
+      knobs_(knobs),
       rma_(rma),
       read_gate_(read_gate),
       listener_(std::move(listener)),

@@ -35,12 +35,16 @@
 // once this store's foreground transfers let it (at most copy_yield_max_ms
 // per chunk); TCP's flow control holds the sender meanwhile.
 //
+// Clock: a server whose knobs bring no foreground tracker makes its own on
+// `clock`, the process Env's (foreground_traffic.h); socket timeouts wait in
+// real time.
+//
 // Shutdown() closes the listener, breaks every connection (peers see the
 // connection drop mid-transfer) and joins every thread; the destructor calls
 // it. Thread-safe.
 //
 // Example:
-//   HS_ASSIGN_OR_RETURN(auto server, TcpDataServer::Start(&segments, knobs));
+//   HS_ASSIGN_OR_RETURN(auto server, TcpDataServer::Start(env->clock, &segments, knobs));
 //   descriptor.data_endpoint = server->endpoint();  // "127.0.0.1:40123"
 #ifndef HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_SERVER_H_
 #define HEATSINK_RUNTIME_TRANSPORT_TCP_DATA_SERVER_H_
@@ -57,6 +61,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
+#include "core/env/clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/foreground_traffic.h"
 #include "runtime/transport/read_gate.h"
@@ -78,12 +83,12 @@ class RmaGrantProvider {
 
 class TcpDataServer {
  public:
-  // `segments`, `rma` (optional; without it RMA_WRITE is answered
-  // UNIMPLEMENTED) and `read_gate` (optional; without it every READ is
-  // served) must outlive the server.
+  // `clock` (the Env's, never null), `segments`, `rma` (optional; without
+  // it RMA_WRITE is answered UNIMPLEMENTED) and `read_gate` (optional;
+  // without it every READ is served) must outlive the server.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpDataServer>> Start(
-      SegmentMemory* segments, const TcpTransportKnobs& knobs, RmaGrantProvider* rma = nullptr,
-      ReadGate* read_gate = nullptr);
+      const Clock* clock, SegmentMemory* segments, const TcpTransportKnobs& knobs,
+      RmaGrantProvider* rma = nullptr, ReadGate* read_gate = nullptr);
   ~TcpDataServer();
   TcpDataServer(const TcpDataServer&) = delete;
   TcpDataServer& operator=(const TcpDataServer&) = delete;
@@ -104,7 +109,7 @@ class TcpDataServer {
   // Of those, READs under a copy lease (background).
   uint64_t copy_reads_completed() const { return copy_reads_completed_.load(); }
   // The foreground traffic this server counts its reads in (the knobs' one,
-  // or its own when the knobs had none).
+  // or its own, on the clock Start was given, when the knobs had none).
   ForegroundTraffic& foreground() const { return *knobs_.foreground; }
   // READs the ReadGate refused.
   uint64_t reads_refused() const { return reads_refused_.load(); }

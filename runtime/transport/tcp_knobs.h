@@ -81,8 +81,8 @@ struct TcpTransportKnobs {
   std::shared_ptr<const TlsContext> tls_client;
   // The store's foreground traffic (foreground_traffic.h); not a knob: the
   // store shares one between its data server and its mover (StoreNode and
-  // MakeDataPlane create it when it is null). A data server without one
-  // makes its own; a mover without one never yields.
+  // MakeDataPlane create it on the Env's clock when it is null). A data
+  // server without one makes its own; a mover without one never yields.
   std::shared_ptr<ForegroundTraffic> foreground;
 
   [[nodiscard]] absl::Status Validate() const;

@@ -38,7 +38,8 @@
 // Example:
 //   HS_ASSIGN_OR_RETURN(auto mover,
 //                       UcxDataMover::Create(env->clock, &segments, &resolver, options));
-//   HS_ASSIGN_OR_RETURN(auto server, TcpDataServer::Start(&segments, options.tcp, mover.get()));
+//   HS_ASSIGN_OR_RETURN(auto server,
+//                       TcpDataServer::Start(env->clock, &segments, options.tcp, mover.get()));
 //   mover->StartCopy(range, [](absl::Status s) { ... });
 //   ...
 //   server->Shutdown();

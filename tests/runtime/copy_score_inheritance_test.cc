@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/env/steady_clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/numa/segment_head_pool.h"
 #include "runtime/transport/data_plane.h"
@@ -272,11 +273,12 @@ TEST(CopyScoreWire, MalformedScoresAreRejected) {
 
 // Only WRITE and RMA_COMMIT may carry scores: a READ with them is refused.
 TEST(CopyScoreWire, AServerRefusesScoresOnARead) {
+  SteadyClock clock;
   AlignedSegmentAllocator allocator;
   SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
   ASSERT_TRUE(memory.Create(kTarget, 1 << 20).ok());
   absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
-      TcpDataServer::Start(&memory, TcpTransportKnobs{});
+      TcpDataServer::Start(&clock, &memory, TcpTransportKnobs{});
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<Socket> socket = ConnectTcp((*server)->endpoint(), 5000, 5000);
   ASSERT_TRUE(socket.ok()) << socket.status();

@@ -1,18 +1,29 @@
 // Covers foreground first inside one store (foreground_traffic.h,
-// docs/runtime.md "Foreground first"): a yield returns at once without
-// foreground reads, waits while one is in progress and is bounded by its
-// limit; the TCP mover's copy connections and the server's side of a READ
-// under a copy lease carry SO_PRIORITY and DSCP read back with getsockopt,
-// while foreground connections keep the defaults; a copy whose store is
-// serving a foreground read (a real READ whose reader does not drain it)
-// defers its chunks until the read ends, and under a foreground that never
-// ends the bounded wait still lets the copy finish byte-exact; copy frames
-// stay within copy_chunk_bytes; copy threads run niced; a mark that fails is
-// logged once and is not fatal; the knobs reject bad values by name. A
-// client's put (WRITE) counts as foreground while its bytes land, so copies
-// wait for it; a copy coming in (COPY_WRITE) waits for the target's own
-// foreground and runs on a niced thread there; only a COPY_WRITE or an
-// RMA_COMMIT may carry scores.
+// docs/runtime.md "Foreground first"). The tracker's own tests drive a
+// ManualClock (real time only polls a counter or bounds a failing wait): a
+// yield returns at once without foreground (also before any transfer
+// ended, whatever the quiet time), returns only once the last of several
+// foreground transfers ended or at its bound on the clock, and waits out a
+// quiet time counted on the clock from the last end, so a stream of short
+// reads keeps it to its bound; ClockAdvanced() wakes a yield whose bound
+// passed on the driven clock; yields and yields_timed_out are counted and
+// exported as metrics.
+//
+// Between stores on loopback: the TCP mover's copy connections and the
+// server's side of a READ under a copy lease carry SO_PRIORITY and DSCP read
+// back with getsockopt, while foreground connections keep the defaults; a
+// copy whose store is serving a foreground read (a real READ whose reader
+// does not drain it) defers its chunks until the read ends, and under a
+// foreground that never ends the bounded wait still lets the copy finish
+// byte-exact; copy frames stay within copy_chunk_bytes; copy threads run
+// niced; a mark that fails is logged once and is not fatal; the knobs reject
+// bad values by name. A client's put (WRITE) counts as foreground while its
+// bytes land, so copies wait for it; a copy coming in (COPY_WRITE) waits for
+// the target's own foreground and runs on a niced thread there; only a
+// COPY_WRITE or an RMA_COMMIT may carry scores. The tests that show a copy
+// held until the foreground ends give the trackers a clock only the test
+// moves; the others run on the steady clock, and the bounded-wait one
+// measures real pacing.
 #include "runtime/transport/foreground_traffic.h"
 
 #include <arpa/inet.h>
@@ -28,6 +39,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,7 +48,10 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/env/manual_env.h"
+#include "core/env/time.h"
 #include "gtest/gtest.h"
+#include "runtime/env/notification.h"
 #include "runtime/env/steady_clock.h"
 #include "runtime/memory/segment_memory.h"
 #include "runtime/transport/endpoint_resolver.h"
@@ -116,11 +131,94 @@ int PeerPort(const Socket& socket) {
   return PortOf(addr);
 }
 
+// A ManualClock that remembers the latest time read from it, so that a test
+// can tell when a waiting yield has looked at the time again.
+class WatchedClock final : public Clock {
+ public:
+  TimeNs NowNs() const override {
+    const TimeNs now = clock_.NowNs();
+    TimeNs seen = seen_ns_.load();
+    while (seen < now && !seen_ns_.compare_exchange_weak(seen, now)) {
+    }
+    return now;
+  }
+  // Returns the new time.
+  TimeNs AdvanceBy(DurationNs d) {
+    clock_.AdvanceBy(d);
+    return clock_.NowNs();
+  }
+  TimeNs seen_ns() const { return seen_ns_.load(); }
+
+ private:
+  ManualClock clock_;
+  mutable std::atomic<TimeNs> seen_ns_{std::numeric_limits<TimeNs>::min()};
+};
+
+// A copy's yield on a thread of its own, so that the test can drive the
+// clock while it waits. The destructor moves the clock past the bound of a
+// yield still waiting (a test that failed) before it joins.
+class YieldThread {
+ public:
+  YieldThread(ForegroundTraffic* traffic, WatchedClock* clock, int64_t max_wait_ms,
+              int64_t quiet_us)
+      : traffic_(traffic), clock_(clock), max_wait_ms_(max_wait_ms) {
+    thread_ = std::thread([this, quiet_us] {
+      waited_.store(traffic_->YieldToForeground(max_wait_ms_, quiet_us));
+      returned_.Notify();
+    });
+  }
+  ~YieldThread() {
+    if (!returned_.HasBeenNotified()) {
+      clock_->AdvanceBy(MsToNs(max_wait_ms_));
+      traffic_->ClockAdvanced();
+    }
+    thread_.join();
+  }
+  YieldThread(const YieldThread&) = delete;
+  YieldThread& operator=(const YieldThread&) = delete;
+
+  // True once the yield has returned. `timeout` is real time for the thread
+  // to be scheduled, never time the yield waits for (its clock is driven).
+  bool Returned(absl::Duration timeout = absl::Seconds(10)) const {
+    return returned_.WaitForNotificationWithTimeout(timeout);
+  }
+  // What the yield returned: true when it waited. REQUIRES: Returned().
+  bool waited() const { return waited_.load(); }
+
+ private:
+  ForegroundTraffic* const traffic_;
+  WatchedClock* const clock_;
+  const int64_t max_wait_ms_;
+  std::atomic<bool> waited_{false};
+  Notification returned_;
+  std::thread thread_;
+};
+
+// Moves the clock by `d`, wakes the one yield waiting on `traffic`, and
+// returns once that yield has read the new time and let go of the traffic's
+// mutex: it has returned or gone back to waiting, and yields_timed_out()
+// says whether its bound ended it.
+void AdvanceAndSettle(WatchedClock& clock, ForegroundTraffic& traffic, DurationNs d) {
+  const TimeNs now = clock.AdvanceBy(d);
+  traffic.ClockAdvanced();
+  ASSERT_TRUE(WaitUntil([&] { return clock.seen_ns() >= now; }));
+  // The yield read the clock holding the mutex; this takes it after the
+  // yield has let go.
+  traffic.ClockAdvanced();
+}
+
 TEST(ForegroundTraffic, YieldReturnsAtOnceWithoutForeground) {
-  ForegroundTraffic traffic;
-  const absl::Time start = absl::Now();
-  EXPECT_FALSE(traffic.YieldToForeground(10000));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  WatchedClock clock;  // never moved: a yield that waited would not return
+  ForegroundTraffic traffic(&clock);
+  {
+    // No transfer yet, at time 0: idle, with or without a quiet time.
+    YieldThread plain(&traffic, &clock, 10000, 0);
+    YieldThread quiet(&traffic, &clock, 10000, 50'000);
+    ASSERT_TRUE(plain.Returned());
+    ASSERT_TRUE(quiet.Returned());
+    EXPECT_FALSE(plain.waited());
+    EXPECT_FALSE(quiet.waited());
+  }
   {
     ForegroundTraffic::Scope reading = traffic.Enter();
     EXPECT_EQ(traffic.in_progress(), 1);
@@ -132,65 +230,104 @@ TEST(ForegroundTraffic, YieldReturnsAtOnceWithoutForeground) {
 }
 
 TEST(ForegroundTraffic, YieldWaitsUntilTheLastForegroundTransferEnds) {
-  ForegroundTraffic traffic;
+  WatchedClock clock;
+  ForegroundTraffic traffic(&clock);
   auto first = std::make_unique<ForegroundTraffic::Scope>(traffic.Enter());
   auto second = std::make_unique<ForegroundTraffic::Scope>(traffic.Enter());
-  std::atomic<bool> returned{false};
-  std::thread copy([&] {
-    EXPECT_TRUE(traffic.YieldToForeground(60000));
-    returned.store(true);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  first.reset();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(returned.load()) << "yielded while a foreground transfer was still in progress";
-  second.reset();
-  copy.join();
-  EXPECT_EQ(traffic.yields(), 1u);
-  EXPECT_EQ(traffic.yields_timed_out(), 0u);
+  {
+    // One of the two ends; the other keeps the yield waiting to its bound.
+    YieldThread copy(&traffic, &clock, /*max_wait_ms=*/10, 0);
+    ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 1; }));
+    first.reset();
+    clock.AdvanceBy(MsToNs(10));
+    traffic.ClockAdvanced();
+    ASSERT_TRUE(copy.Returned());
+    EXPECT_TRUE(copy.waited());
+    EXPECT_EQ(traffic.yields_timed_out(), 1u)
+        << "yielded while a foreground transfer was still in progress";
+  }
+  {
+    // The last one ends: the yield returns then, its bound far away on a
+    // clock that no longer moves.
+    YieldThread copy(&traffic, &clock, /*max_wait_ms=*/60000, 0);
+    ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 2; }));
+    second.reset();
+    ASSERT_TRUE(copy.Returned());
+    EXPECT_TRUE(copy.waited());
+  }
+  EXPECT_EQ(traffic.yields(), 2u);
+  EXPECT_EQ(traffic.yields_timed_out(), 1u);
 }
 
 TEST(ForegroundTraffic, YieldIsBoundedUnderEndlessForeground) {
-  ForegroundTraffic traffic;
+  WatchedClock clock;
+  ForegroundTraffic traffic(&clock);
   ForegroundTraffic::Scope endless = traffic.Enter();
-  const absl::Time start = absl::Now();
-  EXPECT_TRUE(traffic.YieldToForeground(30));
-  const absl::Duration waited = absl::Now() - start;
-  EXPECT_GE(waited, absl::Milliseconds(25));
-  EXPECT_LT(waited, absl::Seconds(5));
+  YieldThread copy(&traffic, &clock, /*max_wait_ms=*/30, 0);
+  ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 1; }));
+  AdvanceAndSettle(clock, traffic, MsToNs(29));
+  EXPECT_EQ(traffic.yields_timed_out(), 0u) << "the wait ended before its bound";
+  AdvanceAndSettle(clock, traffic, MsToNs(1));
+  ASSERT_TRUE(copy.Returned());
+  EXPECT_TRUE(copy.waited());
+  EXPECT_EQ(traffic.yields(), 1u);
   EXPECT_EQ(traffic.yields_timed_out(), 1u);
 }
 
 TEST(ForegroundTraffic, AQuietTimeKeepsAStreamOfShortReadsBusy) {
-  ForegroundTraffic traffic;
-  { ForegroundTraffic::Scope read = traffic.Enter(); }
+  WatchedClock clock;
+  ForegroundTraffic traffic(&clock);
+  { ForegroundTraffic::Scope read = traffic.Enter(); }  // ends at 0
   // Without a quiet time the gap after a read is idle; with one it is not.
   EXPECT_FALSE(traffic.YieldToForeground(10000, 0));
-  const absl::Time start = absl::Now();
-  EXPECT_TRUE(traffic.YieldToForeground(10000, 50'000));
-  const absl::Duration waited = absl::Now() - start;
-  EXPECT_GE(waited, absl::Milliseconds(40));
-  EXPECT_LT(waited, absl::Seconds(5));
+  clock.AdvanceBy(MsToNs(20));
+  {
+    // The quiet time counts from the end of the read on the clock, not from
+    // the yield: 30 ms more.
+    YieldThread copy(&traffic, &clock, 10000, 50'000);
+    ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 1; }));
+    AdvanceAndSettle(clock, traffic, MsToNs(30));
+    ASSERT_TRUE(copy.Returned());
+    EXPECT_TRUE(copy.waited());
+  }
   EXPECT_EQ(traffic.yields_timed_out(), 0u);
   // Long after the last read: idle at once.
   EXPECT_FALSE(traffic.YieldToForeground(10000, 50'000));
-  // A stream that never pauses for the quiet time: the bound ends the wait.
-  std::atomic<bool> stop{false};
-  std::thread stream([&] {
-    while (!stop.load()) {
-      ForegroundTraffic::Scope read = traffic.Enter();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_TRUE(traffic.YieldToForeground(30, 50'000));
-  stop.store(true);
-  stream.join();
+  EXPECT_EQ(traffic.yields(), 1u);
+  // A stream of reads 5 ms apart, within a 10 ms quiet time, never looks
+  // idle: the 30 ms bound ends the wait.
+  { ForegroundTraffic::Scope read = traffic.Enter(); }
+  YieldThread copy(&traffic, &clock, /*max_wait_ms=*/30, /*quiet_us=*/10'000);
+  ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 2; }));
+  for (int step = 1; step < 6; ++step) {
+    AdvanceAndSettle(clock, traffic, MsToNs(5));
+    ForegroundTraffic::Scope read = traffic.Enter();
+  }
+  EXPECT_EQ(traffic.yields_timed_out(), 0u);
+  AdvanceAndSettle(clock, traffic, MsToNs(5));
+  ASSERT_TRUE(copy.Returned());
+  EXPECT_TRUE(copy.waited());
+  EXPECT_EQ(traffic.yields(), 2u);
   EXPECT_EQ(traffic.yields_timed_out(), 1u);
 }
 
+TEST(ForegroundTraffic, ClockAdvancedWakesAYieldWhoseBoundPassedOnTheDrivenClock) {
+  WatchedClock clock;
+  ForegroundTraffic traffic(&clock);
+  auto endless = std::make_unique<ForegroundTraffic::Scope>(traffic.Enter());
+  YieldThread copy(&traffic, &clock, /*max_wait_ms=*/3'600'000, 0);
+  ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 1; }));
+  // The yield sleeps out its hour of real time unless told the clock moved.
+  clock.AdvanceBy(SecToNs(3600));
+  traffic.ClockAdvanced();
+  EXPECT_TRUE(copy.Returned());
+  EXPECT_EQ(traffic.yields_timed_out(), 1u);
+  endless.reset();  // releases the yield, should the wake have been lost
+}
+
 TEST(ForegroundTraffic, MetricsCountYieldsAndTransfersInProgress) {
-  ForegroundTraffic traffic;
+  WatchedClock clock;
+  ForegroundTraffic traffic(&clock);
   auto value = [&](const std::string& name) -> int64_t {
     for (const MetricFamily& family : ForegroundMetrics(traffic)) {
       if (family.name == name) return family.samples.at(0).value;
@@ -201,7 +338,11 @@ TEST(ForegroundTraffic, MetricsCountYieldsAndTransfersInProgress) {
   {
     ForegroundTraffic::Scope reading = traffic.Enter();
     EXPECT_EQ(value("store_foreground_transfers_in_progress"), 1);
-    EXPECT_TRUE(traffic.YieldToForeground(1));  // cut short: the read goes on
+    YieldThread copy(&traffic, &clock, /*max_wait_ms=*/1, 0);
+    ASSERT_TRUE(WaitUntil([&] { return traffic.yields() == 1; }));
+    clock.AdvanceBy(MsToNs(1));
+    traffic.ClockAdvanced();
+    ASSERT_TRUE(copy.Returned());  // cut short: the read goes on
   }
   EXPECT_EQ(value("store_foreground_transfers_in_progress"), 0);
   EXPECT_EQ(value("store_copy_yields_total"), 1);
@@ -257,42 +398,55 @@ class CopyPacingTest : public ::testing::Test {
   void SetUp() override {
     TcpTransportKnobs knobs;
     knobs.copy_chunk_bytes = 64 << 10;
-    Start(knobs);
+    Start(knobs, &clock_);
   }
 
-  void Start(TcpTransportKnobs knobs) {
-    knobs.foreground = std::make_shared<ForegroundTraffic>();
+  // Both stores' foreground trackers read `foreground_clock`: clock_, or
+  // driven_clock_ for a test that must see a copy held until the foreground
+  // ends (its yields' bounds then pass only when the test moves the clock).
+  void Start(TcpTransportKnobs knobs, const Clock* foreground_clock) {
+    knobs.foreground = std::make_shared<ForegroundTraffic>(foreground_clock);
     knobs_ = knobs;
     ASSERT_TRUE(memory_a_.Create(kSource, kSegmentBytes).ok());
     ASSERT_TRUE(memory_b_.Create(kTarget, kSegmentBytes).ok());
     FillSegment(memory_a_, kSource, 7);
     absl::StatusOr<std::unique_ptr<TcpDataServer>> server_a =
-        TcpDataServer::Start(&memory_a_, knobs);
+        TcpDataServer::Start(&clock_, &memory_a_, knobs);
     ASSERT_TRUE(server_a.ok()) << server_a.status();
     server_a_ = *std::move(server_a);
     TcpTransportKnobs b_knobs = knobs;
-    foreground_b_ = std::make_shared<ForegroundTraffic>();
+    foreground_b_ = std::make_shared<ForegroundTraffic>(foreground_clock);
     b_knobs.foreground = foreground_b_;  // store B's own
     absl::StatusOr<std::unique_ptr<TcpDataServer>> server_b =
-        TcpDataServer::Start(&memory_b_, b_knobs);
+        TcpDataServer::Start(&clock_, &memory_b_, b_knobs);
     ASSERT_TRUE(server_b.ok()) << server_b.status();
     server_b_ = *std::move(server_b);
     ASSERT_TRUE(resolver_.Set(kTarget, server_b_->endpoint()).ok());
     mover_a_ = std::make_unique<TcpDataMover>(&clock_, &memory_a_, &resolver_, knobs);
   }
 
-  void Restart(const TcpTransportKnobs& knobs) {
+  void Restart(const TcpTransportKnobs& knobs, const Clock* foreground_clock) {
     mover_a_.reset();
     server_a_.reset();
     server_b_.reset();
     ASSERT_TRUE(memory_a_.Remove(kSource).ok());
     ASSERT_TRUE(memory_b_.Remove(kTarget).ok());
-    Start(knobs);
+    Start(knobs, foreground_clock);
+  }
+
+  // Once `traffic`'s last foreground transfer has ended, moves driven_clock_
+  // past the quiet time and wakes the yields waiting for it.
+  void PassTheQuietTime(ForegroundTraffic& traffic) {
+    // Leave() reads the clock before the count drops: the move comes after.
+    ASSERT_TRUE(WaitUntil([&] { return traffic.in_progress() == 0; }));
+    driven_clock_.AdvanceBy(knobs_.copy_yield_quiet_us * kNsPerUs);
+    traffic.ClockAdvanced();
   }
 
   ForegroundTraffic& foreground() { return *knobs_.foreground; }
 
   SteadyClock clock_;  // the test process's clock, read by the mover
+  ManualClock driven_clock_;
   TcpTransportKnobs knobs_;
   std::shared_ptr<ForegroundTraffic> foreground_b_;
   AlignedSegmentAllocator allocator_;
@@ -350,7 +504,7 @@ TEST_F(CopyPacingTest, TheServerMarksTheConnectionOfAReadUnderACopyLease) {
   TcpTransportKnobs knobs = knobs_;
   knobs.copy_socket_priority = 3;
   knobs.copy_dscp = 10;  // AF11
-  Restart(knobs);
+  Restart(knobs, &clock_);
   const int server_port = server_a_->port();
   for (const bool leased : {false, true}) {
     absl::StatusOr<Socket> socket = ConnectTcp(server_a_->endpoint(), 1000, 5000);
@@ -430,20 +584,24 @@ void Drain(const Socket& socket) {
 
 TEST_F(CopyPacingTest, ACopyDefersItsChunksWhileTheStoreServesAForegroundRead) {
   TcpTransportKnobs knobs = knobs_;
-  knobs.copy_yield_max_ms = 60000;  // only the end of the read lets the copy go on
-  Restart(knobs);
+  knobs.copy_yield_max_ms = 60000;
+  // On a clock only the test moves, only the end of the read lets the copy
+  // go on.
+  Restart(knobs, &driven_clock_);
   Socket reader = StalledReader(server_a_->endpoint());
   ASSERT_TRUE(WaitUntil([&] { return foreground().in_progress() == 1; }));
 
   const uint64_t size = 1 << 20;
   CopyResult copy;
   mover_a_->StartCopy(CopyRange{kSource, 0, kTarget, 0, size}, copy.Callback());
+  // The copy is inside the yield before its first chunk, and stays there
+  // while the read goes on.
   ASSERT_TRUE(WaitUntil([&] { return foreground().yields() == 1; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(copy.finished()) << "the copy ran past a foreground read in progress";
   EXPECT_EQ(server_b_->bytes_written(), 0u);
 
   Drain(reader);
+  PassTheQuietTime(foreground());
   ASSERT_TRUE(copy.Wait().ok());
   EXPECT_EQ(Checksum(memory_b_, kTarget, 0, size), Checksum(memory_a_, kSource, 0, size));
   EXPECT_EQ(foreground().yields_timed_out(), 0u);
@@ -455,7 +613,7 @@ TEST_F(CopyPacingTest, TheBoundedWaitLetsACopyFinishUnderEndlessForeground) {
   TcpTransportKnobs knobs = knobs_;
   knobs.copy_chunk_bytes = 16 << 10;
   knobs.copy_yield_max_ms = 5;
-  Restart(knobs);
+  Restart(knobs, &clock_);  // the bound passes in real time
   ForegroundTraffic::Scope endless = foreground().Enter();
   const uint64_t size = 256 << 10;  // 16 chunks, each waits its 5 ms
   const absl::Time start = absl::Now();
@@ -487,7 +645,7 @@ TEST_F(CopyPacingTest, ForegroundReadsNeverWaitForCopies) {
   // read is served while the copy waits.
   TcpTransportKnobs knobs = knobs_;
   knobs.copy_yield_max_ms = 60000;
-  Restart(knobs);
+  Restart(knobs, &clock_);
   auto held = std::make_unique<ForegroundTraffic::Scope>(foreground().Enter());
   CopyResult copy;
   mover_a_->StartCopy(CopyRange{kSource, 0, kTarget, 0, 1 << 20}, copy.Callback());
@@ -553,22 +711,26 @@ TEST_F(CopyPacingTest, APutIsForegroundWhileItsBytesLand) {
 
 TEST_F(CopyPacingTest, TheTargetTakesACopyInOnlyBehindItsOwnForeground) {
   TcpTransportKnobs knobs = knobs_;
-  knobs.copy_yield_max_ms = 60000;  // only the end of B's foreground lets it in
-  Restart(knobs);
+  knobs.copy_yield_max_ms = 60000;
+  // On a clock only the test moves, only the end of B's foreground lets the
+  // copy in.
+  Restart(knobs, &driven_clock_);
   const int niced_before = ThreadsAtNice(knobs.copy_thread_nice);
   auto held = std::make_unique<ForegroundTraffic::Scope>(foreground_b_->Enter());
   const uint64_t size = 1 << 20;
   CopyResult copy;
   mover_a_->StartCopy(CopyRange{kSource, 0, kTarget, 0, size}, copy.Callback());
+  // B's connection thread is inside the yield before it takes the copy's
+  // first chunk, and stays there while B's foreground goes on.
   ASSERT_TRUE(WaitUntil([&] { return foreground_b_->yields() == 1; }));
   // B's connection thread and A's copy thread, both niced.
   EXPECT_EQ(ThreadsAtNice(knobs.copy_thread_nice) - niced_before, 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(copy.finished()) << "the target took a copy in past its foreground";
   EXPECT_EQ(server_b_->writes_completed(), 0u);
   EXPECT_EQ(foreground().yields(), 0u) << "store A had no foreground to yield to";
 
   held.reset();
+  PassTheQuietTime(*foreground_b_);
   ASSERT_TRUE(copy.Wait().ok());
   EXPECT_EQ(Checksum(memory_b_, kTarget, 0, size), Checksum(memory_a_, kSource, 0, size));
   EXPECT_EQ(server_b_->copy_writes_completed(), 1u);
@@ -576,11 +738,12 @@ TEST_F(CopyPacingTest, TheTargetTakesACopyInOnlyBehindItsOwnForeground) {
 }
 
 TEST(WireCopyWrite, OnlyACopyWriteOrAnRmaCommitCarriesScores) {
+  SteadyClock clock;
   AlignedSegmentAllocator allocator;
   SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
   ASSERT_TRUE(memory.Create(kTarget, kSegmentBytes).ok());
   absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
-      TcpDataServer::Start(&memory, TcpTransportKnobs{});
+      TcpDataServer::Start(&clock, &memory, TcpTransportKnobs{});
   ASSERT_TRUE(server.ok());
   const ScorePiece piece{4096, 2.5};
   for (const wire::FrameType type : {wire::FrameType::kWrite, wire::FrameType::kCopyWrite}) {

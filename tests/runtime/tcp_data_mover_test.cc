@@ -60,7 +60,7 @@ class TcpMoverTest : public ::testing::Test {
     ASSERT_TRUE(memory_b_.Create(kTarget, kSegmentBytes).ok());
     FillSegment(memory_a_, kSource, 7);
     absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
-        TcpDataServer::Start(&memory_b_, knobs);
+        TcpDataServer::Start(&clock_, &memory_b_, knobs);
     ASSERT_TRUE(server.ok()) << server.status();
     server_b_ = *std::move(server);
     ASSERT_TRUE(resolver_.Set(kTarget, server_b_->endpoint()).ok());
@@ -75,7 +75,7 @@ class TcpMoverTest : public ::testing::Test {
     Start(knobs);
   }
 
-  SteadyClock clock_;  // the test process's clock, read by the movers
+  SteadyClock clock_;  // the test process's clock, read by the movers and servers
   TcpTransportKnobs knobs_;
   AlignedSegmentAllocator allocator_;
   SegmentMemory memory_a_{&allocator_, SegmentMemoryKnobs{}};
@@ -243,7 +243,8 @@ TEST_F(TcpMoverTest, ReadRemoteReturnsServedBytes) {
   ASSERT_TRUE(memory_b_.Write(kTarget, 300, "replica bytes").ok());
   RecordingReadObserver observer;
   memory_b_.set_read_observer(&observer);
-  absl::StatusOr<std::unique_ptr<TcpDataServer>> server = TcpDataServer::Start(&memory_b_, knobs_);
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
+      TcpDataServer::Start(&clock_, &memory_b_, knobs_);
   ASSERT_TRUE(server.ok()) << server.status();
   server_b_ = *std::move(server);
 
@@ -361,7 +362,7 @@ TEST_F(TlsMoverTest, TlsCopyMovesTheSameBytesAsAClearOne) {
   SegmentMemory memory_c{&allocator_, SegmentMemoryKnobs{}};
   ASSERT_TRUE(memory_c.Create(kClearTarget, kSegmentBytes).ok());
   absl::StatusOr<std::unique_ptr<TcpDataServer>> clear_server =
-      TcpDataServer::Start(&memory_c, TcpTransportKnobs{});
+      TcpDataServer::Start(&clock_, &memory_c, TcpTransportKnobs{});
   ASSERT_TRUE(clear_server.ok());
   EXPECT_FALSE(absl::StartsWith((*clear_server)->endpoint(), "tls://"));
   ASSERT_TRUE(resolver_.Set(kClearTarget, (*clear_server)->endpoint()).ok());
@@ -447,7 +448,7 @@ TEST_F(TlsMoverTest, ReadsAskTheGateWithTheReadersCertificateAndLease) {
   RecordingGate gate;
   server_b_.reset();
   absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
-      TcpDataServer::Start(&memory_b_, knobs_, nullptr, &gate);
+      TcpDataServer::Start(&clock_, &memory_b_, knobs_, nullptr, &gate);
   ASSERT_TRUE(server.ok()) << server.status();
   server_b_ = *std::move(server);
   const std::string endpoint = server_b_->endpoint();
@@ -496,7 +497,8 @@ TEST_F(TlsMoverTest, AReloadedServerContextPresentsTheNewCertificate) {
   knobs.tls_server = *context;
   SegmentMemory memory{&allocator_, SegmentMemoryKnobs{}};
   ASSERT_TRUE(memory.Create(SegmentId(44), 1 << 20).ok());
-  absl::StatusOr<std::unique_ptr<TcpDataServer>> server = TcpDataServer::Start(&memory, knobs);
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> server =
+      TcpDataServer::Start(&clock_, &memory, knobs);
   ASSERT_TRUE(server.ok()) << server.status();
   const auto presented = [&] {
     absl::StatusOr<Socket> socket =

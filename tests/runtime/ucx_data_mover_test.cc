@@ -6,9 +6,10 @@
 // NOT_FOUND; a target torn down after granting a write fails the copy with
 // UNAVAILABLE; a restarted target is reached again; Shutdown fails blocked
 // copies; a paced copy (a foreground tracker shared with its store's data
-// server) waits piece by piece for foreground reads, bounded per piece. Also
-// the transport factory: MakeDataPlane for "tcp" and "ucx", and
-// an unknown name rejected.
+// server) waits piece by piece for foreground reads (held until the read
+// ends, its tracker on a clock only the test moves), bounded per piece (on
+// the steady clock, with real pacing). Also the transport factory:
+// MakeDataPlane for "tcp" and "ucx", and an unknown name rejected.
 #include "runtime/transport/ucx_data_mover.h"
 
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/env/manual_env.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
 #include "runtime/env/steady_clock.h"
@@ -66,7 +68,7 @@ struct UcxStore {
     if (!created.ok()) return;
     mover = *std::move(created);
     absl::StatusOr<std::unique_ptr<TcpDataServer>> started = TcpDataServer::Start(
-        &memory, options.tcp, grant_override != nullptr ? grant_override : mover.get());
+        &clock, &memory, options.tcp, grant_override != nullptr ? grant_override : mover.get());
     EXPECT_TRUE(started.ok()) << started.status();
     if (started.ok()) server = *std::move(started);
   }
@@ -76,7 +78,7 @@ struct UcxStore {
     if (mover != nullptr) mover->Shutdown();
   }
 
-  SteadyClock clock;  // the test process's clock, read by the mover
+  SteadyClock clock;  // the test process's clock, read by the mover and server
   AlignedSegmentAllocator allocator;
   SegmentMemory memory{&allocator, SegmentMemoryKnobs{}};
   std::unique_ptr<UcxDataMover> mover;
@@ -107,6 +109,9 @@ class UcxMoverTest : public ::testing::Test {
     b_.reset();
   }
 
+  // The clocks of the foreground trackers RestartPacedSource makes.
+  SteadyClock clock_;
+  ManualClock driven_clock_;  // moved only by the test
   StaticEndpointResolver resolver_;
   std::unique_ptr<UcxStore> a_;
   std::unique_ptr<UcxStore> b_;
@@ -234,13 +239,15 @@ TEST_F(UcxMoverTest, ShutdownFailsABlockedCopy) {
   EXPECT_EQ(blocked.Wait().code(), absl::StatusCode::kUnavailable);
 }
 
-// Store A again, its mover and data server sharing a foreground tracker
-// (as StoreNode wires them), its copies paced in 64 KiB pieces.
+// Store A again, its mover and data server sharing a foreground tracker on
+// `foreground_clock` (as StoreNode wires them), its copies paced in 64 KiB
+// pieces.
 std::shared_ptr<ForegroundTraffic> RestartPacedSource(StaticEndpointResolver& resolver,
                                                       std::unique_ptr<UcxStore>& a,
-                                                      int64_t yield_max_ms) {
+                                                      int64_t yield_max_ms,
+                                                      const Clock* foreground_clock) {
   UcxMoverOptions options = SmallPutOptions();
-  options.tcp.foreground = std::make_shared<ForegroundTraffic>();
+  options.tcp.foreground = std::make_shared<ForegroundTraffic>(foreground_clock);
   options.tcp.copy_chunk_bytes = 64 << 10;
   options.tcp.copy_yield_max_ms = yield_max_ms;
   a.reset();
@@ -253,23 +260,30 @@ std::shared_ptr<ForegroundTraffic> RestartPacedSource(StaticEndpointResolver& re
 }
 
 TEST_F(UcxMoverTest, APacedCopyWaitsForTheStoresForegroundReads) {
-  std::shared_ptr<ForegroundTraffic> foreground = RestartPacedSource(resolver_, a_, 60000);
+  // On a clock only the test moves, only the end of the read lets the copy
+  // go on.
+  std::shared_ptr<ForegroundTraffic> foreground =
+      RestartPacedSource(resolver_, a_, 60000, &driven_clock_);
   auto reading = std::make_unique<ForegroundTraffic::Scope>(foreground->Enter());
   CopyResult copy;
   a_->mover->StartCopy(CopyRange{kSource, 0, kTarget, 0, 1 << 20}, copy.Callback());
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (foreground->yields() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+  // The copy is inside the yield before its first piece, and stays there
+  // while the read goes on.
   ASSERT_EQ(foreground->yields(), 1u);
-  absl::SleepFor(absl::Milliseconds(200));
   EXPECT_FALSE(copy.finished()) << "the copy ran past a foreground read in progress";
   reading.reset();
+  driven_clock_.AdvanceBy(SmallPutOptions().tcp.copy_yield_quiet_us * kNsPerUs);
+  foreground->ClockAdvanced();
   ASSERT_TRUE(copy.Wait().ok());
   EXPECT_EQ(Checksum(b_->memory, kTarget, 0, 1 << 20), Checksum(a_->memory, kSource, 0, 1 << 20));
   EXPECT_EQ(foreground->yields_timed_out(), 0u);
 }
 
 TEST_F(UcxMoverTest, APacedCopyFinishesUnderEndlessForeground) {
-  std::shared_ptr<ForegroundTraffic> foreground = RestartPacedSource(resolver_, a_, 5);
+  // The 5 ms bound passes in real time.
+  std::shared_ptr<ForegroundTraffic> foreground = RestartPacedSource(resolver_, a_, 5, &clock_);
   ForegroundTraffic::Scope endless = foreground->Enter();
   const uint64_t size = (1 << 20) + 1;  // 17 pieces of 64 KiB, each after a 5 ms wait
   ASSERT_TRUE(CopyAndWait(*a_->mover, CopyRange{kSource, 3, kTarget, 5, size}).ok());

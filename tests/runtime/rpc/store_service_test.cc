@@ -12,7 +12,10 @@
 //   - a cluster whose stores serve the gRPC data service takes puts and reads
 //     through HeatsinkClient with the grpc data path;
 //   - foreground first: a copy's pull (ReadObject under a copy lease) waits
-//     while a put (WriteObject) is landing on the same store.
+//     while a put (WriteObject) is landing on the same store, and goes on
+//     once the put has ended and the quiet time has passed; the store's
+//     foreground tracker reads a ManualClock, so the pull's bound never ends
+//     its wait and no fixed sleep stands in for "it waits".
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/env/manual_env.h"
 #include "core/env/rng.h"
 #include "core/replication/replicated_master.h"
 #include "grpcpp/client_context.h"
@@ -228,12 +232,14 @@ TEST(StoreServerForegroundTest, ACopysPullWaitsForThePutsAndReadsOfItsStore) {
   ASSERT_TRUE(memory.Create(kSegment, kSegmentBytes).ok());
   const std::string bytes = Pattern(3, 4 * kChunkBytes);
   ASSERT_TRUE(memory.Write(kSegment, 0, bytes).ok());
-  auto foreground = std::make_shared<ForegroundTraffic>();
-  absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(
-      &memory, "127.0.0.1:0", RpcOptions{},
-      StoreServiceOptions{.data_chunk_bytes = kChunkBytes,
-                          .foreground = foreground,
-                          .copy_yield_max_ms = 60000});  // only the end of the put lets it go
+  // The bound passes only when the test moves the clock: only the end of
+  // the put lets the pull go.
+  ManualClock clock;
+  auto foreground = std::make_shared<ForegroundTraffic>(&clock);
+  const StoreServiceOptions options{
+      .data_chunk_bytes = kChunkBytes, .foreground = foreground, .copy_yield_max_ms = 60000};
+  absl::StatusOr<std::unique_ptr<StoreServer>> server =
+      StoreServer::Start(&memory, "127.0.0.1:0", RpcOptions{}, options);
   ASSERT_TRUE(server.ok()) << server.status();
   auto stub = v1::Store::NewStub(
       grpc::CreateChannel((*server)->endpoint(), grpc::InsecureChannelCredentials()));
@@ -268,8 +274,9 @@ TEST(StoreServerForegroundTest, ACopysPullWaitsForThePutsAndReadsOfItsStore) {
     }
     pull_status = FromGrpcStatus(reader->Finish());
   });
+  // The pull is inside its yield, before its first message, and cannot
+  // leave it while the put goes on.
   ASSERT_TRUE(WaitFor([&] { return foreground->yields() == 1; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(messages.load(), 0) << "the pull ran past a put in progress";
 
   v1::WriteObjectChunk tail;
@@ -277,11 +284,17 @@ TEST(StoreServerForegroundTest, ACopysPullWaitsForThePutsAndReadsOfItsStore) {
   ASSERT_TRUE(put->Write(tail));
   put->WritesDone();
   EXPECT_TRUE(FromGrpcStatus(put->Finish()).ok());
+  // The put has ended (its end read from the clock before the count
+  // dropped); the pull goes on once the quiet time has passed on the clock.
+  ASSERT_TRUE(WaitFor([&] { return foreground->in_progress() == 0; }));
+  clock.AdvanceBy(options.copy_yield_quiet_us * kNsPerUs);
+  foreground->ClockAdvanced();
   pull.join();
   EXPECT_TRUE(pull_status.ok()) << pull_status;
   EXPECT_EQ(pulled, bytes);
   EXPECT_EQ(messages.load(), 4);
   EXPECT_EQ(foreground->in_progress(), 0);
+  EXPECT_EQ(foreground->yields(), 1u);
   EXPECT_EQ(foreground->yields_timed_out(), 0u);
   EXPECT_EQ(*memory.Read(kSegment, 8 * kChunkBytes, 2 * kChunkBytes),
             std::string(kChunkBytes, 'p') + std::string(kChunkBytes, 'q'));
