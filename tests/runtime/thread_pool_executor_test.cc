@@ -4,8 +4,7 @@
 // a driven clock when told it moved, cancels timers that have not started,
 // and on Shutdown drains due work, drops future timers and late posts
 // (destroying them unrun) and runs nothing after it returns. Timer tests
-// drive a ManualClock; only the steady clock's own test and the shutdown
-// test (a blocked item released while Shutdown waits) wait on real time.
+// drive a ManualClock; only the steady clock's own test waits on real time.
 // RuntimeEnv wires the three parts into one Env with a seeded Rng.
 #include "runtime/env/thread_pool_executor.h"
 
@@ -192,8 +191,16 @@ TEST(ThreadPoolExecutor, ShutdownDrainsDueWorkAndDropsFutureTimers) {
   executor.PostAfter(SecToNs(3600), [&, flag = std::make_shared<DestroyFlag>(&future_destroyed)] {
     future_ran = true;
   });
+  // Releases the blocked item once Shutdown has begun, which a probe shows:
+  // from then on a posted callable is destroyed inside Post, unrun (probes
+  // posted earlier queue behind the due work and run as no-ops).
   std::thread releaser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (true) {
+      auto destroyed = std::make_shared<std::atomic<bool>>(false);
+      executor.Post([flag = std::make_shared<DestroyFlag>(destroyed.get()), destroyed] {});
+      if (destroyed->load()) break;
+      std::this_thread::yield();
+    }
     release.Notify();
   });
   executor.Shutdown();
