@@ -1,9 +1,11 @@
 // File: core/worker/master_client.h
 //
 // How store workers (and other master callers) talk to the master: the
-// MasterService calls, asynchronous. The simulator implements it with
-// modelled control-message latency, the runtime with a gRPC stub, tests and
-// single-process setups with LocalMasterClient.
+// MasterEndpoint calls (core/master/master_endpoint.h), asynchronous. The
+// runtime implements it with a gRPC stub (GrpcMasterClient); in process,
+// MasterEndpointClient adapts a MasterEndpoint over a transport: the
+// simulator's SimMasterClient (modelled control-message latency) and
+// LocalMasterClient (tests and single-process set-ups).
 //
 // Contract for every call: `done` runs exactly once, later, never inside the
 // call itself (so callers may hold their own state consistent across the
