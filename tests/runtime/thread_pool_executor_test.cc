@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -31,6 +32,13 @@ struct DestroyFlag {
   explicit DestroyFlag(std::atomic<bool>* flag) : flag(flag) {}
   ~DestroyFlag() { flag->store(true); }
   std::atomic<bool>* flag;
+};
+
+// The same, owning its flag: for callables that may outlive the test's frame.
+struct SharedDestroyFlag {
+  explicit SharedDestroyFlag(std::shared_ptr<std::atomic<bool>> flag) : flag(std::move(flag)) {}
+  ~SharedDestroyFlag() { flag->store(true); }
+  std::shared_ptr<std::atomic<bool>> flag;
 };
 
 // Moves the clock, wakes the executor's workers, and returns once every item
@@ -197,7 +205,7 @@ TEST(ThreadPoolExecutor, ShutdownDrainsDueWorkAndDropsFutureTimers) {
   std::thread releaser([&] {
     while (true) {
       auto destroyed = std::make_shared<std::atomic<bool>>(false);
-      executor.Post([flag = std::make_shared<DestroyFlag>(destroyed.get()), destroyed] {});
+      executor.Post([probe = std::make_shared<SharedDestroyFlag>(destroyed)] {});
       if (destroyed->load()) break;
       std::this_thread::yield();
     }
