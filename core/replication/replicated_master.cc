@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
   m->master_ = std::move(master);
   m->replication_ = std::make_unique<DynamicReplication>(env, m->master_.get(), replication_knobs,
                                                          sink, m->metrics_.get());
-  m->ConnectObservers(true);
+  m->SetCallObserver(nullptr);
   m->master_->SetOptionalReplicaRanker(m->replication_.get());
   m->master_->SetReportedDynamicReplicaCap(
       replication_knobs.dynamic_replication_max_memory_replicas,
@@ -31,7 +31,8 @@ absl::StatusOr<std::unique_ptr<ReplicatedMaster>> ReplicatedMaster::Create(
 
 ReplicatedMaster::~ReplicatedMaster() {
   if (master_ != nullptr) {
-    ConnectObservers(false);
+    master_->SetReadObserver(nullptr);
+    master_->SetReplicaRemovalObserver(nullptr);
     master_->SetOptionalReplicaRanker(nullptr);
   }
   replication_.reset();
@@ -55,25 +56,17 @@ absl::Status ReplicatedMaster::DynamicReplicaCopyEnd(ClientId client, const Copy
 
 void ReplicatedMaster::SetCallObserver(MasterCallObserver* observer) {
   observer_ = observer;
-  ConnectObservers(true);
-}
-
-void ReplicatedMaster::ConnectObservers(bool connected) {
-  if (!connected) {
-    master_->SetReadObserver(nullptr);
-    master_->SetReplicaRemovalObserver(nullptr);
-    tee_.reset();
-    return;
-  }
-  if (observer_ == nullptr) {
+  // The master's read and removal observers: dynamic replication itself, or
+  // the tee that also tells the driver.
+  std::unique_ptr<ObserverTee> tee =
+      observer == nullptr ? nullptr : std::make_unique<ObserverTee>(observer, replication_.get());
+  if (tee == nullptr) {
     master_->SetReadObserver(replication_.get());
     master_->SetReplicaRemovalObserver(replication_.get());
-    tee_.reset();
-    return;
+  } else {
+    master_->SetReadObserver(tee.get());
+    master_->SetReplicaRemovalObserver(tee.get());
   }
-  auto tee = std::make_unique<ObserverTee>(observer_, replication_.get());
-  master_->SetReadObserver(tee.get());
-  master_->SetReplicaRemovalObserver(tee.get());
   tee_ = std::move(tee);
 }
 

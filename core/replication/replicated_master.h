@@ -242,9 +242,6 @@ class ReplicatedMaster final : public MasterEndpoint {
   };
 
   ReplicatedMaster() = default;
-  // The master's read and removal observers: the tee while a driver's
-  // observer is installed, else dynamic replication itself (or nothing).
-  void ConnectObservers(bool connected);
 
   friend class ReplicatedMasterTestPeer;  // tests reach the MasterService
 

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 #include "tests/core/replication/replicated_master_test_peer.h"
+#include "tests/core/worker/forwarding_master_client.h"
 
 namespace heatsink {
 namespace {
@@ -42,80 +43,9 @@ class HeldDataMover final : public DataMover {
 
 // Forwards to whichever master is current: the "network address" of the
 // master, which a restart points at a new process.
-class SwitchableMasterClient final : public MasterClient {
+class SwitchableMasterClient final : public testing::ForwardingMasterClient {
  public:
-  void Set(MasterClient* m) { m_ = m; }
-  void RegisterClient(const RegisterClientRequest& r, StatusCallback d) override {
-    m_->RegisterClient(r, std::move(d));
-  }
-  void Heartbeat(ClientId c, StatusCallback d) override { m_->Heartbeat(c, std::move(d)); }
-  void MountSegment(ClientId c, const MountSegmentRequest& r, StatusCallback d) override {
-    m_->MountSegment(c, r, std::move(d));
-  }
-  void UnmountSegment(ClientId c, SegmentId s, StatusCallback d) override {
-    m_->UnmountSegment(c, s, std::move(d));
-  }
-  void ReportManifest(ClientId c, const ReportManifestRequest& r,
-                      Callback<ReportManifestResponse> d) override {
-    m_->ReportManifest(c, r, std::move(d));
-  }
-  void PutStart(ClientId c, const PutStartRequest& r, Callback<PutStartResponse> d) override {
-    m_->PutStart(c, r, std::move(d));
-  }
-  void PutEnd(ClientId c, const PutEndRequest& r, StatusCallback d) override {
-    m_->PutEnd(c, r, std::move(d));
-  }
-  void PutRevoke(ClientId c, const PutRevokeRequest& r, StatusCallback d) override {
-    m_->PutRevoke(c, r, std::move(d));
-  }
-  void BatchPutStart(ClientId c, const BatchPutStartRequest& r,
-                     Callback<BatchPutStartResponse> d) override {
-    m_->BatchPutStart(c, r, std::move(d));
-  }
-  void BatchPutEnd(ClientId c, const BatchPutEndRequest& r, Callback<BatchPutResponse> d) override {
-    m_->BatchPutEnd(c, r, std::move(d));
-  }
-  void BatchPutRevoke(ClientId c, const BatchPutRevokeRequest& r,
-                      Callback<BatchPutResponse> d) override {
-    m_->BatchPutRevoke(c, r, std::move(d));
-  }
-  void GetReplicaList(const GetReplicaListRequest& r, Callback<GetReplicaListResponse> d) override {
-    m_->GetReplicaList(r, std::move(d));
-  }
-  void BatchGetReplicaList(const BatchGetReplicaListRequest& r,
-                           Callback<BatchGetReplicaListResponse> d) override {
-    m_->BatchGetReplicaList(r, std::move(d));
-  }
-  void Remove(const RemoveRequest& r, StatusCallback d) override { m_->Remove(r, std::move(d)); }
-  void FetchTasks(ClientId c, size_t n, uint64_t ack, Callback<FetchTasksResponse> d) override {
-    m_->FetchTasks(c, n, ack, std::move(d));
-  }
-  void MarkTaskComplete(ClientId c, const MarkTaskCompleteRequest& r, StatusCallback d) override {
-    m_->MarkTaskComplete(c, r, std::move(d));
-  }
-  void CopyStart(ClientId c, const CopyStartRequest& r, Callback<CopyStartResponse> d) override {
-    m_->CopyStart(c, r, std::move(d));
-  }
-  void CopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
-    m_->CopyEnd(c, r, std::move(d));
-  }
-  void CopyRevoke(ClientId c, const CopyRevokeRequest& r, StatusCallback d) override {
-    m_->CopyRevoke(c, r, std::move(d));
-  }
-  void DynamicReplicaCopyStart(ClientId c, const CopyStartRequest& r,
-                               Callback<CopyStartResponse> d) override {
-    m_->DynamicReplicaCopyStart(c, r, std::move(d));
-  }
-  void DynamicReplicaCopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
-    m_->DynamicReplicaCopyEnd(c, r, std::move(d));
-  }
-  void DynamicReplicaCopyRevoke(ClientId c, const CopyRevokeRequest& r,
-                                StatusCallback d) override {
-    m_->DynamicReplicaCopyRevoke(c, r, std::move(d));
-  }
-
- private:
-  MasterClient* m_ = nullptr;
+  void Set(MasterClient* m) { set_inner(m); }
 };
 
 MountSegmentRequest Segment(uint64_t id) {
@@ -172,8 +102,8 @@ class MasterRestartTest : public ::testing::Test {
     first_client_ = std::make_unique<LocalMasterClient>(first_rm_.get(), &env_.executor());
     link_.Set(first_client_.get());
     for (uint64_t c : {1, 2}) {
-      workers_.push_back(std::make_unique<StoreWorker>(env_.env(), &link_, &mover_,
-                                                       WorkerOptions(c, 10 + c)));
+      workers_.push_back(
+          std::make_unique<StoreWorker>(env_.env(), &link_, &mover_, WorkerOptions(c, 10 + c)));
       workers_.back()->Start();
     }
     env_.AdvanceBy(MsToNs(100));
@@ -437,8 +367,9 @@ TEST_F(ManifestReportTest, TheHighestCompleteVersionWinsAndOlderReplicasAreFreed
   EXPECT_TRUE(Report(1, {Entry("k", 3, 11, 0, 100)}, true).results[0].ok());
   EXPECT_EQ(master_->GetSegment(SegmentId(11))->used_bytes, 100u);
   // Store 2 holds a newer complete version: it wins, store 1's replica goes.
-  ReportManifestResponse r2 = Report(2, {Entry("k", 5, 12, 0, 200), Entry("j", 9, 12, 200, 10,
-                                                                          /*complete=*/false)},
+  ReportManifestResponse r2 = Report(2,
+                                     {Entry("k", 5, 12, 0, 200), Entry("j", 9, 12, 200, 10,
+                                                                       /*complete=*/false)},
                                      true);
   EXPECT_TRUE(r2.results[0].ok()) << r2.results[0];
   HS_EXPECT_CODE(r2.results[1], kFailedPrecondition);
@@ -472,9 +403,8 @@ TEST_F(ManifestReportTest, BadEntriesAreRejectedNamingTheStoreAndTheRestIsApplie
       Report(1,
              {Entry("ok", 1, 11, 0, 100), Entry("overlap", 2, 11, 50, 100),
               Entry("beyond", 3, 11, kSegmentBytes - 10, 100),
-              Entry("stranger", 4, 11, 4096, 10, true, "beta"),
-              Entry("not-mine", 5, 12, 0, 10), Entry("zero", 0, 11, 8192, 10),
-              Entry("ok2", 6, 11, 200, 100, true, "alpha")},
+              Entry("stranger", 4, 11, 4096, 10, true, "beta"), Entry("not-mine", 5, 12, 0, 10),
+              Entry("zero", 0, 11, 8192, 10), Entry("ok2", 6, 11, 200, 100, true, "alpha")},
              false);
   ASSERT_EQ(r.results.size(), 7u);
   EXPECT_TRUE(r.results[0].ok());

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/master/master_test_util.h"
 #include "tests/core/replication/replicated_master_test_peer.h"
+#include "tests/core/worker/forwarding_master_client.h"
 
 namespace heatsink {
 namespace {
@@ -58,107 +59,68 @@ class FakeDataMover final : public DataMover {
 };
 
 // Counts which copy calls a worker makes, then forwards them.
-class CountingMasterClient final : public MasterClient {
+class CountingMasterClient final : public testing::ForwardingMasterClient {
  public:
-  explicit CountingMasterClient(MasterClient* inner) : inner_(inner) {}
-  void RegisterClient(const RegisterClientRequest& r, StatusCallback d) override {
-    inner_->RegisterClient(r, std::move(d));
-  }
+  explicit CountingMasterClient(MasterClient* inner) : ForwardingMasterClient(inner) {}
   void Heartbeat(ClientId c, StatusCallback d) override {
     if (drop_heartbeats) {
       std::move(d)(absl::UnavailableError("dropped"));
       return;
     }
-    inner_->Heartbeat(c, std::move(d));
+    ForwardingMasterClient::Heartbeat(c, std::move(d));
   }
   void MountSegment(ClientId c, const MountSegmentRequest& r, StatusCallback d) override {
     ++mounts;
-    inner_->MountSegment(c, r, std::move(d));
-  }
-  void UnmountSegment(ClientId c, SegmentId s, StatusCallback d) override {
-    inner_->UnmountSegment(c, s, std::move(d));
-  }
-  void PutStart(ClientId c, const PutStartRequest& r, Callback<PutStartResponse> d) override {
-    inner_->PutStart(c, r, std::move(d));
-  }
-  void PutEnd(ClientId c, const PutEndRequest& r, StatusCallback d) override {
-    inner_->PutEnd(c, r, std::move(d));
-  }
-  void PutRevoke(ClientId c, const PutRevokeRequest& r, StatusCallback d) override {
-    inner_->PutRevoke(c, r, std::move(d));
-  }
-  void BatchPutStart(ClientId c, const BatchPutStartRequest& r,
-                     Callback<BatchPutStartResponse> d) override {
-    inner_->BatchPutStart(c, r, std::move(d));
-  }
-  void BatchPutEnd(ClientId c, const BatchPutEndRequest& r, Callback<BatchPutResponse> d) override {
-    inner_->BatchPutEnd(c, r, std::move(d));
-  }
-  void BatchPutRevoke(ClientId c, const BatchPutRevokeRequest& r,
-                      Callback<BatchPutResponse> d) override {
-    inner_->BatchPutRevoke(c, r, std::move(d));
-  }
-  void GetReplicaList(const GetReplicaListRequest& r, Callback<GetReplicaListResponse> d) override {
-    inner_->GetReplicaList(r, std::move(d));
-  }
-  void BatchGetReplicaList(const BatchGetReplicaListRequest& r,
-                           Callback<BatchGetReplicaListResponse> d) override {
-    inner_->BatchGetReplicaList(r, std::move(d));
-  }
-  void Remove(const RemoveRequest& r, StatusCallback d) override { inner_->Remove(r, std::move(d)); }
-  void ReportManifest(ClientId c, const ReportManifestRequest& r,
-                      Callback<ReportManifestResponse> d) override {
-    inner_->ReportManifest(c, r, std::move(d));
+    ForwardingMasterClient::MountSegment(c, r, std::move(d));
   }
   void FetchTasks(ClientId c, size_t n, uint64_t ack, Callback<FetchTasksResponse> d) override {
     fetch_batches.emplace_back(c, n);
     if (injected_manifest_changes.empty()) {
-      inner_->FetchTasks(c, n, ack, std::move(d));
+      ForwardingMasterClient::FetchTasks(c, n, ack, std::move(d));
       return;
     }
     // The next answer also carries these manifest changes.
     std::vector<ManifestChange> changes = std::move(injected_manifest_changes);
     injected_manifest_changes.clear();
-    inner_->FetchTasks(c, n, ack,
-                       [changes = std::move(changes),
-                        d = std::move(d)](absl::StatusOr<FetchTasksResponse> r) mutable {
-                         if (r.ok()) {
-                           r->manifest_changes.insert(r->manifest_changes.end(), changes.begin(),
-                                                      changes.end());
-                         }
-                         std::move(d)(std::move(r));
-                       });
+    ForwardingMasterClient::FetchTasks(
+        c, n, ack,
+        [changes = std::move(changes),
+         d = std::move(d)](absl::StatusOr<FetchTasksResponse> r) mutable {
+          if (r.ok()) {
+            r->manifest_changes.insert(r->manifest_changes.end(), changes.begin(), changes.end());
+          }
+          std::move(d)(std::move(r));
+        });
   }
   void MarkTaskComplete(ClientId c, const MarkTaskCompleteRequest& r, StatusCallback d) override {
     reports.push_back(r);
-    inner_->MarkTaskComplete(c, r, std::move(d));
+    ForwardingMasterClient::MarkTaskComplete(c, r, std::move(d));
   }
   void CopyStart(ClientId c, const CopyStartRequest& r, Callback<CopyStartResponse> d) override {
     ++ordinary_calls;
-    inner_->CopyStart(c, r, std::move(d));
+    ForwardingMasterClient::CopyStart(c, r, std::move(d));
   }
   void CopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
     ++ordinary_calls;
-    inner_->CopyEnd(c, r, std::move(d));
+    ForwardingMasterClient::CopyEnd(c, r, std::move(d));
   }
   void CopyRevoke(ClientId c, const CopyRevokeRequest& r, StatusCallback d) override {
     ++ordinary_calls;
     ++revokes;
-    inner_->CopyRevoke(c, r, std::move(d));
+    ForwardingMasterClient::CopyRevoke(c, r, std::move(d));
   }
   void DynamicReplicaCopyStart(ClientId c, const CopyStartRequest& r,
                                Callback<CopyStartResponse> d) override {
     ++dynamic_calls;
-    inner_->DynamicReplicaCopyStart(c, r, std::move(d));
+    ForwardingMasterClient::DynamicReplicaCopyStart(c, r, std::move(d));
   }
   void DynamicReplicaCopyEnd(ClientId c, const CopyEndRequest& r, StatusCallback d) override {
     ++dynamic_calls;
-    inner_->DynamicReplicaCopyEnd(c, r, std::move(d));
+    ForwardingMasterClient::DynamicReplicaCopyEnd(c, r, std::move(d));
   }
-  void DynamicReplicaCopyRevoke(ClientId c, const CopyRevokeRequest& r,
-                                StatusCallback d) override {
+  void DynamicReplicaCopyRevoke(ClientId c, const CopyRevokeRequest& r, StatusCallback d) override {
     ++dynamic_calls;
-    inner_->DynamicReplicaCopyRevoke(c, r, std::move(d));
+    ForwardingMasterClient::DynamicReplicaCopyRevoke(c, r, std::move(d));
   }
 
   bool drop_heartbeats = false;
@@ -170,9 +132,6 @@ class CountingMasterClient final : public MasterClient {
   std::vector<MarkTaskCompleteRequest> reports;
   // Added to the next FetchTasks answer (the master's journal, scripted).
   std::vector<ManifestChange> injected_manifest_changes;
-
- private:
-  MasterClient* const inner_;
 };
 
 MountSegmentRequest SegmentRequest(uint64_t id, uint64_t capacity) {
@@ -247,7 +206,7 @@ TEST_F(StoreWorkerTest, CopiesAReplicaEndToEnd) {
   absl::StatusOr<CopyTaskResponse> t =
       master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}});
   ASSERT_TRUE(t.ok()) << t.status();
-  env_.AdvanceBy(MsToNs(150));  // a fetch tick, then CopyStart
+  env_.AdvanceBy(MsToNs(150));          // a fetch tick, then CopyStart
   ASSERT_EQ(mover1.ranges.size(), 1u);  // the source's worker moves the bytes
   EXPECT_TRUE(mover2.ranges.empty());
   EXPECT_EQ(mover1.ranges[0].source_segment, SegmentId(1));
