@@ -229,6 +229,7 @@ struct StoreFlags {
   uint64_t ucx_put_chunk_mib = 8;
   std::string segment_node = "none";
   runtime::NumaMemoryOptions segment_memory;
+  bool segment_commit_on_write = false;
   std::string topology_xml;
   runtime::NumaConfigFlags head_pool;
   int64_t head_pool_report_s = 0;
@@ -282,6 +283,11 @@ void AddNodeFlags(CLI::App& app, StoreFlags& f) {
                "/sys/devices/system/node/nodeN/hugepages)");
   app.add_flag("--segment-mlock", f.segment_memory.mlock,
                "lock bound segments in RAM (needs RLIMIT_MEMLOCK)");
+  app.add_flag("--segment-commit-on-write", f.segment_commit_on_write,
+               "plain segments take RAM as bytes land in them instead of being faulted in at "
+               "start: segments may then add up to more than the machine's memory, as long as "
+               "the data written fits (pages once written stay resident). Not with "
+               "--segment-node or the head pool.");
   app.add_option("--topology-xml", f.topology_xml,
                  "hwloc XML to plan --segment-node or the head pool against instead of this "
                  "machine");
@@ -427,6 +433,8 @@ void FillNodeOptions(StoreFlags& f, runtime::StoreNodeOptions& options) {
   options.worker.heartbeat_interval_ms = f.heartbeat_interval_ms;
   options.worker.fetch_interval_ms = f.fetch_interval_ms;
   options.segment_memory = f.segment_memory;
+  options.segment_commit = f.segment_commit_on_write ? runtime::SegmentCommit::kOnWrite
+                                                     : runtime::SegmentCommit::kAtCreate;
 }
 
 // --memory: plans the head pool on the topology and makes the segments its

@@ -1,5 +1,9 @@
 #include "runtime/memory/segment_memory.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -11,10 +15,13 @@
 namespace heatsink::runtime {
 namespace {
 
+// An anonymous mapping of `mapped_bytes` at `mapping`, of which the segment is
+// `size_bytes` at `data` (aligned inside the mapping).
 class AlignedBuffer final : public SegmentBuffer {
  public:
-  AlignedBuffer(uint8_t* data, uint64_t size_bytes) : data_(data), size_bytes_(size_bytes) {}
-  ~AlignedBuffer() override { std::free(data_); }
+  AlignedBuffer(void* mapping, size_t mapped_bytes, uint8_t* data, uint64_t size_bytes)
+      : mapping_(mapping), mapped_bytes_(mapped_bytes), data_(data), size_bytes_(size_bytes) {}
+  ~AlignedBuffer() override { HS_CHECK(munmap(mapping_, mapped_bytes_) == 0); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
@@ -22,14 +29,21 @@ class AlignedBuffer final : public SegmentBuffer {
   uint64_t size_bytes() const override { return size_bytes_; }
 
  private:
+  void* const mapping_;
+  const size_t mapped_bytes_;
   uint8_t* const data_;
   const uint64_t size_bytes_;
 };
 
+size_t PageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 }  // namespace
 
-AlignedSegmentAllocator::AlignedSegmentAllocator(size_t alignment_bytes)
-    : alignment_bytes_(alignment_bytes) {
+AlignedSegmentAllocator::AlignedSegmentAllocator(size_t alignment_bytes, SegmentCommit commit)
+    : alignment_bytes_(alignment_bytes), commit_(commit) {
   HS_CHECK_MSG(alignment_bytes_ >= sizeof(void*) &&
                    (alignment_bytes_ & (alignment_bytes_ - 1)) == 0,
                "alignment must be a power of two of at least pointer size");
@@ -37,16 +51,24 @@ AlignedSegmentAllocator::AlignedSegmentAllocator(size_t alignment_bytes)
 
 absl::StatusOr<std::unique_ptr<SegmentBuffer>> AlignedSegmentAllocator::Allocate(
     uint64_t size_bytes) {
-  if (size_bytes == 0 || size_bytes > std::numeric_limits<size_t>::max() - alignment_bytes_) {
+  // Anonymous pages are zero and page-aligned; a larger alignment maps the
+  // slack and starts the segment at the first aligned address inside.
+  const size_t slack = alignment_bytes_ > PageBytes() ? alignment_bytes_ : 0;
+  if (size_bytes == 0 || size_bytes > std::numeric_limits<size_t>::max() / 2 - slack) {
     return absl::InvalidArgumentError(absl::StrCat("cannot allocate ", size_bytes, " bytes"));
   }
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment_bytes_, static_cast<size_t>(size_bytes)) != 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("allocating a segment of ", size_bytes, " bytes failed"));
+  const size_t mapped = static_cast<size_t>(size_bytes) + slack;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS |
+                    (commit_ == SegmentCommit::kAtCreate ? MAP_POPULATE : MAP_NORESERVE);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("allocating a segment of ", size_bytes,
+                                                     " bytes failed: ", std::strerror(errno)));
   }
-  std::memset(p, 0, static_cast<size_t>(size_bytes));
-  return std::make_unique<AlignedBuffer>(static_cast<uint8_t*>(p), size_bytes);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (start + alignment_bytes_ - 1) & ~(uintptr_t{alignment_bytes_} - 1);
+  return std::make_unique<AlignedBuffer>(p, mapped, reinterpret_cast<uint8_t*>(aligned),
+                                         size_bytes);
 }
 
 absl::Status CheckSegmentRange(uint64_t segment_bytes, uint64_t offset, uint64_t size) {

@@ -58,11 +58,28 @@ class SegmentAllocator {
       uint64_t size_bytes) = 0;
 };
 
-// Page-aligned heap memory, zero-filled (so a fresh replica region never
+// When a plain segment's pages are backed by RAM.
+enum class SegmentCommit {
+  // Every page is faulted in when the segment is created (MAP_POPULATE): the
+  // store's resident memory is its segments from the start and no write pays
+  // a page fault.
+  kAtCreate,
+  // Pages are backed as bytes first land in them (MAP_NORESERVE): a segment
+  // costs address space, not RAM, until written, so segments larger than the
+  // machine's memory can be mounted when the data written fits (the replay of
+  // a scenario's capacities on a small machine). A page once written stays
+  // resident; nothing is given back when objects are removed.
+  kOnWrite,
+};
+
+// Page-aligned anonymous memory, zero-filled (so a fresh replica region never
 // exposes another tenant's old bytes).
 class AlignedSegmentAllocator final : public SegmentAllocator {
  public:
-  explicit AlignedSegmentAllocator(size_t alignment_bytes = 4096);
+  // `alignment_bytes`: a power of two of at least pointer size (page
+  // alignment is always given).
+  explicit AlignedSegmentAllocator(size_t alignment_bytes = 4096,
+                                   SegmentCommit commit = SegmentCommit::kAtCreate);
   AlignedSegmentAllocator(const AlignedSegmentAllocator&) = delete;
   AlignedSegmentAllocator& operator=(const AlignedSegmentAllocator&) = delete;
 
@@ -71,6 +88,7 @@ class AlignedSegmentAllocator final : public SegmentAllocator {
 
  private:
   const size_t alignment_bytes_;
+  const SegmentCommit commit_;
 };
 
 // OK when [offset, offset + size) lies inside a segment of `segment_bytes`

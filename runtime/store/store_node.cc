@@ -29,6 +29,11 @@ absl::Status StoreNodeOptions::Validate() const {
   if (segment_node < 0 && (segment_memory.huge_pages || segment_memory.mlock)) {
     return absl::InvalidArgumentError("huge pages and mlock need a segment NUMA node");
   }
+  if (segment_commit == SegmentCommit::kOnWrite && (segment_node >= 0 || head_pool.has_value())) {
+    return absl::InvalidArgumentError(
+        "segments committed on write are plain memory; a segment NUMA node or the head pool "
+        "faults its segments in at start");
+  }
   if (head_pool.has_value()) {
     if (segment_node >= 0) {
       return absl::InvalidArgumentError(
@@ -70,7 +75,7 @@ std::unique_ptr<SegmentAllocator> MakeSegmentAllocator(const StoreNodeOptions& o
   if (options.segment_node >= 0) {
     return std::make_unique<NumaSegmentAllocator>(options.segment_node, options.segment_memory);
   }
-  return std::make_unique<AlignedSegmentAllocator>();
+  return std::make_unique<AlignedSegmentAllocator>(4096, options.segment_commit);
 }
 
 }  // namespace

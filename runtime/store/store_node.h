@@ -95,6 +95,10 @@ struct StoreNodeOptions {
   int segment_node = -1;
   // With segment_node: huge pages and mlock for the segments.
   NumaMemoryOptions segment_memory;
+  // Plain segments only (no segment_node, no head pool): when their pages
+  // are backed (runtime/memory/segment_memory.h); bound segments and the
+  // head pool are always faulted in at start.
+  SegmentCommit segment_commit = SegmentCommit::kAtCreate;
   // The ADR-0019 head pool over the segments (see the file comment): its
   // memory + sub_memory must equal segments x segment_bytes, segment_node
   // must be -1 (the placement binds each block), and segment_ids is filled

@@ -1,13 +1,19 @@
 // Covers SegmentMemory: creating segments (zero-filled, page-aligned), the
 // limits (segments_max, sizes, duplicate and invalid ids), bounds-checked
 // reads and writes (OUT_OF_RANGE, including offsets that would overflow),
-// NOT_FOUND for unknown segments, and that a removed segment's memory stays
-// valid for a holder until the holder lets go.
+// NOT_FOUND for unknown segments, that a removed segment's memory stays
+// valid for a holder until the holder lets go, and when a segment's pages are
+// backed by RAM (at create or on write, read off mincore).
 #include "runtime/memory/segment_memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -83,6 +89,55 @@ TEST(SegmentMemory, RemovedSegmentStaysValidForHolders) {
   // Still readable through the holder's reference (ASan would flag a free).
   EXPECT_EQ(std::string(reinterpret_cast<char*>(region->data), 4), "kept");
   EXPECT_EQ(region->buffer.use_count(), 1);
+}
+
+// Pages of [data, data + bytes) that are resident, by mincore.
+int64_t ResidentPages(const uint8_t* data, uint64_t bytes) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  EXPECT_EQ(mincore(const_cast<uint8_t*>(data), bytes, in_core.data()), 0);
+  int64_t n = 0;
+  for (unsigned char c : in_core) n += c & 1;
+  return n;
+}
+
+TEST(SegmentMemory, SegmentsCommittedAtCreateAreResidentFromTheStart) {
+  AlignedSegmentAllocator allocator;
+  constexpr uint64_t kBytes = uint64_t{8} << 20;
+  absl::StatusOr<std::unique_ptr<SegmentBuffer>> buffer = allocator.Allocate(kBytes);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(ResidentPages((*buffer)->data(), kBytes), static_cast<int64_t>(kBytes / page));
+}
+
+TEST(SegmentMemory, SegmentsCommittedOnWriteTakeRamOnlyWhereWritten) {
+  AlignedSegmentAllocator allocator(4096, SegmentCommit::kOnWrite);
+  SegmentMemory memory(&allocator, SegmentMemoryKnobs{});
+  // Far more than this machine's memory: only address space until written.
+  constexpr uint64_t kBytes = uint64_t{256} << 30;
+  ASSERT_TRUE(memory.Create(SegmentId(1), kBytes).ok());
+  absl::StatusOr<std::shared_ptr<SegmentBuffer>> buffer = memory.Find(SegmentId(1));
+  ASSERT_TRUE(buffer.ok());
+  const uint8_t* data = (*buffer)->data();
+  constexpr uint64_t kWindow = uint64_t{4} << 20;  // the pages looked at, at the start
+  EXPECT_EQ(ResidentPages(data, kWindow), 0);
+  ASSERT_TRUE(memory.Write(SegmentId(1), 8192 + 5, "written").ok());
+  EXPECT_EQ(ResidentPages(data, kWindow), 1);
+  EXPECT_EQ(*memory.Read(SegmentId(1), 8192, 12), std::string("\0\0\0\0\0written", 12));
+  // The last page reads as zero and is writable.
+  ASSERT_TRUE(memory.Write(SegmentId(1), kBytes - 3, "end").ok());
+  EXPECT_EQ(*memory.Read(SegmentId(1), kBytes - 4, 4), std::string("\0end", 4));
+}
+
+TEST(SegmentMemory, AlignmentsAbovePageSizeAreHonoured) {
+  constexpr size_t kAlign = size_t{2} << 20;
+  for (SegmentCommit commit : {SegmentCommit::kAtCreate, SegmentCommit::kOnWrite}) {
+    AlignedSegmentAllocator allocator(kAlign, commit);
+    absl::StatusOr<std::unique_ptr<SegmentBuffer>> buffer = allocator.Allocate(3 << 20);
+    ASSERT_TRUE(buffer.ok());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*buffer)->data()) % kAlign, 0u);
+    (*buffer)->data()[(3 << 20) - 1] = 7;  // the whole segment lies inside the mapping
+  }
 }
 
 }  // namespace

@@ -569,6 +569,8 @@ TEST_F(ProcessesTest, BadFlagsAreRejectedWithAClearError) {
   store_fails({"--segment-node", "near"}, "near.log",
               "--segment-node must be none, auto or a node id");
   store_fails({"--segment-mlock"}, "mlock.log", "need a segment NUMA node");
+  store_fails({"--segment-commit-on-write", "--segment-node", "0"}, "commit.log",
+              "segments committed on write are plain memory");
   store_fails({"--segment-node", "0", "--segment-mib", "1048576", "--segments", "255"},
               "toobig.log", "which has only");
   // The head pool: regions of whole blocks, no --segment-node beside it,
