@@ -120,15 +120,7 @@ absl::Status HeatsinkClient::Put(absl::string_view key, absl::string_view bytes)
   master_->PutStart(options_.client_id, start, started.Callback());
   HS_ASSIGN_OR_RETURN(PutStartResponse put, started.Wait());
 
-  absl::Status written = absl::OkStatus();
-  for (const ReplicaDescriptor& replica : put.replicas) {
-    if (replica.location == nullptr || replica.size_bytes != bytes.size()) {
-      written = absl::InternalError("master returned an unusable replica descriptor");
-      break;
-    }
-    written = data_path_->Write(*replica.location, replica.segment_id, replica.offset, bytes);
-    if (!written.ok()) break;
-  }
+  const absl::Status written = WriteReplicas(put, bytes);
   if (!written.ok()) {
     // Nothing of a failed put may become readable.
     Await<absl::Status> revoked;
@@ -140,6 +132,94 @@ absl::Status HeatsinkClient::Put(absl::string_view key, absl::string_view bytes)
   Await<absl::Status> ended;
   master_->PutEnd(options_.client_id, PutEndRequest{start.name, put.version}, ended.Callback());
   return ended.Wait();
+}
+
+absl::Status HeatsinkClient::WriteReplicas(const PutStartResponse& put, absl::string_view bytes) {
+  for (const ReplicaDescriptor& replica : put.replicas) {
+    if (replica.location == nullptr || replica.size_bytes != bytes.size()) {
+      return absl::InternalError("master returned an unusable replica descriptor");
+    }
+    HS_RETURN_IF_ERROR(
+        data_path_->Write(*replica.location, replica.segment_id, replica.offset, bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<absl::Status>> HeatsinkClient::BatchPut(
+    absl::Span<const std::string> keys, absl::Span<const absl::string_view> values) {
+  if (keys.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch put of ", keys.size(), " keys and ", values.size(), " values"));
+  }
+  std::vector<absl::Status> out(keys.size());
+  std::vector<size_t> asked;  // indexes of the keys sent to BatchPutStart
+  BatchPutStartRequest start;
+  start.replica_num = options_.replica_num;
+  start.preferred_segments = options_.preferred_segments;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (values[i].size() > options_.object_bytes_max) {
+      out[i] = absl::ResourceExhaustedError(
+          absl::StrCat("object of ", values[i].size(),
+                       " bytes above object_bytes_max=", options_.object_bytes_max));
+      continue;
+    }
+    asked.push_back(i);
+    start.names.push_back(Name(keys[i]));
+    start.sizes_bytes.push_back(values[i].size());
+  }
+  if (asked.empty()) return out;
+  Await<absl::StatusOr<BatchPutStartResponse>> started;
+  master_->BatchPutStart(options_.client_id, start, started.Callback());
+  HS_ASSIGN_OR_RETURN(BatchPutStartResponse puts, started.Wait());
+  if (puts.results.size() != asked.size()) {
+    return absl::InternalError("master answered a batch put with the wrong number of results");
+  }
+  BatchPutEndRequest end;
+  BatchPutRevokeRequest revoke;
+  std::vector<size_t> ending;
+  for (size_t j = 0; j < asked.size(); ++j) {
+    const size_t i = asked[j];
+    if (!puts.results[j].ok()) {
+      out[i] = puts.results[j].status();
+      continue;
+    }
+    const PutStartResponse& put = *puts.results[j];
+    out[i] = WriteReplicas(put, values[i]);
+    if (out[i].ok()) {
+      end.puts.push_back(PutEndRequest{start.names[j], put.version});
+      ending.push_back(i);
+    } else {
+      // Nothing of a failed put may become readable.
+      revoke.puts.push_back(PutRevokeRequest{start.names[j], put.version});
+    }
+  }
+  if (!revoke.puts.empty()) {
+    Await<absl::StatusOr<BatchPutResponse>> revoked;
+    master_->BatchPutRevoke(options_.client_id, revoke, revoked.Callback());
+    (void)revoked.Wait();  // the write's error is what the caller needs
+  }
+  if (end.puts.empty()) return out;
+  Await<absl::StatusOr<BatchPutResponse>> ended;
+  master_->BatchPutEnd(options_.client_id, end, ended.Callback());
+  absl::StatusOr<BatchPutResponse> ends = ended.Wait();
+  if (ends.ok() && ends->results.size() != ending.size()) {
+    ends = absl::InternalError("master answered a batch put end with the wrong number of results");
+  }
+  if (!ends.ok()) {
+    // The ends may not have been applied: take the puts back (a put that did
+    // end refuses the revoke and stays readable).
+    BatchPutRevokeRequest back;
+    back.puts.reserve(end.puts.size());
+    for (const PutEndRequest& e : end.puts)
+      back.puts.push_back(PutRevokeRequest{e.name, e.version});
+    Await<absl::StatusOr<BatchPutResponse>> revoked;
+    master_->BatchPutRevoke(options_.client_id, back, revoked.Callback());
+    (void)revoked.Wait();
+  }
+  for (size_t j = 0; j < ending.size(); ++j) {
+    out[ending[j]] = ends.ok() ? ends->results[j] : ends.status();
+  }
+  return out;
 }
 
 absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view key) {

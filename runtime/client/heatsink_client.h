@@ -9,6 +9,10 @@
 //
 //   Put:    PutStart -> write the bytes to every PROCESSING replica -> PutEnd
 //           (PutRevoke when a write fails, so no partial object is readable).
+//   BatchPut: the same for many keys in three master calls (Mooncake's
+//           BatchPut): BatchPutStart -> the bytes of every started key ->
+//           BatchPutEnd of the keys whose bytes all landed and BatchPutRevoke
+//           of the others; a status per key.
 //   Get:    GetReplicaList (concurrent Gets of one client coalesced into
 //           BatchGetReplicaList calls, lookup_coalescer.h) -> pick one replica with the core's
 //           replica selection policy (`first` or `spread`, the same code the simulator runs) ->
@@ -91,6 +95,14 @@ class HeatsinkClient {
   // The master's status (ALREADY_EXISTS for an existing key, ...); a failed
   // write revokes the put and returns the write's error.
   [[nodiscard]] absl::Status Put(absl::string_view key, absl::string_view bytes);
+  // One status per key, in order: the master's (ALREADY_EXISTS, no room,
+  // ...), RESOURCE_EXHAUSTED for a value above object_bytes_max (never
+  // started), or the write's error (that key revoked, the others unharmed).
+  // INVALID_ARGUMENT for the whole batch when keys and values differ in
+  // number or the batch is above the master's batch limit; the master's
+  // error when a whole call fails (keys it started are then revoked).
+  [[nodiscard]] absl::StatusOr<std::vector<absl::Status>> BatchPut(
+      absl::Span<const std::string> keys, absl::Span<const absl::string_view> values);
   [[nodiscard]] absl::StatusOr<GetResult> Get(absl::string_view key);
   // One result per key, same order; INVALID_ARGUMENT for the whole batch
   // above the master's batch limit.
@@ -108,6 +120,8 @@ class HeatsinkClient {
 
  private:
   ObjectName Name(absl::string_view key) const;
+  // Writes `bytes` to every replica of a started put.
+  absl::Status WriteReplicas(const PutStartResponse& put, absl::string_view bytes);
   absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list);
 
   MasterClient* const master_;

@@ -279,6 +279,92 @@ TEST_F(ControlPlaneTest, BatchPutsGiveAResultPerKeyOverTheWire) {
   EXPECT_TRUE(master_->CheckInvariants().ok());
 }
 
+// Moves bytes over TCP, but refuses writes of `failing_bytes` bytes (a store
+// that breaks in the middle of one key of a batch).
+class WriteFailingDataPath final : public ObjectDataPath {
+ public:
+  explicit WriteFailingDataPath(uint64_t failing_bytes) : failing_bytes_(failing_bytes) {}
+  absl::Status Write(const SegmentLocation& location, SegmentId segment, uint64_t offset,
+                     absl::string_view bytes) override {
+    if (bytes.size() == failing_bytes_) return absl::UnavailableError("the store went away");
+    return tcp_.Write(location, segment, offset, bytes);
+  }
+  absl::StatusOr<std::string> Read(const SegmentLocation& location, SegmentId segment,
+                                   uint64_t offset, uint64_t size) override {
+    return tcp_.Read(location, segment, offset, size);
+  }
+  absl::string_view name() const override { return "tcp"; }
+
+ private:
+  const uint64_t failing_bytes_;
+  TcpObjectDataPath tcp_{TcpTransportKnobs{}};
+};
+
+// HeatsinkClient::BatchPut: a status per key, whatever happened to the
+// others; keys whose bytes all landed are readable, a key whose write failed
+// is revoked and never readable.
+TEST_F(ControlPlaneTest, ClientBatchPutEndsTheKeysThatLandedAndRevokesTheRest) {
+  StartCluster(DynamicReplicationMode::kOff);
+  std::unique_ptr<HeatsinkClient> plain = MakeClient(ClientId(100), "host-a", "a");
+  ASSERT_TRUE(plain->Put("exists", Pattern(2, 1000)).ok());
+  HeatsinkClientOptions options = plain->options();
+  options.object_bytes_max = 4 * kSegmentBytes;
+  WriteFailingDataPath path(/*failing_bytes=*/777);
+  HeatsinkClient writer(client_rpcs_.back().get(), &path, options);
+
+  const std::vector<std::string> keys = {"b1", "exists", "too-big", "broken", "b2", "no-room"};
+  const std::string b1 = Pattern(11, (2 << 20) + 17);  // three TCP chunks
+  const std::string b2 = Pattern(12, 3000);
+  const std::string exists = Pattern(13, 1000);
+  const std::string too_big = Pattern(14, 4 * kSegmentBytes + 1);
+  const std::string broken = Pattern(15, 777);
+  const std::string no_room = Pattern(16, 2 * kSegmentBytes);  // larger than any segment
+  const std::vector<absl::string_view> values = {b1, exists, too_big, broken, b2, no_room};
+  absl::StatusOr<std::vector<absl::Status>> put = writer.BatchPut(keys, values);
+  ASSERT_TRUE(put.ok()) << put.status();
+  ASSERT_EQ(put->size(), keys.size());
+  EXPECT_TRUE((*put)[0].ok()) << (*put)[0];
+  EXPECT_EQ((*put)[1].code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ((*put)[2].code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string((*put)[2].message()), ::testing::HasSubstr("object_bytes_max"));
+  EXPECT_EQ((*put)[3].code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE((*put)[4].ok()) << (*put)[4];
+  EXPECT_FALSE((*put)[5].ok());
+
+  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
+  const auto bytes_of = [&](const std::string& key) -> std::string {
+    absl::StatusOr<GetResult> got = reader->Get(key);
+    return got.ok() ? got->bytes : std::string(got.status().ToString());
+  };
+  EXPECT_EQ(StableHash(bytes_of("b1")), StableHash(b1));
+  EXPECT_EQ(bytes_of("b2"), b2);
+  EXPECT_EQ(bytes_of("exists"), Pattern(2, 1000));  // the first put's bytes
+  EXPECT_EQ(reader->Get("broken").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(reader->Get("too-big").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(reader->Get("no-room").status().code(), absl::StatusCode::kNotFound);
+  // The revoked key can be put again.
+  const std::vector<std::string> again = {"broken"};
+  const std::string fixed = Pattern(17, 778);
+  const std::vector<absl::string_view> fixed_values = {fixed};
+  absl::StatusOr<std::vector<absl::Status>> retried = writer.BatchPut(again, fixed_values);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_TRUE((*retried)[0].ok()) << (*retried)[0];
+  EXPECT_EQ(bytes_of("broken"), fixed);
+
+  // Refused whole: keys and values that differ in number, and a batch above
+  // the master's batch_keys_max (1024).
+  const std::vector<absl::string_view> one = {b2};
+  EXPECT_EQ(writer.BatchPut(keys, one).status().code(), absl::StatusCode::kInvalidArgument);
+  std::vector<std::string> many;
+  for (int i = 0; i < 1025; ++i) many.push_back(absl::StrCat("m", i));
+  const std::vector<absl::string_view> many_values(many.size(), absl::string_view(b2));
+  const absl::StatusOr<std::vector<absl::Status>> too_many = writer.BatchPut(many, many_values);
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_many.status().message()), ::testing::HasSubstr("batch_keys_max"));
+  EXPECT_EQ(reader->Get("m0").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(master_->CheckInvariants().ok());
+}
+
 TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
   StartCluster(DynamicReplicationMode::kEnforce);
   std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
