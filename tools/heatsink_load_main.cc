@@ -55,6 +55,7 @@ struct Flags {
   std::string tenant;
   int keys = 1;
   uint64_t value_bytes = 64 << 10;
+  int put_batch = 1;  // keys per BatchPut when writing the keys (1: one Put each)
   bool lookup_only = false;
   std::string policy = "first";
   uint64_t client_id_base = 1'000'000;
@@ -269,8 +270,9 @@ int WriteKeys(const Flags& flags, const runtime::HeatsinkClientOptions& base,
     return 1;
   }
   runtime::HeatsinkClient writer(writer_rpc->get(), flags.data, *writer_options);
-  for (size_t k : order) {
-    absl::Status put = writer.Put(keys[k], Value(k + 1, flags.value_bytes));
+  // A key whose put was UNAVAILABLE (a store still joining) is put again,
+  // alone, with backoff.
+  const auto finish = [&](size_t k, absl::Status put) {
     for (int64_t waited_ms = 0, backoff_ms = 10;
          absl::IsUnavailable(put) && waited_ms < kPutRetryMs;
          waited_ms += backoff_ms, backoff_ms = std::min<int64_t>(backoff_ms * 2, 500)) {
@@ -279,9 +281,38 @@ int WriteKeys(const Flags& flags, const runtime::HeatsinkClientOptions& base,
     }
     if (!put.ok() && put.code() != absl::StatusCode::kAlreadyExists) {
       std::fprintf(stderr, "heatsink-load: put %s: %s\n", keys[k].c_str(), put.ToString().c_str());
+      return false;
+    }
+    return true;
+  };
+  const size_t batch = static_cast<size_t>(flags.put_batch);
+  size_t calls = 0;  // Put or BatchPut calls, retries aside
+  for (size_t first = 0; first < order.size(); first += batch) {
+    const size_t last = std::min(order.size(), first + batch);
+    ++calls;
+    if (batch == 1) {
+      const size_t k = order[first];
+      if (!finish(k, writer.Put(keys[k], Value(k + 1, flags.value_bytes)))) return 1;
+      continue;
+    }
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    for (size_t i = first; i < last; ++i) {
+      names.push_back(keys[order[i]]);
+      values.push_back(Value(order[i] + 1, flags.value_bytes));
+    }
+    const std::vector<absl::string_view> views(values.begin(), values.end());
+    absl::StatusOr<std::vector<absl::Status>> puts = writer.BatchPut(names, views);
+    if (!puts.ok()) {
+      std::fprintf(stderr, "heatsink-load: batch put of %zu keys from %s: %s\n", names.size(),
+                   names.front().c_str(), puts.status().ToString().c_str());
       return 1;
     }
+    for (size_t i = first; i < last; ++i) {
+      if (!finish(order[i], (*puts)[i - first])) return 1;
+    }
   }
+  std::printf("writes keys=%zu calls=%zu\n", order.size(), calls);
   return 0;
 }
 
@@ -434,6 +465,11 @@ int main(int argc, char** argv) {
   app.add_option("--value-bytes", flags.value_bytes, "size of each written value")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_option("--put-batch", flags.put_batch,
+                 "storm and zipf: write the keys in BatchPut calls of this many keys (1: one Put "
+                 "per key)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_flag("--lookup-only", flags.lookup_only,
                "storm: only ask the master for replica lists (no data-plane reads)");
   app.add_option("--policy", flags.policy, "replica selection: first or spread")

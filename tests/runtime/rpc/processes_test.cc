@@ -286,38 +286,49 @@ TEST_F(ProcessesTest, HeadPoolStoresCarryScoresWithTheirCopies) {
 TEST_F(ProcessesTest, ZipfLoadPutsTheHotKeysInTheLastSegmentItWrites) {
   std::unique_ptr<Process> master = StartMaster({});
   ASSERT_FALSE(master_address_.empty());
-  // Two segments of 16 MiB: the 64 coldest keys of 256 KiB fill the first.
-  std::unique_ptr<Process> store =
-      StartStore(1, "host-a", "a", {}, "pool", {"--memory", "32M", "--segments", "2"});
   const std::string tool = std::string(HEATSINK_TOOLS_DIR) + "/heatsink-load";
   const SegmentId cold = StoreSegmentId(ClientId(1), 0);
   const SegmentId hot = StoreSegmentId(ClientId(1), 1);
-  Process load({tool, "--master", master_address_, "--mode", "zipf", "--keys", "88",
-                "--value-bytes", "262144", "--zipf-s", "1.2", "--write-segments",
-                absl::StrCat(cold.value, ",", hot.value), "--threads", "1", "--duration-ms", "500"},
-               {}, dir_ / "load.log");
-  EXPECT_EQ(load.Wait(), 0);
-  int64_t cold_reads = -1, hot_reads = -1, errors = -1;
-  for (const std::string& line : ReadLines(dir_ / "load.log")) {
-    long long segment = 0, count = 0;
-    if (std::sscanf(line.c_str(), "reads segment=%lld count=%lld", &segment, &count) == 2) {
-      (static_cast<uint64_t>(segment) == cold.value ? cold_reads : hot_reads) = count;
+  // One Put per key, then BatchPut calls of 16 keys (on a fresh store of the
+  // same id, so the same segments): the same placement either way.
+  for (const std::string batch : {"1", "16"}) {
+    // Two segments of 16 MiB: the 64 coldest keys of 256 KiB fill the first.
+    std::unique_ptr<Process> store =
+        StartStore(1, "host-a", "a", {}, "pool-" + batch, {"--memory", "32M", "--segments", "2"});
+    const std::string log = absl::StrCat("load-", batch, ".log");
+    Process load(
+        {tool, "--master", master_address_, "--mode", "zipf", "--keys", "88", "--value-bytes",
+         "262144", "--zipf-s", "1.2", "--write-segments", absl::StrCat(cold.value, ",", hot.value),
+         "--threads", "1", "--duration-ms", "500", "--put-batch", batch},
+        {}, dir_ / log);
+    EXPECT_EQ(load.Wait(), 0) << log;
+    int64_t cold_reads = -1, hot_reads = -1, errors = -1, write_calls = -1;
+    for (const std::string& line : ReadLines(dir_ / log)) {
+      long long segment = 0, count = 0, keys = 0;
+      if (std::sscanf(line.c_str(), "writes keys=%lld calls=%lld", &keys, &count) == 2) {
+        EXPECT_EQ(keys, 88) << log;
+        write_calls = count;
+      }
+      if (std::sscanf(line.c_str(), "reads segment=%lld count=%lld", &segment, &count) == 2) {
+        (static_cast<uint64_t>(segment) == cold.value ? cold_reads : hot_reads) = count;
+      }
+      long long ops = 0;
+      if (std::sscanf(line.c_str(), "ops=%lld errors=%lld", &ops, &count) == 2) errors = count;
     }
-    long long ops = 0;
-    if (std::sscanf(line.c_str(), "ops=%lld errors=%lld", &ops, &count) == 2) errors = count;
+    EXPECT_EQ(errors, 0) << log;
+    EXPECT_EQ(write_calls, batch == "1" ? 88 : 6) << log;  // 88 keys in calls of 16
+    // Ranks 0-23 (about 85% of the draws) are in the second segment.
+    EXPECT_GT(hot_reads, 3 * cold_reads) << log << ": " << cold_reads << " " << hot_reads;
+    EXPECT_GT(cold_reads, 0) << log;
+    store->Signal(SIGTERM);  // leaves: its segments and their objects go
+    EXPECT_EQ(store->Wait(), 0);
   }
-  EXPECT_EQ(errors, 0);
-  // Ranks 0-23 (about 85% of the draws) are in the second segment.
-  EXPECT_GT(hot_reads, 3 * cold_reads) << cold_reads << " " << hot_reads;
-  EXPECT_GT(cold_reads, 0);
   Process bad({tool, "--master", master_address_, "--mode", "zipf", "--zipf-s", "0"}, {},
               dir_ / "bad_zipf.log");
   EXPECT_EQ(bad.Wait(), 2);
   const std::vector<std::string> bad_lines = ReadLines(dir_ / "bad_zipf.log");
   EXPECT_FALSE(bad_lines.empty() || bad_lines[0].find("--zipf-s") == std::string::npos)
       << absl::StrJoin(bad_lines, "\n");
-  store->Signal(SIGTERM);
-  EXPECT_EQ(store->Wait(), 0);
   master->Signal(SIGTERM);
   EXPECT_EQ(master->Wait(), 0);
 }
