@@ -237,7 +237,8 @@ absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view 
 }
 
 absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
-                                                  const GetReplicaListResponse& list) {
+                                                  const GetReplicaListResponse& list,
+                                                  const absl::Span<uint8_t>* into) {
   if (list.size_bytes > options_.object_bytes_max) {
     return absl::ResourceExhaustedError(
         absl::StrCat("object of ", list.size_bytes,
@@ -256,12 +257,22 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
   if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
   const ReplicaDescriptor& chosen = list.replicas[*pick];
   GetResult result;
-  HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
-                                                     chosen.offset, chosen.size_bytes));
-  if (result.bytes.size() != chosen.size_bytes) {
-    return absl::DataLossError(
-        absl::StrCat("store returned ", result.bytes.size(), " of ", chosen.size_bytes, " bytes"));
+  if (into != nullptr) {
+    if (into->size() < chosen.size_bytes) {
+      return absl::OutOfRangeError(absl::StrCat("object of ", chosen.size_bytes,
+                                                " bytes does not fit a buffer of ", into->size()));
+    }
+    HS_RETURN_IF_ERROR(data_path_->ReadInto(*chosen.location, chosen.segment_id, chosen.offset,
+                                            into->subspan(0, chosen.size_bytes)));
+  } else {
+    HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
+                                                       chosen.offset, chosen.size_bytes));
+    if (result.bytes.size() != chosen.size_bytes) {
+      return absl::DataLossError(absl::StrCat("store returned ", result.bytes.size(), " of ",
+                                              chosen.size_bytes, " bytes"));
+    }
   }
+  result.size_bytes = chosen.size_bytes;
   result.version = list.version;
   result.segment = chosen.segment_id;
   result.replica_count = list.replicas.size();
@@ -271,6 +282,11 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
 absl::StatusOr<GetResult> HeatsinkClient::Get(absl::string_view key) {
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
   return ReadOne(Name(key), list);
+}
+
+absl::StatusOr<GetResult> HeatsinkClient::GetInto(absl::string_view key, absl::Span<uint8_t> out) {
+  HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
+  return ReadOne(Name(key), list, &out);
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(

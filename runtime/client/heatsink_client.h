@@ -75,7 +75,8 @@ struct HeatsinkClientOptions {
 
 // What a Get read and from where (for tests and the load generator).
 struct GetResult {
-  std::string bytes;
+  std::string bytes;        // empty for GetInto
+  uint64_t size_bytes = 0;  // the object's size
   Version version = 0;
   SegmentId segment;         // the replica that was read
   size_t replica_count = 0;  // readable replicas the master listed
@@ -104,6 +105,12 @@ class HeatsinkClient {
   [[nodiscard]] absl::StatusOr<std::vector<absl::Status>> BatchPut(
       absl::Span<const std::string> keys, absl::Span<const absl::string_view> values);
   [[nodiscard]] absl::StatusOr<GetResult> Get(absl::string_view key);
+  // Get into the caller's memory: the object's bytes land in
+  // out[0, size_bytes) and GetResult::bytes stays empty. No allocation, so a
+  // reader that reuses its buffer pays no page faults per read (Mooncake's
+  // Get into a registered buffer). OUT_OF_RANGE, naming the object's size,
+  // when `out` is smaller than the object (nothing is read).
+  [[nodiscard]] absl::StatusOr<GetResult> GetInto(absl::string_view key, absl::Span<uint8_t> out);
   // One result per key, same order; INVALID_ARGUMENT for the whole batch
   // above the master's batch limit.
   [[nodiscard]] absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> BatchGet(
@@ -122,7 +129,10 @@ class HeatsinkClient {
   ObjectName Name(absl::string_view key) const;
   // Writes `bytes` to every replica of a started put.
   absl::Status WriteReplicas(const PutStartResponse& put, absl::string_view bytes);
-  absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list);
+  // Reads the replica the selection policy picks from `list`: into a new
+  // string (`into` null) or into *into.
+  absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list,
+                                    const absl::Span<uint8_t>* into = nullptr);
 
   MasterClient* const master_;
   const HeatsinkClientOptions options_;

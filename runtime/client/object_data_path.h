@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/master/master_types.h"
 #include "runtime/transport/tcp_knobs.h"
 
@@ -35,10 +36,14 @@ class ObjectDataPath {
   // the store cannot be reached.
   [[nodiscard]] virtual absl::Status Write(const SegmentLocation& location, SegmentId segment,
                                            uint64_t offset, absl::string_view bytes) = 0;
-  // Reads `size` bytes at `offset` of `segment`, served at `location`.
-  [[nodiscard]] virtual absl::StatusOr<std::string> Read(const SegmentLocation& location,
-                                                         SegmentId segment, uint64_t offset,
-                                                         uint64_t size) = 0;
+  // Reads out.size() bytes at `offset` of `segment`, served at `location`,
+  // into `out` (the caller's memory: a caller that reuses a buffer pays no
+  // allocation and no page fault per read).
+  [[nodiscard]] virtual absl::Status ReadInto(const SegmentLocation& location, SegmentId segment,
+                                              uint64_t offset, absl::Span<uint8_t> out) = 0;
+  // Reads `size` bytes at `offset` of `segment` into a new string (ReadInto).
+  [[nodiscard]] absl::StatusOr<std::string> Read(const SegmentLocation& location, SegmentId segment,
+                                                 uint64_t offset, uint64_t size);
   // "tcp" or "grpc".
   virtual absl::string_view name() const = 0;
 };
@@ -51,8 +56,8 @@ class TcpObjectDataPath final : public ObjectDataPath {
 
   absl::Status Write(const SegmentLocation& location, SegmentId segment, uint64_t offset,
                      absl::string_view bytes) override;
-  absl::StatusOr<std::string> Read(const SegmentLocation& location, SegmentId segment,
-                                   uint64_t offset, uint64_t size) override;
+  absl::Status ReadInto(const SegmentLocation& location, SegmentId segment, uint64_t offset,
+                        absl::Span<uint8_t> out) override;
   absl::string_view name() const override { return "tcp"; }
 
  private:

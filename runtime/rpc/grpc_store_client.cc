@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -109,38 +110,37 @@ absl::Status GrpcObjectDataPath::Write(const SegmentLocation& location, SegmentI
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> GrpcObjectDataPath::Read(const SegmentLocation& location,
-                                                     SegmentId segment, uint64_t offset,
-                                                     uint64_t size) {
+absl::Status GrpcObjectDataPath::ReadInto(const SegmentLocation& location, SegmentId segment,
+                                          uint64_t offset, absl::Span<uint8_t> out) {
   HS_ASSIGN_OR_RETURN(std::shared_ptr<v1::Store::Stub> stub, StubFor(location));
   grpc::ClientContext ctx;
   SetDeadline(&ctx, options_.rpc.call_timeout_ms);
   v1::ReadObjectRequest req;
   req.set_segment_id(segment.value);
   req.set_offset(offset);
-  req.set_length(size);
+  req.set_length(out.size());
   std::unique_ptr<grpc::ClientReader<v1::DataChunk>> reader = stub->ReadObject(&ctx, req);
-  std::string out;
-  out.reserve(size);
+  uint64_t got = 0;
   v1::DataChunk chunk;
   absl::Status malformed = absl::OkStatus();
   while (reader->Read(&chunk)) {
-    if (chunk.offset() != offset + out.size() || chunk.data().size() > size - out.size()) {
+    if (chunk.offset() != offset + got || chunk.data().size() > out.size() - got) {
       malformed = absl::DataLossError(absl::StrCat("store sent a chunk at offset ", chunk.offset(),
                                                    " of ", chunk.data().size(), " bytes after ",
-                                                   out.size(), " of ", size));
+                                                   got, " of ", out.size()));
       ctx.TryCancel();
       break;
     }
-    out.append(chunk.data());
+    std::memcpy(out.data() + got, chunk.data().data(), chunk.data().size());
+    got += chunk.data().size();
   }
   const absl::Status finished = FromGrpcStatus(reader->Finish());
   HS_RETURN_IF_ERROR(malformed);
   HS_RETURN_IF_ERROR(finished);
-  if (out.size() != size) {
-    return absl::DataLossError(absl::StrCat("store sent ", out.size(), " of ", size, " bytes"));
+  if (got != out.size()) {
+    return absl::DataLossError(absl::StrCat("store sent ", got, " of ", out.size(), " bytes"));
   }
-  return out;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::StatResponse> GrpcObjectDataPath::Stat(const std::string& endpoint) {

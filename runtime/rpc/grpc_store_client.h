@@ -57,8 +57,8 @@ class GrpcObjectDataPath final : public ObjectDataPath {
 
   absl::Status Write(const SegmentLocation& location, SegmentId segment, uint64_t offset,
                      absl::string_view bytes) override;
-  absl::StatusOr<std::string> Read(const SegmentLocation& location, SegmentId segment,
-                                   uint64_t offset, uint64_t size) override;
+  absl::Status ReadInto(const SegmentLocation& location, SegmentId segment, uint64_t offset,
+                        absl::Span<uint8_t> out) override;
   absl::string_view name() const override { return "grpc"; }
 
   // The store's Stat (segments and counters) at `endpoint`.

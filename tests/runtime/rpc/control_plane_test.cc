@@ -164,6 +164,24 @@ TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
   EXPECT_EQ(got->segment, stores_[0].node->segment_ids()[0]);
+  EXPECT_EQ(got->size_bytes, bytes.size());
+  // GetInto: the bytes land in the caller's buffer; a buffer one byte short
+  // is refused before anything is read.
+  std::vector<uint8_t> buffer(bytes.size(), 0);
+  absl::StatusOr<GetResult> into = reader->GetInto("k1", absl::MakeSpan(buffer));
+  ASSERT_TRUE(into.ok()) << into.status();
+  EXPECT_EQ(into->size_bytes, bytes.size());
+  EXPECT_TRUE(into->bytes.empty());
+  EXPECT_EQ(into->segment, got->segment);
+  EXPECT_EQ(StableHash(std::string(buffer.begin(), buffer.end())), StableHash(bytes));
+  std::vector<uint8_t> short_buffer(bytes.size() - 1, 0);
+  absl::StatusOr<GetResult> short_read = reader->GetInto("k1", absl::MakeSpan(short_buffer));
+  EXPECT_EQ(short_read.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(short_read.status().message()),
+              ::testing::HasSubstr(absl::StrCat("object of ", bytes.size(), " bytes")));
+  EXPECT_EQ(short_buffer, std::vector<uint8_t>(bytes.size() - 1, 0));
+  EXPECT_EQ(reader->GetInto("missing", absl::MakeSpan(buffer)).status().code(),
+            absl::StatusCode::kNotFound);
 
   const std::vector<std::string> keys = {"k1", "missing"};
   absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> batch = reader->BatchGet(keys);
@@ -289,9 +307,9 @@ class WriteFailingDataPath final : public ObjectDataPath {
     if (bytes.size() == failing_bytes_) return absl::UnavailableError("the store went away");
     return tcp_.Write(location, segment, offset, bytes);
   }
-  absl::StatusOr<std::string> Read(const SegmentLocation& location, SegmentId segment,
-                                   uint64_t offset, uint64_t size) override {
-    return tcp_.Read(location, segment, offset, size);
+  absl::Status ReadInto(const SegmentLocation& location, SegmentId segment, uint64_t offset,
+                        absl::Span<uint8_t> out) override {
+    return tcp_.ReadInto(location, segment, offset, out);
   }
   absl::string_view name() const override { return "tcp"; }
 

@@ -412,10 +412,18 @@ TEST_F(BoundClusterTest, PutAndGetOverTheGrpcDataPath) {
   absl::StatusOr<GetResult> got = writer->Get("k");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(StableHash(got->bytes), StableHash(bytes));
+  // Into the caller's buffer, the chunks in place; the tail untouched.
+  std::vector<uint8_t> buffer(bytes.size() + 100, 0xEE);
+  absl::StatusOr<GetResult> into = writer->GetInto("k", absl::MakeSpan(buffer));
+  ASSERT_TRUE(into.ok()) << into.status();
+  EXPECT_EQ(into->size_bytes, bytes.size());
+  EXPECT_TRUE(into->bytes.empty());
+  EXPECT_EQ(std::string(buffer.begin(), buffer.begin() + bytes.size()), bytes);
+  EXPECT_EQ(buffer[bytes.size()], 0xEE);
   absl::StatusOr<v1::StatResponse> stat = data_->Stat(node_->data_service_endpoint());
   ASSERT_TRUE(stat.ok());
   EXPECT_EQ(stat->writes_completed(), 1u);
-  EXPECT_EQ(stat->reads_completed(), 1u);
+  EXPECT_EQ(stat->reads_completed(), 2u);
 }
 
 TEST_F(BoundClusterTest, CallersNameOnlyTheirOwnTenant) {
