@@ -43,6 +43,12 @@ absl::StatusOr<std::string> SegmentDirectoryResolver::Resolve(SegmentId segment)
   return it->second;
 }
 
+void SegmentDirectoryResolver::Forget(SegmentId segment, absl::string_view endpoint) {
+  MutexLock lock(&mu_);
+  auto it = endpoints_.find(segment);
+  if (it != endpoints_.end() && it->second == endpoint) endpoints_.erase(it);
+}
+
 int64_t SegmentDirectoryResolver::refreshes() const {
   MutexLock lock(&mu_);
   return refreshes_;

@@ -6,6 +6,11 @@
 // segment is not in it. A refresh replaces the whole table, so unmounted
 // segments disappear and remounted ones get their new endpoint.
 //
+// A cached endpoint that refuses a connection is dropped (Forget, called by
+// the data movers), so a store restarted under the same client id, whose
+// segments keep their ids but move to a new port, is found again at the
+// next copy to it.
+//
 // Refreshes are rate-limited to one per `refresh_interval_ms` so that copies
 // to an unknown segment cannot hammer the master; within the interval an
 // unknown segment is NOT_FOUND. The interval is measured on `clock`, the
@@ -42,6 +47,9 @@ class SegmentDirectoryResolver final : public EndpointResolver {
   // NOT_FOUND when the master does not list the segment (or lists it without
   // an endpoint); the lister's error when a due refresh fails.
   [[nodiscard]] absl::StatusOr<std::string> Resolve(SegmentId segment) const override;
+  // Drops `segment` if it still resolves to `endpoint` (a concurrent refresh
+  // may have replaced it already).
+  void Forget(SegmentId segment, absl::string_view endpoint) override;
 
   int64_t refreshes() const;
 

@@ -23,6 +23,12 @@ class EndpointResolver {
   virtual ~EndpointResolver() = default;
   // NOT_FOUND when the segment's store is unknown. Thread-safe.
   [[nodiscard]] virtual absl::StatusOr<std::string> Resolve(SegmentId segment) const = 0;
+  // `endpoint`, which Resolve gave for `segment`, refused or timed out a
+  // connection: the store may have died, or restarted under the same client
+  // id (so the same segment ids) on another port. A resolver that learns
+  // endpoints from the master drops it, so the next Resolve asks afresh.
+  // Default: nothing (a fixed table knows no better). Thread-safe.
+  virtual void Forget(SegmentId /*segment*/, absl::string_view /*endpoint*/) {}
 };
 
 // A thread-safe table, bounded by `entries_max`.

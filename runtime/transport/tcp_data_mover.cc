@@ -84,13 +84,27 @@ void TcpDataMover::StartCopy(const CopyRange& range,
   });
 }
 
+absl::StatusOr<Socket> ConnectToSegment(EndpointResolver& resolver, SegmentId segment,
+                                        const TcpTransportKnobs& knobs, std::string* endpoint) {
+  HS_ASSIGN_OR_RETURN(*endpoint, resolver.Resolve(segment));
+  absl::StatusOr<Socket> socket = ConnectDataEndpoint(*endpoint, knobs);
+  if (socket.ok()) return socket;
+  resolver.Forget(segment, *endpoint);
+  absl::StatusOr<std::string> again = resolver.Resolve(segment);
+  // Unknown now, or the same endpoint: the first connect's error says why.
+  if (!again.ok() || *again == *endpoint) return socket.status();
+  *endpoint = *std::move(again);
+  return ConnectDataEndpoint(*endpoint, knobs);
+}
+
 absl::Status TcpDataMover::RunCopy(const CopyRange& range) {
   NiceCopyThread(knobs_);
   if (!accepting_.load()) return absl::UnavailableError("data mover shut down");
   HS_ASSIGN_OR_RETURN(SegmentRegion source,
                       local_->Region(range.source_segment, range.source_offset, range.size_bytes));
-  HS_ASSIGN_OR_RETURN(std::string endpoint, resolver_->Resolve(range.target_segment));
-  HS_ASSIGN_OR_RETURN(Socket socket, ConnectDataEndpoint(endpoint, knobs_));
+  std::string endpoint;
+  HS_ASSIGN_OR_RETURN(Socket socket,
+                      ConnectToSegment(*resolver_, range.target_segment, knobs_, &endpoint));
   // Background from here on: the marks apply to every later packet, the
   // copy's bytes included (the connect and TLS handshake go unmarked).
   MarkCopyConnection(socket, knobs_);

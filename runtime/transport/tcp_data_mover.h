@@ -3,11 +3,13 @@
 // The plain TCP DataMover (the fallback data plane). It runs on the source
 // store: a copy reads [source_offset, +size) from a local segment and pushes
 // it, pipelined in chunk_bytes DATA frames, to the target store's data
-// endpoint (found through the EndpointResolver), which writes the bytes at
-// target_offset. `done` gets OK only after the target acknowledged that every
-// byte landed. Errors: NOT_FOUND (unknown local segment or no endpoint for the
-// target), OUT_OF_RANGE (either range), RESOURCE_EXHAUSTED (copies_in_flight_max
-// or the target's connections_max), UNAVAILABLE (connection refused, broken,
+// endpoint (found through the EndpointResolver; an endpoint that refuses the
+// connection is forgotten and the segment's new one tried once,
+// ConnectToSegment), which writes the bytes at target_offset. `done` gets OK
+// only after the target acknowledged that every byte landed. Errors:
+// NOT_FOUND (unknown local segment or no endpoint for the target),
+// OUT_OF_RANGE (either range), RESOURCE_EXHAUSTED (copies_in_flight_max or
+// the target's connections_max), UNAVAILABLE (connection refused, broken,
 // timed out, or the mover shut down). Errors reported by the target keep the
 // target's code.
 //
@@ -117,6 +119,16 @@ class TcpDataMover final : public DataMover {
   const Clock* const clock_;
   ThreadPoolExecutor pool_;
 };
+
+// Resolves `segment` and connects to its data endpoint. When the connection
+// fails the endpoint may be stale (the segment's store restarted under the
+// same client id on another port): the resolver forgets it, and when it then
+// resolves the segment to another endpoint, the connect is tried once there.
+// `*endpoint` is the endpoint connected to (or last tried). Errors: the
+// resolver's NOT_FOUND, or the connect's error (UNAVAILABLE, ...).
+[[nodiscard]] absl::StatusOr<Socket> ConnectToSegment(EndpointResolver& resolver, SegmentId segment,
+                                                      const TcpTransportKnobs& knobs,
+                                                      std::string* endpoint);
 
 // Reads [offset, +size) of `segment` from the store serving `endpoint` into
 // `out` (size = out.size()). Errors as for copies; RESOURCE_EXHAUSTED above

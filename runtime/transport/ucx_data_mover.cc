@@ -104,8 +104,8 @@ absl::Status UcxDataMover::BootstrapStatus(Copy& copy) {
   const CopyRange& r = copy.range;
   HS_ASSIGN_OR_RETURN(copy.source, local_->Region(r.source_segment, r.source_offset, r.size_bytes));
   copy.scores = local_->CopyScores(r.source_segment, r.source_offset, r.size_bytes);
-  HS_ASSIGN_OR_RETURN(copy.endpoint, resolver_->Resolve(r.target_segment));
-  HS_ASSIGN_OR_RETURN(copy.socket, ConnectDataEndpoint(copy.endpoint, options_.tcp));
+  HS_ASSIGN_OR_RETURN(copy.socket,
+                      ConnectToSegment(*resolver_, r.target_segment, options_.tcp, &copy.endpoint));
   // Only the bootstrap and commit travel here; UCX's own connections carry
   // the bytes and are not marked (docs/runtime.md, "Foreground first").
   MarkCopyConnection(copy.socket, options_.tcp);

@@ -2,7 +2,9 @@
 // copies land byte-exact (checksums), including objects many chunks long and
 // many concurrent copies; bad ranges on either side are OUT_OF_RANGE and
 // unknown segments NOT_FOUND; a peer that closes mid-copy, a peer that is
-// down, and a mover shut down under a blocked copy all give UNAVAILABLE;
+// down, and a mover shut down under a blocked copy all give UNAVAILABLE; a
+// target whose store restarted on another port is found there once the
+// resolver forgets the refused endpoint (ConnectToSegment);
 // copies_in_flight_max and connections_max reject with RESOURCE_EXHAUSTED;
 // ReadRemote returns the served bytes and enforces its limits, and the server
 // reports each served read to the segments' read observer. Over TLS
@@ -191,6 +193,51 @@ TEST_F(TcpMoverTest, TargetDownIsUnavailable) {
   server_b_->Shutdown();
   const absl::Status status = CopyAndWait(*mover_, CopyRange{kSource, 0, kTarget, 0, 100});
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+// Resolves every segment to `stale` until told to forget it, then to
+// `fresh`: the directory of a store restarted under the same client id (the
+// same segment ids) on another port.
+class MovingResolver final : public EndpointResolver {
+ public:
+  MovingResolver(std::string stale, std::string fresh)
+      : stale_(std::move(stale)), fresh_(std::move(fresh)) {}
+  absl::StatusOr<std::string> Resolve(SegmentId) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return forgets_ > 0 ? fresh_ : stale_;
+  }
+  void Forget(SegmentId, absl::string_view endpoint) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (endpoint == stale_) ++forgets_;
+  }
+  int forgets() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return forgets_;
+  }
+
+ private:
+  const std::string stale_;
+  const std::string fresh_;
+  mutable std::mutex mu_;
+  int forgets_ = 0;
+};
+
+TEST_F(TcpMoverTest, ACopyToAStoreThatMovedFindsItsNewEndpoint) {
+  const std::string stale = server_b_->endpoint();
+  server_b_->Shutdown();
+  absl::StatusOr<std::unique_ptr<TcpDataServer>> moved =
+      TcpDataServer::Start(&clock_, &memory_b_, knobs_);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  MovingResolver resolver(stale, (*moved)->endpoint());
+  TcpDataMover mover(&clock_, &memory_a_, &resolver, knobs_);
+  const CopyRange range{kSource, 0, kTarget, 64, 4096};
+  ASSERT_TRUE(CopyAndWait(mover, range).ok());
+  EXPECT_EQ(resolver.forgets(), 1) << "the refused endpoint is forgotten";
+  EXPECT_EQ(*memory_b_.Read(kTarget, 64, 4096), *memory_a_.Read(kSource, 0, 4096));
+  // The next copy goes to the new endpoint at once.
+  ASSERT_TRUE(CopyAndWait(mover, CopyRange{kSource, 0, kTarget, 8192, 100}).ok());
+  EXPECT_EQ(resolver.forgets(), 1);
+  EXPECT_EQ((*moved)->writes_completed(), 2u);
 }
 
 TEST_F(TcpMoverTest, InFlightLimitAndShutdownUnderABlockedCopy) {

@@ -1,8 +1,9 @@
 // Covers SegmentDirectoryResolver: endpoints come from the listed segment
 // descriptors, a miss refreshes the table (so remounts and unmounts are seen),
-// refreshes are rate-limited on the Env clock to the nanosecond, and a failing
-// lister's error is returned (and rate-limited too). A ManualClock moves time:
-// nothing sleeps.
+// refreshes are rate-limited on the Env clock to the nanosecond, a failing
+// lister's error is returned (and rate-limited too), and a forgotten endpoint
+// (it refused a connection) is looked up afresh, so a segment remounted on
+// another port is found. A ManualClock moves time: nothing sleeps.
 #include "runtime/store/segment_directory_resolver.h"
 
 #include <string>
@@ -68,6 +69,37 @@ TEST(SegmentDirectoryResolver, ResolvesRefreshesAndRateLimits) {
   EXPECT_EQ(resolver.Resolve(SegmentId(1)).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*resolver.Resolve(SegmentId(3)), "127.0.0.1:3001");
   EXPECT_EQ(calls, 3);
+}
+
+TEST(SegmentDirectoryResolver, AForgottenEndpointIsLookedUpAfresh) {
+  ManualClock clock(SecToNs(7));
+  std::vector<SegmentView> listed = {Segment(1, "127.0.0.1:1001"), Segment(2, "127.0.0.1:2001")};
+  int calls = 0;
+  SegmentDirectoryResolver resolver(
+      &clock,
+      [&]() -> absl::StatusOr<std::vector<SegmentView>> {
+        ++calls;
+        return listed;
+      },
+      kIntervalMs);
+  ASSERT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
+  // Segment 1's store restarted under the same client id on another port.
+  listed = {Segment(1, "127.0.0.1:1002"), Segment(2, "127.0.0.1:2001")};
+  clock.AdvanceBy(MsToNs(kIntervalMs));
+  EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001") << "cached: not known stale yet";
+  EXPECT_EQ(calls, 1);
+  // Forgetting another endpoint than the cached one changes nothing.
+  resolver.Forget(SegmentId(1), "127.0.0.1:9999");
+  EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
+  EXPECT_EQ(calls, 1);
+  resolver.Forget(SegmentId(1), "127.0.0.1:1001");
+  EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1002");
+  EXPECT_EQ(calls, 2);
+  // Within the interval a forgotten segment is not asked for again.
+  resolver.Forget(SegmentId(1), "127.0.0.1:1002");
+  EXPECT_EQ(resolver.Resolve(SegmentId(1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(*resolver.Resolve(SegmentId(2)), "127.0.0.1:2001");
 }
 
 TEST(SegmentDirectoryResolver, ListerErrorsAreReturnedAndRateLimited) {
