@@ -238,7 +238,7 @@ absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view 
 
 absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
                                                   const GetReplicaListResponse& list,
-                                                  const absl::Span<uint8_t>* into) {
+                                                  ReadTarget into) {
   if (list.size_bytes > options_.object_bytes_max) {
     return absl::ResourceExhaustedError(
         absl::StrCat("object of ", list.size_bytes,
@@ -257,13 +257,19 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
   if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
   const ReplicaDescriptor& chosen = list.replicas[*pick];
   GetResult result;
-  if (into != nullptr) {
-    if (into->size() < chosen.size_bytes) {
+  if (into.vector != nullptr && into.vector->size() < chosen.size_bytes) {
+    into.vector->resize(chosen.size_bytes);
+  }
+  const absl::Span<uint8_t> out = into.vector != nullptr ? absl::MakeSpan(*into.vector)
+                                  : into.span != nullptr ? *into.span
+                                                         : absl::Span<uint8_t>();
+  if (into.vector != nullptr || into.span != nullptr) {
+    if (out.size() < chosen.size_bytes) {
       return absl::OutOfRangeError(absl::StrCat("object of ", chosen.size_bytes,
-                                                " bytes does not fit a buffer of ", into->size()));
+                                                " bytes does not fit a buffer of ", out.size()));
     }
     HS_RETURN_IF_ERROR(data_path_->ReadInto(*chosen.location, chosen.segment_id, chosen.offset,
-                                            into->subspan(0, chosen.size_bytes)));
+                                            out.subspan(0, chosen.size_bytes)));
   } else {
     HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
                                                        chosen.offset, chosen.size_bytes));
@@ -281,12 +287,19 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
 
 absl::StatusOr<GetResult> HeatsinkClient::Get(absl::string_view key) {
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
-  return ReadOne(Name(key), list);
+  return ReadOne(Name(key), list, ReadTarget());
 }
 
 absl::StatusOr<GetResult> HeatsinkClient::GetInto(absl::string_view key, absl::Span<uint8_t> out) {
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
-  return ReadOne(Name(key), list, &out);
+  return ReadOne(Name(key), list, ReadTarget{.span = &out});
+}
+
+absl::StatusOr<GetResult> HeatsinkClient::GetInto(absl::string_view key,
+                                                  std::vector<uint8_t>* buffer) {
+  HS_CHECK(buffer != nullptr);
+  HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
+  return ReadOne(Name(key), list, ReadTarget{.vector = buffer});
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(
@@ -308,7 +321,7 @@ absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(
     if (!lists.results[i].ok()) {
       out.push_back(lists.results[i].status());
     } else {
-      out.push_back(ReadOne(req.names[i], *lists.results[i]));
+      out.push_back(ReadOne(req.names[i], *lists.results[i], ReadTarget()));
     }
   }
   return out;

@@ -111,6 +111,11 @@ class HeatsinkClient {
   // Get into a registered buffer). OUT_OF_RANGE, naming the object's size,
   // when `out` is smaller than the object (nothing is read).
   [[nodiscard]] absl::StatusOr<GetResult> GetInto(absl::string_view key, absl::Span<uint8_t> out);
+  // The same into a buffer the call grows (never shrinks) to the object's
+  // size first: one lookup whatever the size, and a reader that keeps its
+  // buffer touches new pages only when an object is larger than any before.
+  [[nodiscard]] absl::StatusOr<GetResult> GetInto(absl::string_view key,
+                                                  std::vector<uint8_t>* buffer);
   // One result per key, same order; INVALID_ARGUMENT for the whole batch
   // above the master's batch limit.
   [[nodiscard]] absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> BatchGet(
@@ -129,10 +134,15 @@ class HeatsinkClient {
   ObjectName Name(absl::string_view key) const;
   // Writes `bytes` to every replica of a started put.
   absl::Status WriteReplicas(const PutStartResponse& put, absl::string_view bytes);
-  // Reads the replica the selection policy picks from `list`: into a new
-  // string (`into` null) or into *into.
+  // Where a read lands: a new string, the caller's span, or the caller's
+  // vector (grown to the object's size).
+  struct ReadTarget {
+    const absl::Span<uint8_t>* span = nullptr;
+    std::vector<uint8_t>* vector = nullptr;
+  };
+  // Reads the replica the selection policy picks from `list` into `into`.
   absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list,
-                                    const absl::Span<uint8_t>* into = nullptr);
+                                    ReadTarget into);
 
   MasterClient* const master_;
   const HeatsinkClientOptions options_;

@@ -182,6 +182,14 @@ TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
   EXPECT_EQ(short_buffer, std::vector<uint8_t>(bytes.size() - 1, 0));
   EXPECT_EQ(reader->GetInto("missing", absl::MakeSpan(buffer)).status().code(),
             absl::StatusCode::kNotFound);
+  // Into a vector the call grows: one lookup, however small the vector was.
+  std::vector<uint8_t> grown(16, 0);
+  const uint64_t lookups_before = reader->lookup_stats().lookups;
+  absl::StatusOr<GetResult> into_grown = reader->GetInto("k1", &grown);
+  ASSERT_TRUE(into_grown.ok()) << into_grown.status();
+  EXPECT_EQ(reader->lookup_stats().lookups, lookups_before + 1);
+  ASSERT_EQ(grown.size(), bytes.size());
+  EXPECT_EQ(StableHash(std::string(grown.begin(), grown.end())), StableHash(bytes));
 
   const std::vector<std::string> keys = {"k1", "missing"};
   absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> batch = reader->BatchGet(keys);
