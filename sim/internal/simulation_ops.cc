@@ -357,6 +357,16 @@ absl::Status Simulation::RestartWorker(const HostId& name) {
   HostRt& host = cluster_.HostNamed(name);
   if (host.worker_up) return absl::OkStatus();
   measurements_.CountMetric("sim_worker_restarts_total");
+  // The crashed worker's memory is gone: like a restarted heatsink-store
+  // (StoreNode::ReleaseStaleSegments), the worker first unmounts the
+  // segments the master still lists for it, dropping their replicas, then
+  // mounts them afresh. A master that is down or recovering learns the
+  // empty segments from the worker's registration and manifest instead.
+  if (master_up() && !master().Recovering()) {
+    for (const MountSegmentRequest& s : host.segments) {
+      (void)replicated_->UnmountSegment(host.worker_id, s.segment_id);  // NOT_FOUND once reaped
+    }
+  }
   StartWorker(host);
   return absl::OkStatus();
 }
