@@ -417,6 +417,48 @@ int RunTrace(const Flags& flags, const runtime::HeatsinkClientOptions& base) {
   return 0;
 }
 
+// The flags that shape the keys, their values and the reads of them.
+void AddWorkloadFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--zipf-s", flags.zipf_s,
+                 "zipf: exponent of the Zipf law; rank r (0 = hottest) is read with weight "
+                 "1/(r+1)^s")
+      ->capture_default_str();
+  app.add_option("--seed", flags.seed, "zipf: seed of the readers' draws (reader i uses seed+i)")
+      ->capture_default_str();
+  app.add_option("--host", flags.host, "host id the readers report")->capture_default_str();
+  app.add_option("--tenant", flags.tenant, "tenant of every key (empty = default)");
+  app.add_option("--keys", flags.keys, "hot keys in the storm")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--value-bytes", flags.value_bytes, "size of each written value")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_option("--put-batch", flags.put_batch,
+                 "storm and zipf: write the keys in BatchPut calls of this many keys (1: one Put "
+                 "per key)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--lookup-only", flags.lookup_only,
+               "storm: only ask the master for replica lists (no data-plane reads)");
+}
+
+// What CLI11's checks cannot say: combinations and the RPC options.
+absl::Status CheckFlags(const Flags& flags) {
+  absl::Status status = flags.rpc.Validate();
+  if (status.ok()) status = tools::CheckMasterFlag(flags.master);
+  if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {
+    status = absl::InvalidArgumentError("--mode trace needs --trace FILE");
+  }
+  if (status.ok() && (!std::isfinite(flags.zipf_s) || flags.zipf_s <= 0 || flags.zipf_s > 10)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("--zipf-s must be finite and in (0, 10], got ", flags.zipf_s));
+  }
+  if (status.ok() && flags.mode == "trace" && !flags.write_segments.empty()) {
+    status = absl::InvalidArgumentError("--write-segments applies to storm and zipf");
+  }
+  return status;
+}
+
 }  // namespace
 }  // namespace heatsink
 
@@ -451,27 +493,7 @@ int main(int argc, char** argv) {
                  "storm and zipf: segment ids the writes ask for, in order (at most the "
                  "master's preferred_segments_max; overrides --writer-domain)")
       ->delimiter(',');
-  app.add_option("--zipf-s", flags.zipf_s,
-                 "zipf: exponent of the Zipf law; rank r (0 = hottest) is read with weight "
-                 "1/(r+1)^s")
-      ->capture_default_str();
-  app.add_option("--seed", flags.seed, "zipf: seed of the readers' draws (reader i uses seed+i)")
-      ->capture_default_str();
-  app.add_option("--host", flags.host, "host id the readers report")->capture_default_str();
-  app.add_option("--tenant", flags.tenant, "tenant of every key (empty = default)");
-  app.add_option("--keys", flags.keys, "hot keys in the storm")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--value-bytes", flags.value_bytes, "size of each written value")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
-  app.add_option("--put-batch", flags.put_batch,
-                 "storm and zipf: write the keys in BatchPut calls of this many keys (1: one Put "
-                 "per key)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  app.add_flag("--lookup-only", flags.lookup_only,
-               "storm: only ask the master for replica lists (no data-plane reads)");
+  AddWorkloadFlags(app, flags);
   app.add_option("--policy", flags.policy, "replica selection: first or spread")
       ->capture_default_str()
       ->check(CLI::IsMember({"first", "spread"}));
@@ -493,18 +515,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   tools::ApplyDeadlockDetection(keep_deadlock_detection);
 
-  absl::Status status = flags.rpc.Validate();
-  if (status.ok()) status = tools::CheckMasterFlag(flags.master);
-  if (status.ok() && flags.mode == "trace" && flags.trace.empty()) {
-    status = absl::InvalidArgumentError("--mode trace needs --trace FILE");
-  }
-  if (status.ok() && (!std::isfinite(flags.zipf_s) || flags.zipf_s <= 0 || flags.zipf_s > 10)) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("--zipf-s must be finite and in (0, 10], got ", flags.zipf_s));
-  }
-  if (status.ok() && flags.mode == "trace" && !flags.write_segments.empty()) {
-    status = absl::InvalidArgumentError("--write-segments applies to storm and zipf");
-  }
+  const absl::Status status = CheckFlags(flags);
   if (!status.ok()) {
     std::fprintf(stderr, "heatsink-load: %s\n", std::string(status.message()).c_str());
     return 2;

@@ -6,7 +6,7 @@
 //
 //   heatsink-replay SCENARIO --out DIR [--time-scale X] [--binaries DIR]
 //       [--seed N] [--threads N] [--ops-in-flight-max N] [--hosts-max N]
-//       [--run-time-max-s S] [--plan-only]
+//       [--run-time-max-s S] [--memory-floor-mib N] [--plan-only]
 //   heatsink-replay calibrate --out FILE [--samples N] [--warmup N]
 //       [--large-bytes N] [--binaries DIR]
 //       measures this machine's loopback read costs and writes the simulator
@@ -142,6 +142,56 @@ int Calibrate(int argc, char** argv, const SignalWatcher& signals) {
   return kExitOk;
 }
 
+// Loads and plans the scenario, then runs it (or prints the plan).
+int PlanAndRun(const std::string& scenario_path, const heatsink::replay::ReplayOptions& options,
+               heatsink::replay::ReplayLimits limits, bool plan_only, SignalWatcher& signals) {
+  using namespace heatsink;
+  absl::StatusOr<sim::Scenario> scenario = sim::LoadScenarioForRun(scenario_path);
+  if (!scenario.ok()) {
+    std::cerr << "heatsink-replay: " << scenario.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<int64_t> memory = replay::ReadMemAvailableBytes("/proc/meminfo");
+  if (!memory.ok()) {
+    std::cerr << "heatsink-replay: " << memory.status().message() << "\n";
+    return kExitError;
+  }
+  limits.memory_available_bytes = *memory;
+  limits.seed = options.seed.value_or(scenario->seed);
+  absl::StatusOr<replay::ReplayPlan> plan = replay::MakeReplayPlan(*scenario, limits);
+  if (!plan.ok()) {
+    std::cerr << "heatsink-replay: refused: " << plan.status().message() << "\n";
+    return kExitError;
+  }
+  if (plan_only) {
+    std::cout << "heatsink-replay: " << scenario->name << ": 1 heatsink-master ("
+              << plan->master_sets.size() << " knobs), " << plan->stores.size()
+              << " heatsink-store, " << plan->segment_bytes_total / (int64_t{1} << 20)
+              << " MiB of segments (committed on write), "
+              << plan->put_bytes_distinct / (int64_t{1} << 20) << " MiB of objects put, "
+              << plan->clients.size() << " clients\n";
+    return kExitOk;
+  }
+  absl::Status status;
+  try {
+    status = replay::RunReplay(*scenario, *plan, options);
+  } catch (const std::exception& e) {  // std::filesystem, allocation: the boundary
+    status = absl::InternalError(e.what());
+  }
+  if (signals.signal() != 0) {
+    std::cerr << "heatsink-replay: stopped by signal " << signals.signal()
+              << "; every process it started was stopped\n";
+    return 128 + signals.signal();
+  }
+  if (!status.ok()) {
+    std::cerr << "heatsink-replay: " << status.message() << "\n";
+    return kExitError;
+  }
+  std::cout << "heatsink-replay: done; outputs in " << options.out_dir
+            << " (decisions.jsonl, reads.jsonl, summary.json, logs/)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,6 +236,12 @@ int main(int argc, char** argv) {
                  "longest run in wall time (scenario duration x time scale)")
       ->capture_default_str()
       ->check(CLI::Range(1, 24 * 3600));
+  int64_t memory_floor_mib = options.memory_floor_bytes >> 20;
+  app.add_option("--memory-floor-mib", memory_floor_mib,
+                 "stop the run (exit 2, outputs kept) when the machine's available memory falls "
+                 "below this: the stores take RAM as data lands in their segments")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--progress-interval-ms", options.progress_interval_ms,
                  "a progress line on stderr this often (0: none)")
       ->capture_default_str();
@@ -197,49 +253,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   tools::ApplyDeadlockDetection(keep_deadlock_detection);
   if (seed_option->count() > 0) options.seed = seed;
+  options.memory_floor_bytes = memory_floor_mib << 20;
   options.stop = signals.stop();
   limits.time_scale = options.time_scale;
   limits.run_time_max_ns = run_time_max_s * kNsPerSec;
 
-  absl::StatusOr<sim::Scenario> scenario = sim::LoadScenarioForRun(scenario_path);
-  if (!scenario.ok()) {
-    std::cerr << "heatsink-replay: " << scenario.status().message() << "\n";
-    return kExitError;
-  }
-  absl::StatusOr<int64_t> memory = replay::ReadMemAvailableBytes("/proc/meminfo");
-  if (!memory.ok()) {
-    std::cerr << "heatsink-replay: " << memory.status().message() << "\n";
-    return kExitError;
-  }
-  limits.memory_available_bytes = *memory;
-  absl::StatusOr<replay::ReplayPlan> plan = replay::MakeReplayPlan(*scenario, limits);
-  if (!plan.ok()) {
-    std::cerr << "heatsink-replay: refused: " << plan.status().message() << "\n";
-    return kExitError;
-  }
-  if (plan_only) {
-    std::cout << "heatsink-replay: " << scenario->name << ": 1 heatsink-master (" << plan->master_sets.size()
-              << " knobs), " << plan->stores.size() << " heatsink-store, "
-              << plan->segment_bytes_total / (int64_t{1} << 20) << " MiB of segments, "
-              << plan->clients.size() << " clients\n";
-    return kExitOk;
-  }
-  absl::Status status;
-  try {
-    status = replay::RunReplay(*scenario, *plan, options);
-  } catch (const std::exception& e) {  // std::filesystem, allocation: the boundary
-    status = absl::InternalError(e.what());
-  }
-  if (signals.signal() != 0) {
-    std::cerr << "heatsink-replay: stopped by signal " << signals.signal()
-              << "; every process it started was stopped\n";
-    return 128 + signals.signal();
-  }
-  if (!status.ok()) {
-    std::cerr << "heatsink-replay: " << status.message() << "\n";
-    return kExitError;
-  }
-  std::cout << "heatsink-replay: done; outputs in " << options.out_dir
-            << " (decisions.jsonl, reads.jsonl, summary.json, logs/)\n";
-  return kExitOk;
+  return PlanAndRun(scenario_path, options, limits, plan_only, signals);
 }

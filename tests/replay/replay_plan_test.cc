@@ -1,7 +1,9 @@
 // Tests of heatsink-replay's plan (tools/replay/replay_plan.h): the processes
 // a scenario becomes (stores with their domain, segments and fixed client ids,
-// the master's --set knobs, late joins), and every refusal, each naming the
-// JSON field the runtime cannot honour, before anything starts.
+// the master's --set knobs and its mode, late joins), what it replays of the
+// faults and operator ops (store crashes and restarts, set_knob of the mode),
+// and every refusal, each naming the JSON field the runtime cannot honour,
+// before anything starts.
 #include "tools/replay/replay_plan.h"
 
 #include <unistd.h>
@@ -81,11 +83,11 @@ TEST(ReplayPlan, OneStorePerHostWithSegmentsDomainAndFixedIds) {
   ASSERT_EQ(plan->clients.size(), 3u);
   EXPECT_EQ(plan->clients.at("b/c").domain, "b");
   EXPECT_EQ(plan->clients.at("a-0/c").client_id, ClientId(1'000'000));
-  // Master and replication knobs go to the master; the selection policy also
-  // to the readers, driver knobs to the stores and readers.
-  EXPECT_EQ(plan->master_sets,
-            (std::vector<std::string>{"dynamic_replication_mode=enforce",
-                                      "replica_selection_policy=spread"}));
+  // Master and replication knobs go to the master (the mode through its
+  // config file, so SIGHUP can change it); the selection policy also to the
+  // readers, driver knobs to the stores and readers.
+  EXPECT_EQ(plan->master_sets, (std::vector<std::string>{"replica_selection_policy=spread"}));
+  EXPECT_EQ(plan->dynamic_replication_mode, DynamicReplicationMode::kEnforce);
   EXPECT_EQ(plan->replica_selection_policy, ReplicaSelectionPolicy::kSpread);
   EXPECT_EQ(plan->fetch_interval_ms, 50);
   EXPECT_EQ(plan->replica_selection_seed, 9u);
@@ -95,28 +97,86 @@ TEST(ReplayPlan, OneStorePerHostWithSegmentsDomainAndFixedIds) {
 }
 
 TEST(ReplayPlan, FaultsAreRefusedByField) {
-  ExpectRefused(MakeReplayPlan(Parse(kHostB, "", "",
-                                     R"("trunk_faults": [{"between": ["a", "b"], "kind": "partition", "from_s": 2}])"),
-                               Roomy()),
-                "plan.json: $.faults.trunk_faults");
-  ExpectRefused(MakeReplayPlan(Parse(kHostB, "", "",
-                                     R"("worker_crashes": [{"host": "a-0", "at_s": 2}])"),
-                               Roomy()),
-                "$.faults.worker_crashes");
+  ExpectRefused(
+      MakeReplayPlan(
+          Parse(kHostB, "", "",
+                R"("trunk_faults": [{"between": ["a", "b"], "kind": "partition", "from_s": 2}])"),
+          Roomy()),
+      "plan.json: $.faults.trunk_faults");
   ExpectRefused(MakeReplayPlan(Parse(kHostB, "", "", R"("copy_failure_probability": 0.1)"),
                                Roomy()),
                 "$.faults.copy_failure_probability");
+  ExpectRefused(MakeReplayPlan(Parse(kHostB, "", "",
+                                     R"("segment_unmounts": [{"segment": "a-0/m0", "at_s": 2}])"),
+                               Roomy()),
+                "$.faults.segment_unmounts");
+  ExpectRefused(
+      MakeReplayPlan(Parse(kHostB, "", "", R"("control_messages": {"drop_probability": 0.1})"),
+                     Roomy()),
+      "$.faults.control_messages");
+  ExpectRefused(
+      MakeReplayPlan(Parse(kHostB, "", "", R"("master_crashes": [{"at_s": 2}])"), Roomy()),
+      "$.faults.master_crashes");
+}
+
+// Store crashes and restarts (faults and scripted) and the mode switch are
+// replayed; so is a kill or restart of a host without segments, which the
+// simulator accepts and does nothing for.
+TEST(ReplayPlan, StoreCrashesRestartsAndTheModeSwitchAreAccepted) {
+  const sim::Scenario s =
+      Parse(absl::StrCat(kHostB, R"(, {"name": "bare", "clients": [{"name": "c"}]})"),
+            R"("dynamic_replication_mode": "observe")",
+            R"({"type": "scripted", "name": "s", "ops": [
+           {"op": "put", "client": "a-0/c", "key": "k", "size_bytes": 1024},
+           {"op": "set_knob", "name": "dynamic_replication_mode", "value": "enforce",
+            "at_ms": 1000},
+           {"op": "kill_worker", "host": "a-1", "at_ms": 2000},
+           {"op": "restart_worker", "host": "a-1", "at_ms": 3000},
+           {"op": "kill_worker", "host": "bare", "at_ms": 3000},
+           {"op": "restart_worker", "host": "bare", "at_ms": 3500},
+           {"op": "set_knob", "name": "dynamic_replication_mode", "value": "off",
+            "at_ms": 4000}]})",
+            R"("worker_crashes": [{"host": "a-0", "at_s": 2, "restart_at_s": 4},
+                            {"host": "b", "at_s": 5}])");
+  const absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, Roomy());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->dynamic_replication_mode, DynamicReplicationMode::kObserve);
+  EXPECT_TRUE(plan->master_sets.empty());
+  EXPECT_EQ(plan->stores.size(), 3u) << "the host without segments has no store";
+}
+
+TEST(ReplayPlan, SetKnobOfAnotherKnobIsRefusedAtItsPosition) {
+  const sim::Scenario s = Parse(kHostB, "",
+                                R"({"type": "scripted", "name": "s", "ops": [
+           {"op": "set_knob", "name": "dynamic_replication_mode", "value": "enforce"},
+           {"op": "set_knob", "name": "dynamic_replication_admission_qps_threshold", "value": 3,
+            "at_ms": 1000}]})");
+  const absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, Roomy());
+  ExpectRefused(plan, "$.workloads[0].ops[1]");
+  ExpectRefused(plan, "set_knob dynamic_replication_admission_qps_threshold");
+  ExpectRefused(plan, "only dynamic_replication_mode can change during a run");
 }
 
 TEST(ReplayPlan, ScriptedOpsWithoutRuntimeMeaningAreRefusedAtTheirPosition) {
-  const sim::Scenario s = Parse(
-      kHostB, "",
-      R"({"type": "scripted", "name": "s", "ops": [
+  for (const std::string op :
+       {R"({"op": "mount", "segment": "a-0/m0"})", R"({"op": "unmount", "segment": "a-0/m0"})",
+        R"({"op": "fail_copy", "count": 1})",
+        R"({"op": "delay_copies", "host": "a-1", "by_ms": 5})",
+        R"({"op": "copy_start", "host": "a-1", "key": "k"})",
+        R"({"op": "drain", "segment": "a-0/m0"})", R"({"op": "undrain", "segment": "a-0/m0"})",
+        R"({"op": "propose", "key": "k", "proposal_id": 1})",
+        R"({"op": "warmup", "domain": "b"})"}) {
+    const sim::Scenario s = Parse(kHostB, "",
+                                  absl::StrCat(R"({"type": "scripted", "name": "s", "ops": [
            {"op": "put", "client": "a-0/c", "key": "k", "size_bytes": 1024},
-           {"op": "kill_worker", "host": "a-1", "at_ms": 2000}]})");
-  const absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, Roomy());
-  ExpectRefused(plan, "$.workloads[0].ops[1]");
-  ExpectRefused(plan, "\"kill_worker\"");
+           {"op": "kill_worker", "host": "a-1"}, )",
+                                               op, "]}"));
+    const absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, Roomy());
+    ExpectRefused(plan, "$.workloads[0].ops[2]");
+    ExpectRefused(plan,
+                  "kill_worker, restart_worker and set_knob of dynamic_replication_mode are "
+                  "replayed");
+  }
 }
 
 TEST(ReplayPlan, ModelsOfTheMachineAreRefused) {
@@ -142,9 +202,6 @@ TEST(ReplayPlan, BoundsOnHostsMemoryAndRunTime) {
   limits.hosts_max = 2;
   ExpectRefused(MakeReplayPlan(s, limits), "--hosts-max 2");
   limits = Roomy();
-  limits.memory_available_bytes = 100 << 20;
-  ExpectRefused(MakeReplayPlan(s, limits), "the segments need 288 MiB");
-  limits = Roomy();
   limits.time_scale = 10;
   limits.run_time_max_ns = 60 * kNsPerSec;
   ExpectRefused(MakeReplayPlan(s, limits), "$.duration_s: 10 s x time scale 10");
@@ -152,10 +209,37 @@ TEST(ReplayPlan, BoundsOnHostsMemoryAndRunTime) {
   EXPECT_TRUE(MakeReplayPlan(s, limits).ok());
 }
 
+// The stores commit their segments on write: segments larger than the
+// machine's memory are replayed when the objects put fit, counted from the
+// operation stream (each key once, at its largest size).
+TEST(ReplayPlan, MemoryBoundsTheObjectsPutNotTheSegments) {
+  // 10 objects of 4 MiB by one writer, 2 by another: 12 keys, 48 MiB; the
+  // segments are 288 MiB.
+  const sim::Scenario s =
+      Parse(kHostB, "",
+            R"({"type": "zipf", "name": "z", "objects": 10, "object_size_bytes": "4MiB",
+          "rate_per_s": 10, "reader_domains": ["b"]},
+         {"type": "zipf", "name": "y", "objects": 2, "object_size_bytes": "4MiB",
+          "rate_per_s": 10, "reader_domains": ["a"], "put_batch_keys": 2})");
+  ReplayLimits limits = Roomy();
+  limits.memory_available_bytes = 100 << 20;
+  absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, limits);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->segment_bytes_total, 288 << 20);
+  EXPECT_EQ(plan->put_bytes_distinct, 48 << 20);
+  EXPECT_EQ(DistinctPutBytes(s, 1).value(), 48 << 20);
+  limits.memory_available_bytes = 40 << 20;
+  ExpectRefused(MakeReplayPlan(s, limits),
+                "$.workloads: the objects put come to 48 MiB (each key once, one replica), more "
+                "than this machine has available (40 MiB");
+}
+
 TEST(ReplayPlan, ATimeScaleStretchesTheReplicationPeriodsAndKeepsTheHitCount) {
   const sim::Scenario s = Parse(kHostB, R"("dynamic_replication_heat_window_seconds": 2,
                                            "dynamic_replication_admission_qps_threshold": 5,
-                                           "dynamic_replication_admission_cooldown_ms": 1000)");
+                                           "dynamic_replication_admission_cooldown_ms": 1000,
+                                           "client_live_ttl_sec": 4, "worker_heartbeat_interval_ms": 200,
+                                           "dynamic_replication_warmup_bytes_per_second_max": 3000)");
   ReplayLimits limits = Roomy();
   limits.time_scale = 3;
   absl::StatusOr<ReplayPlan> plan = MakeReplayPlan(s, limits);
@@ -168,6 +252,16 @@ TEST(ReplayPlan, ATimeScaleStretchesTheReplicationPeriodsAndKeepsTheHitCount) {
   EXPECT_NE(std::find(t.begin(), t.end(), "dynamic_replication_admission_cooldown_ms=3000"), t.end());
   EXPECT_EQ(plan->master_sets.back(), t.back()) << "the scaled knobs come last and win";
   EXPECT_EQ(plan->fetch_interval_ms, 300);
+  // The master's TTLs and periods and the stores' heartbeats stretch too (a
+  // dead store is found at the same simulated time); a rate is divided.
+  const auto has = [&](const std::string& set) {
+    return std::find(t.begin(), t.end(), set) != t.end();
+  };
+  EXPECT_TRUE(has("client_live_ttl_sec=12"));
+  EXPECT_TRUE(has("sweep_interval_ms=3000"));
+  EXPECT_TRUE(has("default_kv_lease_ttl_ms=30000"));
+  EXPECT_TRUE(has("dynamic_replication_warmup_bytes_per_second_max=1000"));
+  EXPECT_EQ(plan->heartbeat_interval_ms, 600);
   // 2 s x 1.25 is not whole seconds.
   limits.time_scale = 1.25;
   ExpectRefused(MakeReplayPlan(s, limits), "$.knobs.dynamic_replication_heat_window_seconds");

@@ -7,7 +7,13 @@
 //     `heatsink-sim validate` finds the accepted admissions of the real
 //     master close to the simulation's (Jaccard at least kJaccardMin);
 //   - the tool stopped mid-run by SIGTERM, and killed by SIGKILL, leaves no
-//     process it started and no port listening.
+//     process it started and no port listening;
+//   - a scenario with a store crash and restart and a mode switch
+//     (tests/replay/replay-faults.json, 4 s) kills the store's process and
+//     starts it again, which then serves copies and reads; the master decides
+//     nothing before enforce is switched on and admits after; summary.json
+//     counts the kill, the restart and the switch; and no process or port is
+//     left at the end.
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -18,11 +24,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/replication/decision.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "sim/calibration.h"
@@ -46,6 +54,9 @@ constexpr double kJaccardMin = 0.7;
 std::string Tool(const std::string& name) { return std::string(HEATSINK_TOOLS_DIR) + "/" + name; }
 std::string Scenario() {
   return std::string(HEATSINK_SOURCE_DIR) + "/tests/replay/replay-small.json";
+}
+std::string FaultsScenario() {
+  return std::string(HEATSINK_SOURCE_DIR) + "/tests/replay/replay-faults.json";
 }
 
 std::vector<std::string> ReadLines(const fs::path& path) {
@@ -143,11 +154,16 @@ class ReplayProcessTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<ChildProcess> StartReplay(const std::string& time_scale) {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> p = ChildProcess::Start(
-        {Tool("heatsink-replay"), Scenario(), "--out", (dir_ / "out").string(), "--time-scale",
-         time_scale, "--binaries", HEATSINK_TOOLS_DIR, "--progress-interval-ms", "0"},
-        (dir_ / "replay.log").string());
+  std::unique_ptr<ChildProcess> StartReplay(const std::string& time_scale,
+                                            const std::string& scenario = Scenario(),
+                                            const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        Tool("heatsink-replay"),  scenario,   "--out",      (dir_ / "out").string(),
+        "--time-scale",           time_scale, "--binaries", HEATSINK_TOOLS_DIR,
+        "--progress-interval-ms", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> p =
+        ChildProcess::Start(argv, (dir_ / "replay.log").string());
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? *std::move(p) : nullptr;
   }
@@ -211,6 +227,9 @@ TEST_F(ReplayProcessTest, ReplaysASmallScenarioAndItsAdmissionsMatchTheSimulatio
   EXPECT_GT(reads, 0);
   EXPECT_GT(summary["admissions"]["accepted"].get<int64_t>(), 0);
   EXPECT_GT(summary["bytes_read"]["cross_domain"].get<int64_t>(), 0);
+  // The 40 objects went in as the scenario says: batch puts of 8 keys.
+  EXPECT_EQ(summary["ops"]["puts"].get<int64_t>(), 40) << summary["ops"].dump();
+  EXPECT_EQ(summary["ops"]["put_calls"].get<int64_t>(), 5) << summary["ops"].dump();
 
   int64_t ok_lines = 0;
   const std::vector<std::string> lines = ReadLines(out / "reads.jsonl");
@@ -242,6 +261,168 @@ TEST_F(ReplayProcessTest, ReplaysASmallScenarioAndItsAdmissionsMatchTheSimulatio
   ASSERT_FALSE(v.is_discarded());
   EXPECT_GE(v["admissions"]["jaccard"].get<double>(), kJaccardMin) << Log("validate.log");
   EXPECT_GT(v["admission_lag_ns"]["matched"].get<int64_t>(), 0);
+}
+
+// replay-faults.json: observe until set_knob switches to enforce at 1.5 s;
+// the store of b-1 is killed at 2 s and restarted at 2.5 s; key "late" is
+// read from 2.6 s until it is admitted into domain b, onto b-1's segment.
+// Kills and restarts that change nothing (host bare has no store, a-1 runs,
+// b-1 is down) are listed with their outcome.
+TEST_F(ReplayProcessTest, KillsAndRestartsAStoreAndSwitchesTheModeMidRun) {
+  constexpr int64_t kSwitchNs = 1'500'000'000;
+  constexpr int64_t kKillNs = 2'000'000'000;
+  constexpr int64_t kRestartNs = 2'500'000'000;
+  std::unique_ptr<ChildProcess> replay = StartReplay("1", FaultsScenario());
+  ASSERT_NE(replay, nullptr);
+  // While it runs: every process it started and every port they listened on.
+  std::set<pid_t> processes;
+  std::set<int> ports;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (replay->Running() && std::chrono::steady_clock::now() < deadline) {
+    const std::vector<pid_t> children = ChildrenOf(replay->pid());
+    processes.insert(children.begin(), children.end());
+    std::set<std::string> inodes;
+    for (pid_t pid : children) {
+      const std::set<std::string> s = SocketInodes(pid);
+      inodes.insert(s.begin(), s.end());
+    }
+    for (const auto& [port, inode] : ListeningPorts()) {
+      if (inodes.count(inode) > 0) ports.insert(port);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(replay->Wait(30'000), 0) << Log("replay.log");
+  const fs::path out = dir_ / "out";
+
+  // The master, four stores and b-1's second store process; the ports of the
+  // master (gRPC, metrics) and of each store process (data, data service).
+  EXPECT_EQ(processes.size(), 6u);
+  EXPECT_GE(ports.size(), 12u);
+  for (pid_t pid : processes) EXPECT_TRUE(WaitFor([&] { return Gone(pid); })) << "pid " << pid;
+  EXPECT_TRUE(WaitFor([&] {
+    for (const auto& [port, inode] : ListeningPorts()) {
+      if (ports.count(port) > 0) return false;
+    }
+    return true;
+  })) << "a port the cluster listened on still listens";
+  for (pid_t pid : processes) {
+    if (!Gone(pid)) ::kill(pid, SIGKILL);
+  }
+
+  std::ifstream summary_file(out / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  const nlohmann::json& cluster_ops = summary["cluster_ops"];
+  EXPECT_EQ(cluster_ops["store_kills"], 1) << cluster_ops.dump();
+  EXPECT_EQ(cluster_ops["store_restarts"], 1) << cluster_ops.dump();
+  EXPECT_EQ(cluster_ops["mode_changes"], 1) << cluster_ops.dump();
+  // The simulator's counters, by its rules: the restart of host bare (no
+  // store) counts, the second kill of b-1 (down) does not.
+  EXPECT_EQ(summary["metrics"]["sim_worker_crashes_total"], 1);
+  EXPECT_EQ(summary["metrics"]["sim_worker_restarts_total"], 2);
+  EXPECT_EQ(summary["metrics"]["sim_mode_changes_total"], 1);
+  // Every op with its outcome, in time order.
+  const std::vector<std::tuple<int64_t, std::string, std::string, std::string>> expected = {
+      {1'000'000'000, "kill_worker", "bare", "no store"},
+      {1'100'000'000, "restart_worker", "bare", "no store"},
+      {1'200'000'000, "restart_worker", "a-1", "running"},
+      {kSwitchNs, "set_knob", "dynamic_replication_mode=enforce", "set"},
+      {kKillNs, "kill_worker", "b-1", "killed"},
+      {2'200'000'000, "kill_worker", "b-1", "not running"},
+      {kRestartNs, "restart_worker", "b-1", "started"}};
+  const nlohmann::json& ops_log = cluster_ops["log"];
+  ASSERT_EQ(ops_log.size(), expected.size()) << cluster_ops.dump();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& [t, op, target, outcome] = expected[i];
+    EXPECT_EQ(ops_log[i]["t_ns"], t) << ops_log[i].dump();
+    EXPECT_EQ(ops_log[i]["op"], op) << ops_log[i].dump();
+    EXPECT_EQ(ops_log[i]["target"], target) << ops_log[i].dump();
+    EXPECT_EQ(ops_log[i]["outcome"], outcome) << ops_log[i].dump();
+  }
+  // The master showed the new mode, and listed b-1's segments again at the
+  // restarted process's endpoint.
+  EXPECT_TRUE(ops_log[3]["settled_after_ns"].is_number()) << ops_log[3].dump();
+  ASSERT_TRUE(ops_log[6]["settled_after_ns"].is_number()) << ops_log[6].dump();
+  const int64_t restarted_after_ns = ops_log[6]["settled_after_ns"].get<int64_t>();
+  EXPECT_TRUE(fs::exists(out / "logs" / "b-1.log"));
+  EXPECT_NE(Log("out/logs/b-1.restart-1.log").find("host b-1"), std::string::npos);
+  EXPECT_NE(Log("out/logs/master.log").find("dynamic_replication_mode observe -> enforce"),
+            std::string::npos)
+      << Log("out/logs/master.log");
+
+  // The mode switch: would_propose only before it, accepted after, among them
+  // key "late", after the restart.
+  absl::StatusOr<std::vector<sim::LoggedDecision>> decisions =
+      sim::ReadDecisionLogFile((out / "decisions.jsonl").string());
+  ASSERT_TRUE(decisions.ok()) << decisions.status();
+  const int64_t t0 = summary["t0_steady_ns"].get<int64_t>();
+  int64_t proposed_before = 0;
+  int64_t accepted_after = 0;
+  bool late_accepted = false;
+  for (const sim::LoggedDecision& d : *decisions) {
+    const bool before = d.record.t_ns - t0 < kSwitchNs;
+    if (before) {
+      EXPECT_NE(d.record.outcome, DecisionOutcome::kAccepted) << d.text;
+      proposed_before += d.record.outcome == DecisionOutcome::kWouldPropose ? 1 : 0;
+    } else if (d.record.outcome == DecisionOutcome::kAccepted) {
+      ++accepted_after;
+      late_accepted = late_accepted || d.record.key == "late";
+    }
+  }
+  EXPECT_GT(proposed_before, 0);
+  EXPECT_GT(accepted_after, 0);
+  EXPECT_TRUE(late_accepted);
+
+  // Reads fail only while b-1 is down (they chose its replicas); after the
+  // restart the store serves "late" from its copy.
+  int64_t served_by_restarted = 0;
+  for (const std::string& text : ReadLines(out / "reads.jsonl")) {
+    const nlohmann::json r = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_FALSE(r.is_discarded()) << text;
+    const int64_t t = r["t_ns"].get<int64_t>();
+    if (r["status"] != "OK") {
+      EXPECT_EQ(r["status"], "UNAVAILABLE") << text;
+      EXPECT_GE(t, kKillNs) << text;
+      EXPECT_LT(t, kRestartNs + restarted_after_ns + 100'000'000) << text;
+    } else if (r["served_host"] == "b-1" && t > kRestartNs) {
+      ++served_by_restarted;
+    }
+  }
+  EXPECT_GT(served_by_restarted, 0);
+
+  // The simulation decides alike. The run is 4 s of real time, so a key
+  // that crosses its hit count within a few reads of a window's edge (hot-5
+  // at 3.09 s, or a key just below it) can fall either way: one such key
+  // each way gives 4/6.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> validate =
+      ChildProcess::Start({Tool("heatsink-sim"), "validate", FaultsScenario(), "--runtime",
+                           out.string(), "--out", (dir_ / "validate.json").string()},
+                          (dir_ / "validate.log").string());
+  ASSERT_TRUE(validate.ok()) << validate.status();
+  ASSERT_EQ((*validate)->Wait(120'000), 0) << Log("validate.log");
+  std::ifstream validate_file(dir_ / "validate.json");
+  const nlohmann::json v = nlohmann::json::parse(validate_file, nullptr, false);
+  ASSERT_FALSE(v.is_discarded());
+  EXPECT_GE(v["admissions"]["jaccard"].get<double>(), 0.6) << Log("validate.log");
+}
+
+// The machine's available memory is read with every sample: below the floor
+// the run stops (here at once: no machine has the floor asked for), says
+// why, and keeps the outputs of what ran.
+TEST_F(ReplayProcessTest, ARunBelowTheMemoryFloorStopsAndKeepsItsOutputs) {
+  std::unique_ptr<ChildProcess> replay =
+      StartReplay("1", Scenario(), {"--memory-floor-mib", "100000000"});
+  ASSERT_NE(replay, nullptr);
+  EXPECT_EQ(replay->Wait(60'000), 2) << Log("replay.log");
+  const std::string log = Log("replay.log");
+  EXPECT_NE(log.find("below the floor of 100000000 MiB (--memory-floor-mib)"), std::string::npos)
+      << log;
+  std::ifstream summary_file(dir_ / "out" / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << log;
+  // Stopped within about a second of a 4 s run.
+  EXPECT_LT(summary["ops"]["issued"].get<int64_t>(), 450) << summary["ops"].dump();
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "decisions.jsonl"));
 }
 
 TEST_F(ReplayProcessTest, SigtermMidRunStopsEveryProcessAndPort) { StopMidRunLeavesNothing(SIGTERM); }

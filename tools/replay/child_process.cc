@@ -93,4 +93,11 @@ int ChildProcess::Stop(int64_t grace_ms) {
   return code_;
 }
 
+int ChildProcess::Kill() {
+  if (Reap(false)) return code_;
+  ::kill(pid_, SIGKILL);
+  Reap(true);
+  return code_;
+}
+
 }  // namespace heatsink::replay

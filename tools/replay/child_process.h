@@ -48,6 +48,9 @@ class ChildProcess {
   // SIGTERM, up to `grace_ms` for it to exit, then SIGKILL; reaps it.
   // Returns the exit code, or 128 + signal.
   int Stop(int64_t grace_ms = 3'000);
+  // SIGKILL at once (a crash: the child runs no clean-up) and reaps it.
+  // Returns the exit code, or 128 + signal.
+  int Kill();
   const std::string& log_path() const { return log_path_; }
 
  private:

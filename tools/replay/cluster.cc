@@ -1,5 +1,6 @@
 #include "tools/replay/cluster.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -26,7 +27,8 @@ int64_t SteadyNs() {
 }
 
 bool Stopped(const ReplayOptions& options) {
-  return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
+  return (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) ||
+         (options.halt != nullptr && options.halt->load(std::memory_order_relaxed));
 }
 
 // Sleeps until `deadline_ns` (steady clock) in slices, so a stop request is
@@ -83,16 +85,71 @@ absl::StatusOr<std::map<std::string, double>> ScrapeMetrics(const std::string& e
   return out;
 }
 
+absl::string_view StoreOpOutcomeName(StoreOpOutcome outcome, bool kill) {
+  switch (outcome) {
+    case StoreOpOutcome::kDone:
+      return kill ? "killed" : "started";
+    case StoreOpOutcome::kNoStore:
+      return "no store";
+    case StoreOpOutcome::kNotRunning:
+      return "not running";
+    case StoreOpOutcome::kRunning:
+      return "running";
+  }
+  return "?";
+}
+
+Cluster::Cluster(const ReplayPlan& plan, const ReplayOptions& options, uint64_t seed)
+    : plan_(plan),
+      options_(options),
+      seed_(seed),
+      logs_(fs::path(options.out_dir) / "logs"),
+      master_config_(logs_ / "master.conf"),
+      slots_(plan.stores.size()),
+      incarnations_(plan.stores.size(), 0) {
+  for (size_t i = 0; i < plan.stores.size(); ++i) store_of_host_[plan.stores[i].host] = i;
+}
+
+absl::Status Cluster::WriteMasterConfig(DynamicReplicationMode mode) {
+  // heatsink-master --config: `name = value` lines, read at start and again
+  // on every SIGHUP (only dynamic_replication_mode applies while running).
+  const std::string text = absl::StrCat(
+      "# heatsink-replay: the scenario's dynamic_replication_mode, rewritten by its set_knob ops\n",
+      "dynamic_replication_mode = ", DynamicReplicationModeName(mode), "\n");
+  const fs::path temporary = master_config_.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::out | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", temporary.string()));
+  }
+  std::error_code ec;
+  fs::rename(temporary, master_config_, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", temporary.string(), " to ",
+                                               master_config_.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Cluster::StartMaster() {
   fs::create_directories(logs_);
+  HS_RETURN_IF_ERROR(WriteMasterConfig(plan_.dynamic_replication_mode));
   const fs::path address_file = logs_ / "master.address";
   fs::remove(address_file);
-  std::vector<std::string> argv = {
-      (fs::path(options_.binaries_dir) / "heatsink-master").string(),
-      "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-      "--address-file", address_file.string(),
-      "--decisions", (fs::path(options_.out_dir) / "decisions.jsonl").string(),
-      "--seed", absl::StrCat(seed_)};
+  std::vector<std::string> argv = {(fs::path(options_.binaries_dir) / "heatsink-master").string(),
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--address-file",
+                                   address_file.string(),
+                                   "--config",
+                                   master_config_.string(),
+                                   "--decisions",
+                                   (fs::path(options_.out_dir) / "decisions.jsonl").string(),
+                                   "--seed",
+                                   absl::StrCat(seed_)};
   for (const std::string& set : plan_.master_sets) {
     argv.push_back("--set");
     argv.push_back(set);
@@ -103,53 +160,190 @@ absl::Status Cluster::StartMaster() {
   const std::vector<std::string> lines = ReadLines(address_file);
   master_address_ = lines[0];
   metrics_address_ = lines[1];
+  HS_ASSIGN_OR_RETURN(
+      admin_, runtime::GrpcMasterClient::Connect(&clock_, master_address_, runtime::RpcOptions()));
   return absl::OkStatus();
 }
-absl::Status Cluster::StartStore(const ReplayStore& store) {
-  const fs::path endpoint_file = logs_ / (store.host + ".endpoint");
+
+fs::path Cluster::EndpointFile(const ReplayStore& store) const {
+  return logs_ / (store.host + ".endpoint");
+}
+
+// The first run's log is <host>.log; a restart's <host>.restart-N.log, so a
+// crash keeps the log of the run that crashed.
+std::string Cluster::LogPath(const ReplayStore& store, int64_t incarnation) const {
+  const int64_t restart = incarnation / 2;  // starts and kills alternate
+  return (logs_ / (restart == 0 ? absl::StrCat(store.host, ".log")
+                                : absl::StrCat(store.host, ".restart-", restart, ".log")))
+      .string();
+}
+
+int64_t Cluster::Incarnation(size_t store) {
+  absl::MutexLock lock(&mu_);
+  return incarnations_[store];
+}
+
+absl::StatusOr<StoreLaunch> Cluster::LaunchStore(size_t index) {
+  const ReplayStore& store = plan_.stores[index];
+  const fs::path endpoint_file = EndpointFile(store);
   fs::remove(endpoint_file);
-  std::vector<std::string> argv = {
-      (fs::path(options_.binaries_dir) / "heatsink-store").string(),
-      "--master", master_address_,
-      "--client-id", absl::StrCat(store.client_id.value),
-      "--host", store.host,
-      "--domain", store.domain,
-      "--segments", absl::StrCat(store.segments),
-      "--segment-mib", absl::StrCat(store.segment_mib),
-      "--data-host", "127.0.0.1",
-      "--heartbeat-interval-ms", absl::StrCat(plan_.heartbeat_interval_ms),
-      "--fetch-interval-ms", absl::StrCat(plan_.fetch_interval_ms),
-      "--endpoint-file", endpoint_file.string()};
-  HS_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> process,
-                      ChildProcess::Start(argv, (logs_ / (store.host + ".log")).string()));
-  stores_.push_back(std::move(process));
-  segments_expected_ += store.segments;
-  if (!WaitFor([&] { return fs::exists(endpoint_file); })) {
-    return NotStarted(absl::StrCat("heatsink-store of host ", store.host), *stores_.back());
-  }
-  // The master lists the store's segments once they are mounted.
-  const bool mounted = WaitFor([&] {
-    absl::StatusOr<std::map<std::string, double>> m = ScrapeMetrics(metrics_address_);
-    return m.ok() && (*m)["heatsink_master_segments"] >= static_cast<double>(segments_expected_);
-  });
-  if (!mounted) {
-    return NotStarted(absl::StrCat("heatsink-store of host ", store.host, " (segments)"),
-                      *stores_.back());
-  }
-  return absl::OkStatus();
+  std::vector<std::string> argv = {(fs::path(options_.binaries_dir) / "heatsink-store").string(),
+                                   "--master",
+                                   master_address_,
+                                   "--client-id",
+                                   absl::StrCat(store.client_id.value),
+                                   "--host",
+                                   store.host,
+                                   "--domain",
+                                   store.domain,
+                                   "--segments",
+                                   absl::StrCat(store.segments),
+                                   "--segment-mib",
+                                   absl::StrCat(store.segment_mib),
+                                   "--segment-commit-on-write",
+                                   "--data-host",
+                                   "127.0.0.1",
+                                   "--heartbeat-interval-ms",
+                                   absl::StrCat(plan_.heartbeat_interval_ms),
+                                   "--fetch-interval-ms",
+                                   absl::StrCat(plan_.fetch_interval_ms),
+                                   "--endpoint-file",
+                                   endpoint_file.string()};
+  StoreLaunch launch;
+  launch.store = index;
+  launch.incarnation = Incarnation(index) + 1;
+  StoreSlot& slot = slots_[index];
+  HS_ASSIGN_OR_RETURN(slot.process, ChildProcess::Start(argv, LogPath(store, launch.incarnation)));
+  slot.running = true;
+  absl::MutexLock lock(&mu_);
+  incarnations_[index] = launch.incarnation;
+  return launch;
 }
+
+bool Cluster::SegmentsListed(const ReplayStore& store, const std::string& endpoint) {
+  absl::StatusOr<std::vector<SegmentView>> views = admin_->ListSegments();
+  if (!views.ok()) return false;
+  int64_t listed = 0;
+  for (const SegmentView& v : *views) {
+    if (v.location.owner == store.client_id && v.location.transport_endpoint == endpoint &&
+        !v.unmounting) {
+      ++listed;
+    }
+  }
+  return listed == store.segments;
+}
+
+absl::Status Cluster::StartStore(const ReplayStore& store) {
+  const size_t index = store_of_host_.at(store.host);
+  if (slots_[index].running) return absl::OkStatus();
+  HS_ASSIGN_OR_RETURN(const StoreLaunch launch, LaunchStore(index));
+  return WaitStoreServing(launch);
+}
+
+absl::Status Cluster::WaitStoreServing(const StoreLaunch& launch) {
+  const ReplayStore& store = plan_.stores[launch.store];
+  const std::string log_path = LogPath(store, launch.incarnation);
+  bool superseded = false;
+  // The endpoint file appears once the store runs; its first line is the
+  // data endpoint its segments are mounted with.
+  std::string endpoint;
+  const bool serving = WaitFor([&] {
+    if (Incarnation(launch.store) != launch.incarnation) superseded = true;
+    if (superseded) return true;
+    if (endpoint.empty()) {
+      const std::vector<std::string> lines = ReadLines(EndpointFile(store));
+      if (lines.size() < 2) return false;  // written whole (rename), but check
+      endpoint = lines[0];
+    }
+    return SegmentsListed(store, endpoint);
+  });
+  if (serving || superseded) return absl::OkStatus();
+  return NotServing(store, log_path);
+}
+
+StoreOpOutcome Cluster::KillStore(const HostId& host) {
+  const auto it = store_of_host_.find(host);
+  if (it == store_of_host_.end()) return StoreOpOutcome::kNoStore;
+  StoreSlot& slot = slots_[it->second];
+  if (!slot.running) return StoreOpOutcome::kNotRunning;
+  slot.process->Kill();
+  slot.running = false;
+  absl::MutexLock lock(&mu_);
+  ++incarnations_[it->second];
+  return StoreOpOutcome::kDone;
+}
+
+absl::StatusOr<StoreOpOutcome> Cluster::RestartStore(const HostId& host, StoreLaunch* launch) {
+  const auto it = store_of_host_.find(host);
+  if (it == store_of_host_.end()) return StoreOpOutcome::kNoStore;
+  if (slots_[it->second].running) return StoreOpOutcome::kRunning;
+  HS_ASSIGN_OR_RETURN(*launch, LaunchStore(it->second));
+  return StoreOpOutcome::kDone;
+}
+
+absl::StatusOr<int64_t> Cluster::SetMode(DynamicReplicationMode mode) {
+  if (master_ == nullptr || !master_->Running()) {
+    return absl::UnavailableError(
+        absl::StrCat("set_knob dynamic_replication_mode: heatsink-master is not running; see ",
+                     (logs_ / "master.log").string()));
+  }
+  int64_t change = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    change = ++mode_changes_;
+  }
+  HS_RETURN_IF_ERROR(WriteMasterConfig(mode));
+  master_->Signal(SIGHUP);
+  return change;
+}
+
+absl::Status Cluster::WaitModeApplied(DynamicReplicationMode mode, int64_t change) {
+  const double want = static_cast<double>(static_cast<int>(mode));
+  const bool applied = WaitFor([&] {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mode_changes_ != change) return true;  // a later change took over
+    }
+    absl::StatusOr<std::map<std::string, double>> m = ScrapeMetrics(metrics_address_);
+    if (!m.ok()) return false;
+    const auto it = m->find("heatsink_dynamic_replication_mode");
+    return it != m->end() && it->second == want;
+  });
+  if (applied) return absl::OkStatus();
+  if (Stopped(options_)) return absl::CancelledError("stopped");
+  return absl::UnavailableError(
+      absl::StrCat("heatsink-master did not show dynamic_replication_mode ",
+                   DynamicReplicationModeName(mode), " within ", options_.start_timeout_ms,
+                   " ms of SIGHUP; see ", (logs_ / "master.log").string()));
+}
+
 void Cluster::StopAll() {
-  for (auto& s : stores_) s->Stop();
-  stores_.clear();
+  for (StoreSlot& slot : slots_) {
+    if (slot.process != nullptr) slot.process->Stop();
+    slot.process.reset();
+    slot.running = false;
+  }
+  admin_.reset();
   if (master_ != nullptr) master_->Stop();
   master_.reset();
 }
+
 absl::Status Cluster::NotStarted(const std::string& what, ChildProcess& process) {
   if (Stopped(options_)) return absl::CancelledError("stopped while the cluster was starting");
   return absl::UnavailableError(absl::StrCat(
       what, " did not start within ", options_.start_timeout_ms, " ms",
       process.Running() ? "" : " (it exited)", "; see ", process.log_path()));
 }
+
+// Thread-safe (it reads no ChildProcess): whether the store exited is left
+// to its log.
+absl::Status Cluster::NotServing(const ReplayStore& store, const std::string& log_path) {
+  if (Stopped(options_)) return absl::CancelledError("stopped while a store was starting");
+  return absl::UnavailableError(absl::StrCat("heatsink-store of host ", store.host,
+                                             " did not serve its segments within ",
+                                             options_.start_timeout_ms, " ms; see ", log_path));
+}
+
 absl::StatusOr<runtime::HeatsinkClient*> Clients::For(const std::string& client,
                                              const std::string& tenant) {
   absl::MutexLock lock(&mu_);

@@ -1,27 +1,35 @@
 #include "tools/replay/replay_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/base/check.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/base/check.h"
 #include "core/base/status_macros.h"
+#include "core/env/rng.h"
 #include "core/master/master_knobs.h"
 #include "core/tiering/tiering_knobs.h"
 #include "sim/engine.h"
 #include "sim/network_topology.h"
 #include "sim/runner.h"
+#include "sim/sim_env.h"
+#include "sim/workloads.h"
 
 namespace heatsink::replay {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr uint64_t kClientIdBase = 1'000'000;  // the simulator's store clients start here
+constexpr absl::string_view kModeKnob = "dynamic_replication_mode";
 
 absl::Status Refuse(const sim::Scenario& scenario, absl::string_view field,
                     absl::string_view why) {
@@ -56,7 +64,7 @@ absl::Status ApplyDriverKnob(const sim::KnobSetting& knob, ReplayPlan* plan) {
 // the same simulated time and holds the same hit count. Appended after the
 // scenario's own --set lines, so they win.
 absl::Status ScaleTimeKnobs(const sim::Scenario& scenario, const ReplicationKnobs& replication,
-                            double x, ReplayPlan* plan) {
+                            const MasterKnobs& master, double x, ReplayPlan* plan) {
   if (x == 1.0) return absl::OkStatus();
   const double window = static_cast<double>(replication.dynamic_replication_heat_window_seconds) * x;
   if (std::fabs(window - std::round(window)) > 1e-9 || window < 1) {
@@ -87,19 +95,49 @@ absl::Status ScaleTimeKnobs(const sim::Scenario& scenario, const ReplicationKnob
     HS_CHECK(absl::SimpleAtoi(entry->get(replication), &ms));
     set(name, absl::StrCat(std::llround(static_cast<double>(ms) * x)));
   }
-  plan->fetch_interval_ms = std::max<int64_t>(1, std::llround(static_cast<double>(plan->fetch_interval_ms) * x));
+  // A rate in wall time: divided, so warmup moves the same bytes per
+  // simulated second.
+  set("dynamic_replication_warmup_bytes_per_second_max",
+      absl::StrCat(std::max<int64_t>(
+          1, std::llround(
+                 static_cast<double>(replication.dynamic_replication_warmup_bytes_per_second_max) /
+                 x))));
+  // The master's own periods and TTLs (a dead store is declared dead at the
+  // same simulated time); whole seconds stay whole, at least 1.
+  for (const char* name :
+       {"sweep_interval_ms", "default_kv_lease_ttl_ms", "restart_grace_ms", "client_live_ttl_sec",
+        "put_start_discard_timeout_sec", "put_start_release_timeout_sec",
+        "pending_task_timeout_sec", "processing_task_timeout_sec"}) {
+    const auto* entry = MasterKnobs::Registry().Find(name);
+    HS_CHECK_MSG(entry != nullptr, name);
+    int64_t value = 0;
+    HS_CHECK(absl::SimpleAtoi(entry->get(master), &value));
+    if (value == 0) continue;  // 0 is "off" where it is allowed
+    set(name, absl::StrCat(std::max<int64_t>(1, std::llround(static_cast<double>(value) * x))));
+  }
+  const auto scaled = [x](int64_t ms) {
+    return std::max<int64_t>(1, std::llround(static_cast<double>(ms) * x));
+  };
+  plan->fetch_interval_ms = scaled(plan->fetch_interval_ms);
+  plan->heartbeat_interval_ms = scaled(plan->heartbeat_interval_ms);
   return absl::OkStatus();
 }
 
 absl::Status PlanKnobs(const sim::Scenario& scenario, double time_scale, ReplayPlan* plan) {
   ReplicationKnobs replication;
+  MasterKnobs master;
   for (const sim::KnobSetting& knob : scenario.knobs) {
     const std::string field = absl::StrCat("$.knobs.", knob.name);
     if (MasterKnobs::Registry().Find(knob.name) != nullptr ||
         ReplicationKnobs::Registry().Find(knob.name) != nullptr) {
-      plan->master_sets.push_back(absl::StrCat(knob.name, "=", knob.value));
+      // The mode goes in the master's config file (ReplayPlan::master_sets).
+      if (knob.name != kModeKnob) {
+        plan->master_sets.push_back(absl::StrCat(knob.name, "=", knob.value));
+      }
       if (ReplicationKnobs::Registry().Find(knob.name) != nullptr) {
         HS_RETURN_IF_ERROR(ReplicationKnobs::Registry().Set(replication, knob.name, knob.value));
+      } else {
+        HS_RETURN_IF_ERROR(MasterKnobs::Registry().Set(master, knob.name, knob.value));
       }
     } else if (sim::DriverKnobs::Registry().Find(knob.name) != nullptr) {
       HS_RETURN_IF_ERROR(ApplyDriverKnob(knob, plan));
@@ -115,13 +153,17 @@ absl::Status PlanKnobs(const sim::Scenario& scenario, double time_scale, ReplayP
     }
   }
   plan->replica_selection_policy = replication.replica_selection_policy;
-  return ScaleTimeKnobs(scenario, replication, time_scale, plan);
+  plan->batch_keys_max = std::max<int64_t>(1, static_cast<int64_t>(master.batch_keys_max));
+  plan->dynamic_replication_mode = replication.dynamic_replication_mode;
+  return ScaleTimeKnobs(scenario, replication, master, time_scale, plan);
 }
 
+// Store crashes and restarts ($.faults.worker_crashes) are replayed
+// (cluster_ops.h); every other fault is refused.
 absl::Status CheckFaults(const sim::Scenario& scenario) {
   const sim::ScenarioFaults& f = scenario.faults;
-  if (!f.worker_crashes.empty()) {
-    return Refuse(scenario, "$.faults.worker_crashes", "store crashes are not replayed yet");
+  if (!f.master_crashes.empty()) {
+    return Refuse(scenario, "$.faults.master_crashes", "master crashes are not replayed yet");
   }
   if (!f.segment_unmounts.empty()) {
     return Refuse(scenario, "$.faults.segment_unmounts", "segment unmounts are not replayed yet");
@@ -149,10 +191,38 @@ bool ScriptOpReplayable(sim::ScriptOpKind kind) {
     case sim::ScriptOpKind::kBatchGet:
     case sim::ScriptOpKind::kRemove:
     case sim::ScriptOpKind::kAdvanceTime:
+    case sim::ScriptOpKind::kKillWorker:
+    case sim::ScriptOpKind::kRestartWorker:
+    case sim::ScriptOpKind::kSetKnob:  // of dynamic_replication_mode only (CheckSetKnob)
       return true;
     default:
       return false;
   }
+}
+
+// A set_knob the simulator would carry out (Simulation::SetKnob): of
+// dynamic_replication_mode, to a value the scenario's replication knobs
+// accept. The simulator refuses the rest when the op runs; the replay
+// refuses them before anything starts, at the op's JSON position.
+absl::Status CheckSetKnob(const sim::Scenario& scenario, const sim::ScriptOp& op) {
+  if (op.knob_name != kModeKnob) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        op.where, ": heatsink-replay cannot honour this: set_knob ", op.knob_name,
+        ": only dynamic_replication_mode can change during a run (the master reloads it on "
+        "SIGHUP); the other knobs are fixed when the master starts"));
+  }
+  ReplicationKnobs knobs;
+  for (const sim::KnobSetting& knob : scenario.knobs) {
+    if (ReplicationKnobs::Registry().Find(knob.name) == nullptr) continue;
+    HS_RETURN_IF_ERROR(ReplicationKnobs::Registry().Set(knobs, knob.name, knob.value));
+  }
+  absl::Status st = ReplicationKnobs::Registry().Set(knobs, op.knob_name, op.knob_value);
+  if (st.ok()) st = knobs.Validate();
+  if (!st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(op.where, ": set_knob ", op.knob_name, ": ", st.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckWorkloads(const sim::Scenario& scenario) {
@@ -161,12 +231,14 @@ absl::Status CheckWorkloads(const sim::Scenario& scenario) {
     if (w.type != sim::WorkloadType::kScripted) continue;
     for (size_t j = 0; j < w.scripted.ops.size(); ++j) {
       const sim::ScriptOp& op = w.scripted.ops[j];
+      if (op.kind == sim::ScriptOpKind::kSetKnob) HS_RETURN_IF_ERROR(CheckSetKnob(scenario, op));
       if (ScriptOpReplayable(op.kind)) continue;
       return absl::FailedPreconditionError(
           absl::StrCat(op.where, ": heatsink-replay cannot honour this: scripted op \"",
                        sim::ScriptOpKindName(op.kind),
                        "\" has no runtime meaning in a replay yet (put, get, batch_put, "
-                       "batch_get, remove and advance_time are replayed)"));
+                       "batch_get, remove, advance_time, kill_worker, restart_worker and "
+                       "set_knob of dynamic_replication_mode are replayed)"));
     }
   }
   return absl::OkStatus();
@@ -217,6 +289,25 @@ absl::Status PlanHost(const sim::Scenario& scenario, const sim::ScenarioDomain& 
 
 }  // namespace
 
+absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario, uint64_t seed) {
+  HS_ASSIGN_OR_RETURN(std::unique_ptr<sim::OpStream> stream,
+                      sim::MakeScenarioOpStream(scenario, Rng(seed).Fork(sim::kWorkloadSubsystem)));
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> largest;
+  sim::SimOp op;
+  while (true) {
+    HS_ASSIGN_OR_RETURN(bool more, stream->Next(&op));
+    if (!more) break;
+    if (op.kind != sim::SimOpKind::kPut && op.kind != sim::SimOpKind::kBatchPut) continue;
+    for (const std::string& key : op.keys) {
+      int64_t& size = largest[{op.tenant, key}];
+      size = std::max(size, op.size_bytes);
+    }
+  }
+  int64_t total = 0;
+  for (const auto& [name, size] : largest) total += size;  // a sum: order does not matter
+  return total;
+}
+
 ClientId StoreClientIdForHost(int64_t host_index) {
   return ClientId(1 + static_cast<uint64_t>(host_index));
 }
@@ -249,10 +340,11 @@ absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
         " hosts (after count) are more than heatsink-replay starts (--hosts-max ",
         limits.hosts_max, ")"));
   }
-  if (plan.segment_bytes_total > limits.memory_available_bytes) {
+  HS_ASSIGN_OR_RETURN(plan.put_bytes_distinct, DistinctPutBytes(scenario, limits.seed));
+  if (plan.put_bytes_distinct > limits.memory_available_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        scenario.source, ": $.topology.domains[*].hosts[*].segments: the segments need ",
-        plan.segment_bytes_total / kMiB, " MiB together, more than this machine has available (",
+        scenario.source, ": $.workloads: the objects put come to ", plan.put_bytes_distinct / kMiB,
+        " MiB (each key once, one replica), more than this machine has available (",
         limits.memory_available_bytes / kMiB, " MiB, MemAvailable in /proc/meminfo)"));
   }
   const double wall_ns = static_cast<double>(scenario.duration_ns) * limits.time_scale;

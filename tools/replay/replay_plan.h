@@ -8,9 +8,16 @@
 // scenario the real processes on this machine cannot honour:
 //
 //   - workloads other than trace, zipf, cross_domain_reuse, cold_start, and
-//     scripted ops other than put, get, batch_put, batch_get, remove;
-//   - every fault (worker crashes, segment unmounts, copy failures, control
-//     message faults, trunk faults): not replayed yet;
+//     scripted ops other than put, get, batch_put, batch_get, remove,
+//     advance_time, kill_worker, restart_worker and set_knob (of
+//     dynamic_replication_mode only: the one knob the simulator lets change
+//     during a run; another knob, or a value the knobs refuse, is refused
+//     at the op's JSON position);
+//   - the faults the replay cannot reproduce (master crashes, segment
+//     unmounts, copy failures, control message faults, trunk faults). Store
+//     crashes and restarts ($.faults.worker_crashes) are replayed: the
+//     store process is killed with SIGKILL and started again
+//     (cluster_ops.h);
 //   - NUMA models (numa_nodes on a host, tiering knobs), network-model and
 //     engine knobs, topology.network overrides: the simulator's model of a
 //     machine, which the runtime replaces by the machine itself;
@@ -20,9 +27,12 @@
 //     whole seconds (the master's replication periods are stretched by X and
 //     the QPS threshold divided by X, so the master sees the scenario's
 //     window and hit count in wall time; the stores' fetch period too);
-//   - more hosts than ReplayLimits::hosts_max, more segment memory than the
-//     machine has available, and a run longer than run_time_max_ns in wall
-//     time (duration x time scale).
+//   - more hosts than ReplayLimits::hosts_max, objects put beyond the memory
+//     the machine has available (the segments themselves may be larger: the
+//     stores commit them on write, and the replay stops the run if the
+//     machine's available memory falls below ReplayOptions::
+//     memory_floor_bytes), and a run longer than run_time_max_ns in wall time
+//     (duration x time scale).
 //
 // The plan decides nothing the master decides: it only translates the
 // scenario's shape and knobs into process flags.
@@ -50,9 +60,14 @@ struct ReplayLimits {
   // Hosts (store processes) at most: each takes three loopback ports and a
   // process on a machine shared with the readers.
   int64_t hosts_max = 32;
-  // Bytes of segment memory the machine can give (MemAvailable); the
-  // scenario's segments together must fit.
+  // Bytes of memory the machine can give (MemAvailable). The stores commit
+  // their segments on write (heatsink-store --segment-commit-on-write), so
+  // the segments may add up to more than this; the objects the scenario puts
+  // (each distinct key once, at its largest size) must fit.
   int64_t memory_available_bytes = 0;
+  // The workload seed (the scenario's, or --seed): the puts are counted from
+  // the operation stream the replay will issue.
+  uint64_t seed = 0;
   // Wall time of the run at most (scenario duration x time scale).
   DurationNs run_time_max_ns = 30 * 60 * kNsPerSec;
   // Wall time = simulated time x time_scale (> 0).
@@ -87,8 +102,13 @@ struct ReplayPlan {
   std::map<std::string, ReplayClient> clients;     // by full name
   std::vector<HostId> hosts;                       // every host, scenario order
   std::vector<Domain> host_domains;                // parallel to hosts
-  // --set name=value for heatsink-master, scenario order.
+  // --set name=value for heatsink-master, scenario order; never
+  // dynamic_replication_mode, which goes in the master's --config file so
+  // that a set_knob can change it with SIGHUP (--set would override the
+  // file on every reload).
   std::vector<std::string> master_sets;
+  // The scenario's dynamic_replication_mode, the master's mode at start.
+  DynamicReplicationMode dynamic_replication_mode = DynamicReplicationMode::kOff;
   // Store pacing (the simulator's driver knobs of the same meaning).
   int64_t heartbeat_interval_ms = 1'000;
   int64_t fetch_interval_ms = 100;
@@ -101,6 +121,13 @@ struct ReplayPlan {
   ReplicaSelectionPolicy replica_selection_policy = ReplicaSelectionPolicy::kFirst;
   uint64_t replica_selection_seed = 0;
   int64_t segment_bytes_total = 0;
+  // The master's batch_keys_max: a batch put of more keys goes in several
+  // calls, as the simulator's clients split it.
+  int64_t batch_keys_max = 1024;
+  // The objects the operation stream puts: each distinct (tenant, key) once,
+  // at its largest size, one replica. What the stores must hold at least if
+  // nothing is removed or evicted.
+  int64_t put_bytes_distinct = 0;
   // The --set lines that put the scenario's time knobs into wall time under a
   // time scale other than 1 (also in master_sets); empty at scale 1.
   std::vector<std::string> time_scaled_knobs;
@@ -115,6 +142,11 @@ ClientId StoreClientIdForHost(int64_t host_index);
 // file and the JSON field that cannot be honoured.
 [[nodiscard]] absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
                                                         const ReplayLimits& limits);
+
+// The bytes the scenario's operation stream (workload seed `seed`) puts:
+// each distinct (tenant, key) once at its largest size. Errors: the stream's.
+[[nodiscard]] absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario,
+                                                       uint64_t seed);
 
 // MemAvailable from /proc/meminfo in bytes; UNAVAILABLE when unreadable.
 [[nodiscard]] absl::StatusOr<int64_t> ReadMemAvailableBytes(const std::string& meminfo_path);

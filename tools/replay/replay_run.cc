@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "core/env/rng.h"
@@ -35,6 +37,7 @@
 #include "sim/workloads.h"
 #include "tools/replay/child_process.h"
 #include "tools/replay/cluster.h"
+#include "tools/replay/cluster_ops.h"
 #include "tools/replay/replay_stats.h"
 
 namespace heatsink::replay {
@@ -45,7 +48,23 @@ namespace fs = std::filesystem;
 struct DueOp {
   sim::SimOp op;
   int64_t due_ns = 0;  // steady clock
+  // When set, the pool runs this instead of the op: the wait of a cluster
+  // op the dispatcher carried out (cluster_ops.h).
+  std::function<void()> task;
 };
+
+// A read the simulator's clients would try again: the master answered the
+// lookup UNAVAILABLE (the object is still being put, or the master is
+// recovering), and the client asks again after read_retry_ms
+// (sim/internal/simulation_reads.cc). A read of a chosen replica that fails
+// (its store was killed: the connection is refused) is not tried again, in
+// either world; the runtime client reports it as UNAVAILABLE too, so the
+// master's words tell the two apart.
+bool MasterAsksToRetry(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable &&
+         (absl::StrContains(status.message(), "is still being put") ||
+          absl::StartsWith(status.message(), "master_recovering"));
+}
 
 // A bounded FIFO between the dispatcher and the pool.
 class OpQueue {
@@ -110,10 +129,10 @@ class Executor {
     }
     switch (op.kind) {
       case sim::SimOpKind::kPut:
+        Put(**client, op, op.keys.front());
+        return;
       case sim::SimOpKind::kBatchPut:
-        // A batch_put is replayed as one put per key (the client library has
-        // no batch put yet); the master sees PutStart/PutEnd per key.
-        for (const std::string& key : op.keys) Put(**client, op, key);
+        BatchPut(**client, op);
         return;
       case sim::SimOpKind::kGet:
       case sim::SimOpKind::kBatchGet:
@@ -131,14 +150,45 @@ class Executor {
  private:
   void Put(runtime::HeatsinkClient& client, const sim::SimOp& op, const std::string& key) {
     const std::shared_ptr<const std::string> bytes = clients_->Payload(op.size_bytes);
+    recorder_->CountPutCall();
     const absl::Status status = client.Put(key, *bytes);
     recorder_->RecordPut(op.tenant, key, op.size_bytes, status);
+  }
+
+  // BatchPut calls of at most batch_keys_max keys, as the simulator's
+  // clients split a batch; every key carries the op's size.
+  void BatchPut(runtime::HeatsinkClient& client, const sim::SimOp& op) {
+    const std::shared_ptr<const std::string> bytes = clients_->Payload(op.size_bytes);
+    const size_t chunk = static_cast<size_t>(plan_.batch_keys_max);
+    for (size_t first = 0; first < op.keys.size(); first += chunk) {
+      const size_t last = std::min(op.keys.size(), first + chunk);
+      const absl::Span<const std::string> keys =
+          absl::MakeConstSpan(op.keys).subspan(first, last - first);
+      const std::vector<absl::string_view> values(keys.size(), *bytes);
+      recorder_->CountPutCall();
+      absl::StatusOr<std::vector<absl::Status>> puts = client.BatchPut(keys, values);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        recorder_->RecordPut(op.tenant, keys[i], op.size_bytes,
+                             puts.ok() ? (*puts)[i] : puts.status());
+      }
+    }
+  }
+
+  // Reads `key` into this thread's buffer, grown to the largest object the
+  // thread has read: a read then pays no allocation and no page fault, as a
+  // serving engine reading into its own registered memory (and as
+  // `heatsink-replay calibrate` reads). One lookup per read, so the heat the
+  // master counts is the scenario's.
+  static absl::StatusOr<runtime::GetResult> GetIntoThreadBuffer(runtime::HeatsinkClient& client,
+                                                                const std::string& key) {
+    thread_local std::vector<uint8_t> buffer;
+    return client.GetInto(key, &buffer);
   }
 
   void Read(runtime::HeatsinkClient& client, const sim::SimOp& op, int64_t start) {
     std::vector<absl::StatusOr<runtime::GetResult>> results;
     if (op.keys.size() == 1) {
-      results.push_back(client.Get(op.keys.front()));
+      results.push_back(GetIntoThreadBuffer(client, op.keys.front()));
     } else {
       absl::StatusOr<std::vector<absl::StatusOr<runtime::GetResult>>> batch =
           client.BatchGet(op.keys);
@@ -153,13 +203,13 @@ class Executor {
     for (int64_t retry = 0; retry < plan_.read_retries_max; ++retry) {
       bool again = false;
       for (size_t i = 0; i < results.size(); ++i) {
-        if (results[i].status().code() != absl::StatusCode::kUnavailable) continue;
+        if (!MasterAsksToRetry(results[i].status())) continue;
         if (!again) {
           std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(
               static_cast<double>(plan_.read_retry_ms) * 1e6 * time_scale_)));
         }
         again = true;
-        results[i] = client.Get(op.keys[i]);
+        results[i] = GetIntoThreadBuffer(client, op.keys[i]);
       }
       if (!again) break;
     }
@@ -177,7 +227,7 @@ class Executor {
       sample.status = results[i].status();
       if (results[i].ok()) {
         sample.segment = results[i]->segment;
-        sample.bytes = static_cast<int64_t>(results[i]->bytes.size());
+        sample.bytes = static_cast<int64_t>(results[i]->size_bytes);
         // Stores own segments id * 256 + index + 1 (runtime/store/store_node.h).
         sample.served_host_index = static_cast<int64_t>(sample.segment.value / 256) - 1;
       }
@@ -196,10 +246,15 @@ class Executor {
 // progress, on its own thread, until stopped.
 class Sampler {
  public:
+  // Sets `*halt` when the machine's available memory falls below the floor.
   Sampler(const ReplayOptions& options, std::string metrics_address, ReplayRecorder* recorder,
-          int64_t t0_ns, int64_t end_ns)
-      : options_(options), metrics_address_(std::move(metrics_address)), recorder_(recorder),
-        t0_ns_(t0_ns), end_ns_(end_ns) {
+          int64_t t0_ns, int64_t end_ns, std::atomic<bool>* halt)
+      : options_(options),
+        metrics_address_(std::move(metrics_address)),
+        recorder_(recorder),
+        t0_ns_(t0_ns),
+        end_ns_(end_ns),
+        halt_(halt) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~Sampler() {
@@ -213,6 +268,12 @@ class Sampler {
   void SampleOnce() {
     absl::StatusOr<std::map<std::string, double>> m = ScrapeMetrics(metrics_address_);
     if (m.ok()) recorder_->RecordMasterSample(*m);
+    CheckMemory();
+  }
+  // Why the run was halted; empty when it was not.
+  std::string halt_reason() {
+    std::lock_guard lock(mu_);
+    return halt_reason_;
   }
 
  private:
@@ -236,14 +297,32 @@ class Sampler {
     }
   }
 
+  void CheckMemory() {
+    absl::StatusOr<int64_t> available = ReadMemAvailableBytes(options_.meminfo_path);
+    if (!available.ok() || *available >= options_.memory_floor_bytes) return;
+    {
+      std::lock_guard lock(mu_);
+      if (!halt_reason_.empty()) return;
+      halt_reason_ = absl::StrCat(
+          "stopped at ", (SteadyNs() - t0_ns_) / 1'000'000, " ms of wall time: the machine has ",
+          *available >> 20, " MiB available, below the floor of ",
+          options_.memory_floor_bytes >> 20,
+          " MiB (--memory-floor-mib); the stores commit their segments as data lands, and this "
+          "scenario's data does not fit here. The outputs hold what ran until now.");
+    }
+    halt_->store(true);
+  }
+
   const ReplayOptions& options_;
   const std::string metrics_address_;
   ReplayRecorder* const recorder_;
   const int64_t t0_ns_;
   const int64_t end_ns_;
+  std::atomic<bool>* const halt_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::string halt_reason_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -260,18 +339,23 @@ absl::Status StartJoinedStores(Cluster& cluster, const ReplayPlan& plan, TimeNs 
 // Issues the operation stream in real time; returns once every operation
 // ran and the scenario's duration has passed in wall time.
 absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
-                   const ReplayOptions& options, Cluster& cluster, Clients& clients,
-                   sim::OpStream& ops,
-                   ReplayRecorder& recorder, int64_t t0_ns, size_t next_store,
-                   const std::vector<size_t>& order) {
+                   const ReplayOptions& options, std::atomic<bool>& halt, Cluster& cluster,
+                   Clients& clients, sim::OpStream& ops, ReplayRecorder& recorder, int64_t t0_ns,
+                   size_t next_store, const std::vector<size_t>& order) {
   Executor executor(plan, &clients, &recorder, t0_ns, options.time_scale);
+  ClusterOps cluster_ops(&cluster, &recorder);
   OpQueue queue(static_cast<size_t>(options.ops_in_flight_max));
   std::vector<std::thread> pool;
   for (int i = 0; i < options.threads; ++i) {
     pool.emplace_back([&] {
       DueOp due;
       while (queue.Pop(&due)) {
-        if (!Stopped(options)) executor.Run(due);
+        if (Stopped(options)) continue;
+        if (due.task != nullptr) {
+          due.task();
+        } else {
+          executor.Run(due);
+        }
       }
     });
   }
@@ -281,7 +365,7 @@ absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
   const int64_t end_ns = wall(scenario.duration_ns);
   absl::Status status;
   {
-    Sampler sampler(options, cluster.metrics_address(), &recorder, t0_ns, end_ns);
+    Sampler sampler(options, cluster.metrics_address(), &recorder, t0_ns, end_ns, &halt);
     sim::SimOp op;
     for (;;) {
       absl::StatusOr<bool> more = ops.Next(&op);
@@ -293,8 +377,23 @@ absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
       status = StartJoinedStores(cluster, plan, op.t_ns, &next_store, order);
       if (!status.ok()) break;
       const int64_t due = wall(op.t_ns);
-      if (!SleepUntil(due, options) || !queue.Push(DueOp{op, due}, options)) break;
+      if (!SleepUntil(due, options)) break;
+      DueOp next{op, due, nullptr};
+      if (ClusterOps::Handles(op.kind)) {
+        // Kills, restarts and mode changes on this thread, which started the
+        // cluster; only what waits for their effect goes to the pool.
+        absl::StatusOr<std::function<void()>> waits = cluster_ops.Begin(op, due);
+        if (!waits.ok()) {
+          status = waits.status();
+          break;
+        }
+        next.task = *std::move(waits);
+      }
+      const bool pooled = !ClusterOps::Handles(op.kind) || next.task != nullptr;
+      if (pooled && !queue.Push(std::move(next), options)) break;
       recorder.CountIssued();
+      status = cluster_ops.error();  // a restarted store that did not serve, ...
+      if (!status.ok()) break;
     }
     if (status.ok()) status = StartJoinedStores(cluster, plan, scenario.duration_ns, &next_store, order);
     if (status.ok()) SleepUntil(end_ns, options);
@@ -302,6 +401,8 @@ absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
     queue.Close();
     for (std::thread& t : pool) t.join();
     sampler.SampleOnce();
+    if (status.ok()) status = cluster_ops.error();
+    if (status.ok() && halt.load()) status = absl::ResourceExhaustedError(sampler.halt_reason());
   }
   if (!status.ok()) return status;
   if (Stopped(options)) return absl::CancelledError("stopped by a signal; every process was stopped");
@@ -311,8 +412,13 @@ absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
 }  // namespace
 
 absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
-                       const ReplayOptions& options) {
-  HS_CHECK(options.threads > 0 && options.ops_in_flight_max > 0);
+                       const ReplayOptions& caller_options) {
+  HS_CHECK(caller_options.threads > 0 && caller_options.ops_in_flight_max > 0);
+  // Every wait of the run (the cluster's too) also ends when the run halts
+  // itself below the memory floor.
+  std::atomic<bool> halt{false};
+  ReplayOptions options = caller_options;
+  options.halt = &halt;
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
   if (ec) {
@@ -344,10 +450,15 @@ absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
   std::fprintf(stderr, "heatsink-replay: %s seed %llu, time scale %g, %zu stores up; outputs in %s\n",
                scenario.name.c_str(), static_cast<unsigned long long>(seed), options.time_scale,
                plan.stores.size(), options.out_dir.c_str());
-  HS_RETURN_IF_ERROR(
-      Drive(scenario, plan, options, cluster, clients, *ops, *recorder, t0_ns, next_store, order));
+  const absl::Status driven = Drive(scenario, plan, options, halt, cluster, clients, *ops,
+                                    *recorder, t0_ns, next_store, order);
+  // Halted below the memory floor: the outputs still hold what ran.
+  if (!driven.ok() && driven.code() != absl::StatusCode::kResourceExhausted) return driven;
   cluster.StopAll();
-  return recorder->Finish((fs::path(options.out_dir) / "decisions.jsonl").string());
+  HS_RETURN_IF_ERROR(recorder->Finish((fs::path(options.out_dir) / "decisions.jsonl").string()));
+  std::fprintf(stderr, "heatsink-replay: ran %s: %s\n", scenario.name.c_str(),
+               recorder->ProgressLine().c_str());
+  return driven;
 }
 
 }  // namespace heatsink::replay

@@ -3,7 +3,8 @@
 // One replay of a scenario against a real loopback cluster (heatsink-replay):
 //
 //   1. MakeReplayPlan (replay_plan.h) refuses what the runtime cannot honour.
-//   2. heatsink-master starts with the scenario's knobs (--set), writing its
+//   2. heatsink-master starts with the scenario's knobs (--set, and its
+//      dynamic_replication_mode in OUT/logs/master.conf, --config), writing its
 //      decision log to OUT/decisions.jsonl; one heatsink-store per host with
 //      segments starts at its domain's join time (fixed client id, domain,
 //      segments). Logs go to OUT/logs/.
@@ -17,6 +18,9 @@
 //      GrpcMasterClient), one client per scenario client and tenant, with the
 //      scenario client's id, host and domain, its host's segments preferred
 //      for puts, and the scenario's replica selection policy and seed.
+//      kill_worker, restart_worker and set_knob act on the processes instead
+//      (cluster_ops.h): the dispatcher kills, starts or signals at once and
+//      hands only the wait for their effect to the pool.
 //   4. After the scenario's duration, the master's /metrics are read, every
 //      process is stopped, and OUT/reads.jsonl (one line per key read),
 //      OUT/summary.json and the master's OUT/decisions.jsonl remain.
@@ -57,11 +61,23 @@ struct ReplayOptions {
   // Set from another thread to stop early; the run then returns CANCELLED
   // after stopping every process.
   const std::atomic<bool>* stop = nullptr;
+  // The run stops, RESOURCE_EXHAUSTED, when the machine's available memory
+  // (MemAvailable, read with every sample) falls below this while it runs:
+  // the stores commit their segments on write, so a scenario whose data
+  // does not fit is stopped before the machine runs out.
+  int64_t memory_floor_bytes = int64_t{512} << 20;
+  // Where MemAvailable is read (tests point it at a file of their own).
+  std::string meminfo_path = "/proc/meminfo";
+  // Set by the run itself when it ends early (the memory floor); read like
+  // `stop`. Callers leave it null.
+  const std::atomic<bool>* halt = nullptr;
 };
 
 // Runs the replay; the outputs are in options.out_dir. Errors: the plan's
 // refusals, UNAVAILABLE when a process does not start (its log named),
-// CANCELLED when stopped, INTERNAL when an output cannot be written.
+// CANCELLED when stopped, RESOURCE_EXHAUSTED below the memory floor (the
+// outputs then hold what ran until then), INTERNAL when an output cannot be
+// written.
 [[nodiscard]] absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
                                      const ReplayOptions& options);
 

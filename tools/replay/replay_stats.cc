@@ -124,6 +124,11 @@ void ReplayRecorder::RecordRead(const ReadSample& s) {
   host_bytes_[static_cast<size_t>(s.served_host_index)] += s.bytes;
 }
 
+void ReplayRecorder::CountPutCall() {
+  absl::MutexLock lock(&mu_);
+  ++put_calls_;
+}
+
 void ReplayRecorder::RecordPut(const std::string& tenant, const std::string& key,
                                int64_t size_bytes, const absl::Status& status) {
   absl::MutexLock lock(&mu_);
@@ -165,6 +170,39 @@ void ReplayRecorder::RecordOpFailure(const sim::SimOp& op, const absl::Status& s
   }
 }
 
+int64_t ReplayRecorder::RecordClusterOp(const ClusterOpSample& sample) {
+  absl::MutexLock lock(&mu_);
+  switch (sample.kind) {
+    case sim::SimOpKind::kKillWorker:
+      store_kills_ += sample.changed ? 1 : 0;
+      break;
+    case sim::SimOpKind::kRestartWorker:
+      store_restarts_ += sample.changed ? 1 : 0;
+      sim_worker_restarts_ += sample.changed || sample.no_store ? 1 : 0;
+      break;
+    default:
+      mode_changes_ += sample.changed ? 1 : 0;
+      break;
+  }
+  if (cluster_ops_.size() >= kClusterOpsMax) {
+    ++cluster_ops_unlisted_;
+    return -1;
+  }
+  cluster_ops_.push_back(ClusterOpRecord{sample, -1, ""});
+  return static_cast<int64_t>(cluster_ops_.size()) - 1;
+}
+
+void ReplayRecorder::SettleClusterOp(int64_t index, int64_t settle_ns, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (index < 0 || index >= static_cast<int64_t>(cluster_ops_.size())) return;
+  ClusterOpRecord& r = cluster_ops_[static_cast<size_t>(index)];
+  if (status.ok()) {
+    r.settle_ns = settle_ns;
+  } else {
+    r.settle_error = status.ToString();
+  }
+}
+
 void ReplayRecorder::RecordMasterSample(const std::map<std::string, double>& m) {
   const auto get = [&](const char* name) {
     const auto it = m.find(name);
@@ -184,9 +222,14 @@ void ReplayRecorder::RecordMasterSample(const std::map<std::string, double>& m) 
 
 std::string ReplayRecorder::ProgressLine() {
   absl::MutexLock lock(&mu_);
-  return absl::StrFormat("%d ops issued, %d reads ok, %d misses, %d failed, %d puts, %d late ops",
-                         issued_, reads_, read_misses_, reads_failed_ + puts_failed_ + ops_failed_,
-                         puts_, late_ops_);
+  std::string line = absl::StrFormat(
+      "%d ops issued, %d reads ok, %d misses, %d failed, %d puts, %d late ops", issued_, reads_,
+      read_misses_, reads_failed_ + puts_failed_ + ops_failed_, puts_, late_ops_);
+  if (!cluster_ops_.empty() || cluster_ops_unlisted_ > 0) {
+    absl::StrAppendFormat(&line, ", %d stores killed, %d restarted, %d mode changes", store_kills_,
+                          store_restarts_, mode_changes_);
+  }
+  return line;
 }
 
 absl::Status ReplayRecorder::Finish(const std::string& decisions_path) {
@@ -249,10 +292,31 @@ absl::Status ReplayRecorder::Finish(const std::string& decisions_path) {
               {"late", late_ops_},
               {"puts", puts_},
               {"puts_failed", puts_failed_},
+              {"put_calls", put_calls_},
               {"failed", ops_failed_},
               {"failures", failures_by_code_},
               {"first_failure", first_failure_}};
   j["op_lag_ns"] = Percentiles(lags_ns_);
+  Json cluster_log = Json::array();
+  for (const ClusterOpRecord& r : cluster_ops_) {
+    Json line = {
+        {"t_ns", r.sample.t_ns},     {"op", std::string(sim::SimOpKindName(r.sample.kind))},
+        {"target", r.sample.target}, {"outcome", r.sample.outcome},
+        {"lag_ns", r.sample.lag_ns}, {"settled_after_ns", nullptr}};
+    if (r.settle_ns >= 0) line["settled_after_ns"] = r.settle_ns;
+    if (!r.settle_error.empty()) line["settle_error"] = r.settle_error;
+    cluster_log.push_back(std::move(line));
+  }
+  j["cluster_ops"] = {{"store_kills", store_kills_},
+                      {"store_restarts", store_restarts_},
+                      {"mode_changes", mode_changes_},
+                      {"unlisted", cluster_ops_unlisted_},
+                      {"log", std::move(cluster_log)}};
+  // The simulator's counters of the same events (docs/outputs.md), counted
+  // by its rules.
+  j["metrics"] = {{"sim_mode_changes_total", mode_changes_},
+                  {"sim_worker_crashes_total", store_kills_},
+                  {"sim_worker_restarts_total", sim_worker_restarts_}};
   j["ignored_knobs"] = plan_.ignored_knobs;
   j["time_scaled_knobs"] = plan_.time_scaled_knobs;
   const std::string path = (std::filesystem::path(out_dir_) / "summary.json").string();

@@ -11,6 +11,13 @@
 // t0_steady_ns (the steady-clock time of simulated time 0, to place the
 // master's decision times on the scenario's time line) and time_scale.
 //
+// Cluster operations (cluster_ops.h): `cluster_ops` counts the stores killed
+// and started again and the mode changes, and lists every kill_worker,
+// restart_worker and set_knob with its outcome and how long its effect took
+// to show; `metrics` holds the simulator's counters of the same events
+// (sim_worker_crashes_total, sim_worker_restarts_total,
+// sim_mode_changes_total), counted by the simulator's rules.
+//
 // Extra memory: the master exports no byte gauge of dynamic replicas, so a
 // sample is master_used_bytes + master_reserved_bytes minus the bytes of the
 // objects this replay put and still holds (ordinary replicas, one each).
@@ -58,6 +65,17 @@ struct ReadSample {
   absl::Status status;
 };
 
+// A kill_worker, restart_worker or set_knob the replay carried out.
+struct ClusterOpSample {
+  int64_t t_ns = 0;  // simulated time of the op
+  sim::SimOpKind kind = sim::SimOpKind::kKillWorker;
+  std::string target;     // the host, or "dynamic_replication_mode=enforce"
+  std::string outcome;    // "killed", "started", "not running", "running", "no store", "set"
+  bool changed = false;   // killed, started or set (the other outcomes change nothing)
+  bool no_store = false;  // the host has no segments, hence no store
+  int64_t lag_ns = 0;     // how late it was carried out (wall clock)
+};
+
 // Nearest-rank percentile (docs/outputs.md): the sample at 1-based rank
 // ceil(p/100 * n) of the sorted samples; 0 without samples. Sorts `v`.
 int64_t NearestRankPercentile(std::vector<int64_t>& v, double p);
@@ -74,8 +92,16 @@ class ReplayRecorder {
   void RecordRead(const ReadSample& sample);
   void RecordPut(const std::string& tenant, const std::string& key, int64_t size_bytes,
                  const absl::Status& status);
+  // One Put or BatchPut call went to the master (its keys are RecordPut's).
+  void CountPutCall();
   void RecordRemove(const std::string& tenant, const std::string& key, const absl::Status& status);
   void RecordOpFailure(const sim::SimOp& op, const absl::Status& status);
+  // Returns the op's index for SettleClusterOp.
+  int64_t RecordClusterOp(const ClusterOpSample& sample);
+  // The effect of cluster op `index` showed `settle_ns` of wall time after
+  // it was carried out (the restarted store serves, the master shows the
+  // mode), or did not (`status`).
+  void SettleClusterOp(int64_t index, int64_t settle_ns, const absl::Status& status);
   // Unlabelled samples of the master's /metrics.
   void RecordMasterSample(const std::map<std::string, double>& metrics);
   std::string ProgressLine();
@@ -90,6 +116,13 @@ class ReplayRecorder {
         seed_(seed), host_bytes_(plan.hosts.size(), 0) {}
 
   static constexpr size_t kSamplesMax = 20'000'000;
+  static constexpr size_t kClusterOpsMax = 100'000;  // listed; every one is counted
+
+  struct ClusterOpRecord {
+    ClusterOpSample sample;
+    int64_t settle_ns = -1;  // -1: nothing to wait for, or not settled by the end
+    std::string settle_error;
+  };
 
   const sim::Scenario& scenario_;
   const ReplayPlan& plan_;
@@ -111,6 +144,7 @@ class ReplayRecorder {
   int64_t bytes_cross_domain_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> host_bytes_ ABSL_GUARDED_BY(mu_);
   int64_t puts_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t put_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t puts_failed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t ops_failed_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> failures_by_code_ ABSL_GUARDED_BY(mu_);
@@ -122,6 +156,14 @@ class ReplayRecorder {
   int64_t extra_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t extra_inexact_samples_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, double> last_master_ ABSL_GUARDED_BY(mu_);
+  std::vector<ClusterOpRecord> cluster_ops_ ABSL_GUARDED_BY(mu_);  // at most kClusterOpsMax
+  int64_t cluster_ops_unlisted_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t store_kills_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t store_restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t mode_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  // The simulator counts a restart of a host whose worker is down, a host
+  // without segments included (its worker is never up).
+  int64_t sim_worker_restarts_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace heatsink::replay
