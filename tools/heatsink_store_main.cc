@@ -213,6 +213,7 @@ struct StoreFlags {
   std::string domain;
   int segments = 1;
   uint64_t segment_mib = 256;
+  uint64_t first_segment_id = 0;
   std::vector<std::string> settings;
   std::string endpoint_file;
   int threads = 2;
@@ -267,6 +268,11 @@ void AddNodeFlags(CLI::App& app, StoreFlags& f) {
   app.add_option("--segments", f.segments, "number of segments to mount")
       ->capture_default_str()
       ->check(CLI::Range(1, runtime::kStoreSegmentsMax));
+  app.add_option("--first-segment-id", f.first_segment_id,
+                 "the segments' ids are this, +1, ... (0: client id x 256 + index + 1, apart "
+                 "from every other store's); ids given here must be unique across the stores")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 62));
   app.add_option("--segment-mib", f.segment_mib,
                  "size of each segment in MiB (with --memory: the head pool split into "
                  "--segments equal parts)")
@@ -421,6 +427,7 @@ void FillNodeOptions(StoreFlags& f, runtime::StoreNodeOptions& options) {
   options.host = f.host;
   options.domain = f.domain;
   options.segments = f.segments;
+  options.first_segment_id = f.first_segment_id;
   options.segment_bytes = f.segment_mib << 20;
   options.tcp = f.tcp;
   // The gRPC store service's copies yield as the TCP ones do; the

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/check.h"
 #include "core/base/status_macros.h"
 #include "runtime/env/notification.h"
 #include "runtime/numa/mempolicy.h"
@@ -29,6 +30,10 @@ absl::Status StoreNodeOptions::Validate() const {
   if (segment_node < 0 && (segment_memory.huge_pages || segment_memory.mlock)) {
     return absl::InvalidArgumentError("huge pages and mlock need a segment NUMA node");
   }
+  if (first_segment_id > (uint64_t{1} << 62)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the first segment id must be at most 2^62, got ", first_segment_id));
+  }
   if (segment_commit == SegmentCommit::kOnWrite && (segment_node >= 0 || head_pool.has_value())) {
     return absl::InvalidArgumentError(
         "segments committed on write are plain memory; a segment NUMA node or the head pool "
@@ -41,7 +46,7 @@ absl::Status StoreNodeOptions::Validate() const {
     }
     SegmentHeadPoolOptions pool = *head_pool;
     pool.segment_ids.assign(segments, SegmentId());
-    for (int i = 0; i < segments; ++i) pool.segment_ids[i] = StoreSegmentId(client_id, i);
+    for (int i = 0; i < segments; ++i) pool.segment_ids[i] = SegmentIdAt(i);
     HS_RETURN_IF_ERROR(pool.Validate());
     if (pool.segment_bytes() != segment_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -63,6 +68,12 @@ absl::string_view StoreDataMoverName(StoreDataMover mover) {
     case StoreDataMover::kUcx: return "ucx";
   }
   return "unknown";
+}
+
+SegmentId StoreNodeOptions::SegmentIdAt(int index) const {
+  HS_CHECK(index >= 0 && index < segments);
+  if (first_segment_id == 0) return StoreSegmentId(client_id, index);
+  return SegmentId(first_segment_id + static_cast<uint64_t>(index));
 }
 
 SegmentId StoreSegmentId(ClientId client, int index) {
@@ -95,7 +106,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
     SegmentHeadPoolOptions pool_options = *options.head_pool;
     pool_options.segment_ids.clear();
     for (int i = 0; i < options.segments; ++i) {
-      pool_options.segment_ids.push_back(StoreSegmentId(options.client_id, i));
+      pool_options.segment_ids.push_back(options.SegmentIdAt(i));
     }
     HS_ASSIGN_OR_RETURN(std::unique_ptr<SegmentHeadPool> pool,
                         SegmentHeadPool::Create(env, std::move(pool_options)));
@@ -108,7 +119,7 @@ absl::StatusOr<std::unique_ptr<StoreNode>> StoreNode::Start(
   node->head_pool_ = head_pool;
   node->master_ = master;
   for (int i = 0; i < options.segments; ++i) {
-    const SegmentId id = StoreSegmentId(options.client_id, i);
+    const SegmentId id = options.SegmentIdAt(i);
     HS_RETURN_IF_ERROR(node->memory_.Create(id, options.segment_bytes));
     node->segment_ids_.push_back(id);
   }

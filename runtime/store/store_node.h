@@ -80,6 +80,11 @@ struct StoreNodeOptions {
   Domain domain;  // empty = default
   int segments = 1;
   uint64_t segment_bytes = 64ull << 20;
+  // The segments' ids are first_segment_id, +1, ...; 0 derives them from the
+  // client id (StoreSegmentId), which keeps every store's ids apart. A
+  // deployment that gives ids itself must keep them unique across stores
+  // (the replay gives the simulator's, so placement breaks ties alike).
+  uint64_t first_segment_id = 0;
   // Data endpoint and mover settings (listen host/port included; with UCX
   // they set the bootstrap connections and copy threads).
   TcpTransportKnobs tcp;
@@ -112,8 +117,12 @@ struct StoreNodeOptions {
   StoreWorkerOptions worker;
 
   [[nodiscard]] absl::Status Validate() const;
+  // The id of segment `index` (0 .. segments - 1).
+  SegmentId SegmentIdAt(int index) const;
 };
 
+// The id of segment `index` of the store with client id `client` when the
+// store gives none itself: client * 256 + index + 1.
 SegmentId StoreSegmentId(ClientId client, int index);
 
 // A service serving the node's segment memory besides the TCP endpoint.

@@ -521,6 +521,20 @@ TEST(StoreNodeOptionsTest, SegmentNodeOptionsAreValidated) {
   EXPECT_TRUE(options.Validate().ok());
 }
 
+TEST(StoreNodeOptionsTest, SegmentIdsComeFromTheClientIdOrTheFirstIdGiven) {
+  StoreNodeOptions options;
+  options.client_id = ClientId(3);
+  options.segments = 2;
+  EXPECT_EQ(options.SegmentIdAt(0), SegmentId(3 * 256 + 1));
+  EXPECT_EQ(options.SegmentIdAt(1), StoreSegmentId(ClientId(3), 1));
+  options.first_segment_id = 40;
+  EXPECT_TRUE(options.Validate().ok());
+  EXPECT_EQ(options.SegmentIdAt(0), SegmentId(40));
+  EXPECT_EQ(options.SegmentIdAt(1), SegmentId(41));
+  options.first_segment_id = (uint64_t{1} << 62) + 1;
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(StoreNodeOptionsTest, HeadPoolOptionsAreValidated) {
   StoreNodeOptions options;
   options.client_id = ClientId(1);
