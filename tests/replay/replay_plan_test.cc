@@ -74,6 +74,13 @@ TEST(ReplayPlan, OneStorePerHostWithSegmentsDomainAndFixedIds) {
   EXPECT_EQ(plan->stores[0].segments, 2);
   EXPECT_EQ(plan->stores[0].segment_mib, 64);
   EXPECT_EQ(plan->stores[0].client_id, ClientId(1));
+  // The simulator's segment ids: 1, 2 on a-0, 3, 4 on a-1, 5 on b.
+  EXPECT_EQ(plan->stores[0].first_segment_id, 1u);
+  EXPECT_EQ(plan->stores[1].first_segment_id, 3u);
+  EXPECT_EQ(plan->stores[2].first_segment_id, 5u);
+  EXPECT_EQ(HostIndexOfSegment(*plan, SegmentId(4)), 1);
+  EXPECT_EQ(HostIndexOfSegment(*plan, SegmentId(5)), 2);
+  EXPECT_EQ(HostIndexOfSegment(*plan, SegmentId(6)), -1);
   EXPECT_EQ(plan->stores[2].host, "b");
   EXPECT_EQ(plan->stores[2].domain, "b");
   EXPECT_EQ(plan->stores[2].segment_mib, 32);

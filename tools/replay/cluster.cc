@@ -198,6 +198,8 @@ absl::StatusOr<StoreLaunch> Cluster::LaunchStore(size_t index) {
                                    store.domain,
                                    "--segments",
                                    absl::StrCat(store.segments),
+                                   "--first-segment-id",
+                                   absl::StrCat(store.first_segment_id),
                                    "--segment-mib",
                                    absl::StrCat(store.segment_mib),
                                    "--segment-commit-on-write",
@@ -369,7 +371,7 @@ absl::StatusOr<runtime::HeatsinkClient*> Clients::For(const std::string& client,
     if (s.host != spec->second.host) continue;
     for (int64_t i = 0; i < s.segments; ++i) {
       options.preferred_segments.push_back(
-          SegmentId(s.client_id.value * 256 + static_cast<uint64_t>(i) + 1));
+          SegmentId(s.first_segment_id + static_cast<uint64_t>(i)));
     }
   }
   HS_RETURN_IF_ERROR(options.Validate());

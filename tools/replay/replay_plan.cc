@@ -283,6 +283,13 @@ absl::Status PlanHost(const sim::Scenario& scenario, const sim::ScenarioDomain& 
   }
   store.segments = static_cast<int64_t>(host.segments.size());
   store.segment_mib = bytes / kMiB;
+  // The simulator numbers every segment 1, 2, ... in scenario order; the
+  // stores take the same ids, so placement breaks ties between equally free
+  // segments alike in both worlds.
+  store.first_segment_id = 1;
+  for (const ReplayStore& before : plan->stores) {
+    store.first_segment_id += static_cast<uint64_t>(before.segments);
+  }
   plan->stores.push_back(std::move(store));
   return absl::OkStatus();
 }
@@ -306,6 +313,16 @@ absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario, uint64_t
   int64_t total = 0;
   for (const auto& [name, size] : largest) total += size;  // a sum: order does not matter
   return total;
+}
+
+int64_t HostIndexOfSegment(const ReplayPlan& plan, SegmentId segment) {
+  for (const ReplayStore& s : plan.stores) {
+    if (segment.value >= s.first_segment_id &&
+        segment.value < s.first_segment_id + static_cast<uint64_t>(s.segments)) {
+      return s.host_index;
+    }
+  }
+  return -1;
 }
 
 ClientId StoreClientIdForHost(int64_t host_index) {

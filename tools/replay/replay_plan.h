@@ -82,6 +82,9 @@ struct ReplayStore {
   ClientId client_id;      // fixed: 1 + host index, as the simulator's workers
   int64_t segments = 0;
   int64_t segment_mib = 0;
+  // The store's segments are first_segment_id, +1, ...: the simulator's ids
+  // (heatsink-store --first-segment-id).
+  uint64_t first_segment_id = 0;
   TimeNs join_at_ns = 0;   // simulated time the store starts (its domain's join)
   // Segment full names "<host>/<name>" in scenario order; the store mounts
   // them as segments 0 .. n-1.
@@ -134,6 +137,9 @@ struct ReplayPlan {
   // Driver knobs the replay has no use for, named so the summary can list them.
   std::vector<std::string> ignored_knobs;
 };
+
+// The index of the host whose store owns `segment`; -1 for none.
+int64_t HostIndexOfSegment(const ReplayPlan& plan, SegmentId segment);
 
 // The client id of a store for a host (1 + host index).
 ClientId StoreClientIdForHost(int64_t host_index);

@@ -228,8 +228,7 @@ class Executor {
       if (results[i].ok()) {
         sample.segment = results[i]->segment;
         sample.bytes = static_cast<int64_t>(results[i]->size_bytes);
-        // Stores own segments id * 256 + index + 1 (runtime/store/store_node.h).
-        sample.served_host_index = static_cast<int64_t>(sample.segment.value / 256) - 1;
+        sample.served_host_index = HostIndexOfSegment(plan_, sample.segment);
       }
       recorder_->RecordRead(sample);
     }
