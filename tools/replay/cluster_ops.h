@@ -15,10 +15,8 @@
 //     from its plan entry (same client id, domain and segments). It first
 //     unmounts what the master still lists of its previous run, then
 //     registers and mounts its segments afresh, empty
-//     (runtime/store/store_node.h). Here the worlds differ: the simulator's
-//     worker mounts its segments again as they were (an idempotent mount), so
-//     an object whose replicas were all on that store is readable again in
-//     the simulation after a restart before the TTL, and lost in the replay.
+//     (runtime/store/store_node.h), as the simulator's restarted worker does:
+//     an object whose replicas were all on that store is lost in both.
 //   - set_knob of dynamic_replication_mode (the only knob MakeReplayPlan lets
 //     through): the master's config file is rewritten and the master gets
 //     SIGHUP, on which it applies the new mode at once (heatsink-master
