@@ -198,15 +198,21 @@ class ReplayProcessTest : public ::testing::Test {
     ASSERT_GE(ports.size(), 10u);
     replay->Signal(signal);
     EXPECT_EQ(replay->Wait(30'000), 128 + signal) << Log("replay.log");
-    for (pid_t pid : children) EXPECT_TRUE(WaitFor([&] { return Gone(pid); })) << "pid " << pid;
+    ExpectGoneWithTheirPorts(children, ports);
+  }
+
+  // Every process of `processes` exits and no port of `ports` listens any
+  // more; whatever failed, nothing is left behind for the next test.
+  static void ExpectGoneWithTheirPorts(const std::vector<pid_t>& processes,
+                                       const std::set<int>& ports) {
+    for (pid_t pid : processes) EXPECT_TRUE(WaitFor([&] { return Gone(pid); })) << "pid " << pid;
     EXPECT_TRUE(WaitFor([&] {
       for (const auto& [port, inode] : ListeningPorts()) {
         if (ports.count(port) > 0) return false;
       }
       return true;
     })) << "a port the cluster listened on still listens";
-    // Whatever failed above, leave nothing behind for the next test.
-    for (pid_t pid : children) {
+    for (pid_t pid : processes) {
       if (!Gone(pid)) ::kill(pid, SIGKILL);
     }
   }
@@ -298,16 +304,7 @@ TEST_F(ReplayProcessTest, KillsAndRestartsAStoreAndSwitchesTheModeMidRun) {
   // master (gRPC, metrics) and of each store process (data, data service).
   EXPECT_EQ(processes.size(), 6u);
   EXPECT_GE(ports.size(), 12u);
-  for (pid_t pid : processes) EXPECT_TRUE(WaitFor([&] { return Gone(pid); })) << "pid " << pid;
-  EXPECT_TRUE(WaitFor([&] {
-    for (const auto& [port, inode] : ListeningPorts()) {
-      if (ports.count(port) > 0) return false;
-    }
-    return true;
-  })) << "a port the cluster listened on still listens";
-  for (pid_t pid : processes) {
-    if (!Gone(pid)) ::kill(pid, SIGKILL);
-  }
+  ExpectGoneWithTheirPorts(std::vector<pid_t>(processes.begin(), processes.end()), ports);
 
   std::ifstream summary_file(out / "summary.json");
   const nlohmann::json summary = nlohmann::json::parse(summary_file, nullptr, false);

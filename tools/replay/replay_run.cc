@@ -321,7 +321,7 @@ class Sampler {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
-  std::string halt_reason_ ABSL_GUARDED_BY(mu_);
+  std::string halt_reason_;  // guarded by mu_ (a std::mutex, which the analysis cannot see)
   std::thread thread_;
 };
 

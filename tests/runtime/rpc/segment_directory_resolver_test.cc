@@ -25,17 +25,23 @@ SegmentView Segment(uint64_t id, const std::string& endpoint) {
   return view;
 }
 
-TEST(SegmentDirectoryResolver, ResolvesRefreshesAndRateLimits) {
-  ManualClock clock(SecToNs(7));
-  std::vector<SegmentView> listed = {Segment(1, "127.0.0.1:1001"), Segment(2, "")};
-  int calls = 0;
-  SegmentDirectoryResolver resolver(
+// A resolver over `listed` (read at each refresh) that counts its refreshes.
+SegmentDirectoryResolver ListingResolver(ManualClock& clock, const std::vector<SegmentView>& listed,
+                                         int& calls) {
+  return SegmentDirectoryResolver(
       &clock,
-      [&]() -> absl::StatusOr<std::vector<SegmentView>> {
+      [&listed, &calls]() -> absl::StatusOr<std::vector<SegmentView>> {
         ++calls;
         return listed;
       },
       kIntervalMs);
+}
+
+TEST(SegmentDirectoryResolver, ResolvesRefreshesAndRateLimits) {
+  ManualClock clock(SecToNs(7));
+  std::vector<SegmentView> listed = {Segment(1, "127.0.0.1:1001"), Segment(2, "")};
+  int calls = 0;
+  SegmentDirectoryResolver resolver = ListingResolver(clock, listed, calls);
   ASSERT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
@@ -75,13 +81,7 @@ TEST(SegmentDirectoryResolver, AForgottenEndpointIsLookedUpAfresh) {
   ManualClock clock(SecToNs(7));
   std::vector<SegmentView> listed = {Segment(1, "127.0.0.1:1001"), Segment(2, "127.0.0.1:2001")};
   int calls = 0;
-  SegmentDirectoryResolver resolver(
-      &clock,
-      [&]() -> absl::StatusOr<std::vector<SegmentView>> {
-        ++calls;
-        return listed;
-      },
-      kIntervalMs);
+  SegmentDirectoryResolver resolver = ListingResolver(clock, listed, calls);
   ASSERT_EQ(*resolver.Resolve(SegmentId(1)), "127.0.0.1:1001");
   // Segment 1's store restarted under the same client id on another port.
   listed = {Segment(1, "127.0.0.1:1002"), Segment(2, "127.0.0.1:2001")};
