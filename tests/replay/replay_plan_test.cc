@@ -234,7 +234,8 @@ TEST(ReplayPlan, MemoryBoundsTheObjectsPutNotTheSegments) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->segment_bytes_total, 288 << 20);
   EXPECT_EQ(plan->put_bytes_distinct, 48 << 20);
-  EXPECT_EQ(DistinctPutBytes(s, 1).value(), 48 << 20);
+  EXPECT_EQ(plan->object_bytes_max, 4 << 20);
+  EXPECT_EQ(ScenarioPutFootprint(s, 1).value().distinct_bytes, 48 << 20);
   limits.memory_available_bytes = 40 << 20;
   ExpectRefused(MakeReplayPlan(s, limits),
                 "$.workloads: the objects put come to 48 MiB (each key once, one replica), more "

@@ -296,7 +296,7 @@ absl::Status PlanHost(const sim::Scenario& scenario, const sim::ScenarioDomain& 
 
 }  // namespace
 
-absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario, uint64_t seed) {
+absl::StatusOr<PutFootprint> ScenarioPutFootprint(const sim::Scenario& scenario, uint64_t seed) {
   HS_ASSIGN_OR_RETURN(std::unique_ptr<sim::OpStream> stream,
                       sim::MakeScenarioOpStream(scenario, Rng(seed).Fork(sim::kWorkloadSubsystem)));
   absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> largest;
@@ -310,9 +310,12 @@ absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario, uint64_t
       size = std::max(size, op.size_bytes);
     }
   }
-  int64_t total = 0;
-  for (const auto& [name, size] : largest) total += size;  // a sum: order does not matter
-  return total;
+  PutFootprint footprint;
+  for (const auto& [name, size] : largest) {  // a sum and a maximum: order does not matter
+    footprint.distinct_bytes += size;
+    footprint.object_bytes_max = std::max(footprint.object_bytes_max, size);
+  }
+  return footprint;
 }
 
 int64_t HostIndexOfSegment(const ReplayPlan& plan, SegmentId segment) {
@@ -357,7 +360,9 @@ absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
         " hosts (after count) are more than heatsink-replay starts (--hosts-max ",
         limits.hosts_max, ")"));
   }
-  HS_ASSIGN_OR_RETURN(plan.put_bytes_distinct, DistinctPutBytes(scenario, limits.seed));
+  HS_ASSIGN_OR_RETURN(const PutFootprint footprint, ScenarioPutFootprint(scenario, limits.seed));
+  plan.put_bytes_distinct = footprint.distinct_bytes;
+  plan.object_bytes_max = footprint.object_bytes_max;
   if (plan.put_bytes_distinct > limits.memory_available_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         scenario.source, ": $.workloads: the objects put come to ", plan.put_bytes_distinct / kMiB,

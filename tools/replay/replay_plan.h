@@ -131,6 +131,9 @@ struct ReplayPlan {
   // at its largest size, one replica. What the stores must hold at least if
   // nothing is removed or evicted.
   int64_t put_bytes_distinct = 0;
+  // The largest object put: each operation thread's read buffer is this
+  // large, its pages touched, before the run starts.
+  int64_t object_bytes_max = 0;
   // The --set lines that put the scenario's time knobs into wall time under a
   // time scale other than 1 (also in master_sets); empty at scale 1.
   std::vector<std::string> time_scaled_knobs;
@@ -149,10 +152,16 @@ ClientId StoreClientIdForHost(int64_t host_index);
 [[nodiscard]] absl::StatusOr<ReplayPlan> MakeReplayPlan(const sim::Scenario& scenario,
                                                         const ReplayLimits& limits);
 
-// The bytes the scenario's operation stream (workload seed `seed`) puts:
-// each distinct (tenant, key) once at its largest size. Errors: the stream's.
-[[nodiscard]] absl::StatusOr<int64_t> DistinctPutBytes(const sim::Scenario& scenario,
-                                                       uint64_t seed);
+// What the scenario's operation stream (workload seed `seed`) puts.
+struct PutFootprint {
+  // Each distinct (tenant, key) once, at its largest size.
+  int64_t distinct_bytes = 0;
+  // The largest object.
+  int64_t object_bytes_max = 0;
+};
+// Errors: the stream's.
+[[nodiscard]] absl::StatusOr<PutFootprint> ScenarioPutFootprint(const sim::Scenario& scenario,
+                                                                uint64_t seed);
 
 // MemAvailable from /proc/meminfo in bytes; UNAVAILABLE when unreadable.
 [[nodiscard]] absl::StatusOr<int64_t> ReadMemAvailableBytes(const std::string& meminfo_path);

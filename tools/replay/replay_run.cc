@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -181,8 +183,21 @@ class Executor {
   // master counts is the scenario's.
   static absl::StatusOr<runtime::GetResult> GetIntoThreadBuffer(runtime::HeatsinkClient& client,
                                                                 const std::string& key) {
+    return client.GetInto(key, &ThreadBuffer());
+  }
+
+ public:
+  // Sizes this thread's read buffer to `bytes` and touches its pages, so
+  // not even a thread's first read pays for fresh memory.
+  static void WarmThreadBuffer(int64_t bytes) {
+    std::vector<uint8_t>& buffer = ThreadBuffer();
+    if (static_cast<int64_t>(buffer.size()) < bytes) buffer.assign(static_cast<size_t>(bytes), 0);
+  }
+
+ private:
+  static std::vector<uint8_t>& ThreadBuffer() {
     thread_local std::vector<uint8_t> buffer;
-    return client.GetInto(key, &buffer);
+    return buffer;
   }
 
   void Read(runtime::HeatsinkClient& client, const sim::SimOp& op, int64_t start) {
@@ -339,25 +354,34 @@ absl::Status StartJoinedStores(Cluster& cluster, const ReplayPlan& plan, TimeNs 
 // ran and the scenario's duration has passed in wall time.
 absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
                    const ReplayOptions& options, std::atomic<bool>& halt, Cluster& cluster,
-                   Clients& clients, sim::OpStream& ops, ReplayRecorder& recorder, int64_t t0_ns,
+                   Clients& clients, sim::OpStream& ops, ReplayRecorder& recorder,
                    size_t next_store, const std::vector<size_t>& order) {
-  Executor executor(plan, &clients, &recorder, t0_ns, options.time_scale);
+  // Made once the pool is ready and the run's time 0 is known; the pool
+  // reaches it only through the queue, after that.
+  std::optional<Executor> executor;
   ClusterOps cluster_ops(&cluster, &recorder);
   OpQueue queue(static_cast<size_t>(options.ops_in_flight_max));
+  std::latch ready(options.threads);
   std::vector<std::thread> pool;
   for (int i = 0; i < options.threads; ++i) {
     pool.emplace_back([&] {
+      Executor::WarmThreadBuffer(plan.object_bytes_max);
+      ready.count_down();
       DueOp due;
       while (queue.Pop(&due)) {
         if (Stopped(options)) continue;
         if (due.task != nullptr) {
           due.task();
         } else {
-          executor.Run(due);
+          executor->Run(due);
         }
       }
     });
   }
+  ready.wait();
+  const int64_t t0_ns = SteadyNs();
+  recorder.SetStart(t0_ns);
+  executor.emplace(plan, &clients, &recorder, t0_ns, options.time_scale);
   const auto wall = [&](TimeNs t) {
     return t0_ns + static_cast<int64_t>(static_cast<double>(t) * options.time_scale);
   };
@@ -444,13 +468,11 @@ absl::Status RunReplay(const sim::Scenario& scenario, const ReplayPlan& plan,
   std::set<std::string> tenants;
   for (const sim::Workload& w : scenario.workloads) tenants.insert(w.tenant);
   HS_RETURN_IF_ERROR(clients.Warm(tenants));
-  const int64_t t0_ns = SteadyNs();
-  recorder->SetStart(t0_ns);
   std::fprintf(stderr, "heatsink-replay: %s seed %llu, time scale %g, %zu stores up; outputs in %s\n",
                scenario.name.c_str(), static_cast<unsigned long long>(seed), options.time_scale,
                plan.stores.size(), options.out_dir.c_str());
-  const absl::Status driven = Drive(scenario, plan, options, halt, cluster, clients, *ops,
-                                    *recorder, t0_ns, next_store, order);
+  const absl::Status driven =
+      Drive(scenario, plan, options, halt, cluster, clients, *ops, *recorder, next_store, order);
   // Halted below the memory floor: the outputs still hold what ran.
   if (!driven.ok() && driven.code() != absl::StatusCode::kResourceExhausted) return driven;
   cluster.StopAll();
