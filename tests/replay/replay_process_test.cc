@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -100,6 +101,10 @@ bool Gone(pid_t pid) {
   return !ProcStat(pid, &state, &parent) || state == 'Z';
 }
 
+// The cluster processes among a replay's children: heatsink-master and
+// heatsink-store once they run their own program. A child still between
+// fork and exec, or a helper the sanitizers' runtime clones (LeakSanitizer's
+// tracer at the replay's exit), is not one.
 std::vector<pid_t> ChildrenOf(pid_t parent_pid) {
   std::vector<pid_t> out;
   for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
@@ -107,7 +112,10 @@ std::vector<pid_t> ChildrenOf(pid_t parent_pid) {
     if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
     char state = 0;
     pid_t parent = 0;
-    if (ProcStat(pid, &state, &parent) && parent == parent_pid && state != 'Z') {
+    if (!ProcStat(pid, &state, &parent) || parent != parent_pid || state == 'Z') continue;
+    std::error_code ec;
+    const std::string exe = fs::read_symlink(absl::StrCat("/proc/", pid, "/exe"), ec).string();
+    if (absl::EndsWith(exe, "/heatsink-master") || absl::EndsWith(exe, "/heatsink-store")) {
       out.push_back(pid);
     }
   }
