@@ -19,9 +19,12 @@
 #   SCENARIO[@X]     a scenario, with its own time scale after an @
 #                    (default: --time-scale). Default list:
 #                    scenarios/*.json scenarios/admission/*.json
-#                    scenarios/study/*.json tests/replay/replay-small.json,
+#                    tests/replay/replay-small.json tests/replay/replay-faults.json,
 #                    with the heavy ones slowed so this 2-core machine keeps
-#                    up in real time: cold-start-warmup@4, hot-key-fanout@8
+#                    up in real time: cold-start-warmup@4, eviction-recreate@2,
+#                    hot-key-fanout@8 (about 22 minutes in all). The study/
+#                    scenarios (610 s each, 16 stores) are left out: name
+#                    them to run them.
 #
 # Columns: accepted admissions (sim / runtime / both), Jaccard, admission lag
 # (median, p90, ms, runtime minus sim), relative errors of cross-domain bytes,
@@ -46,11 +49,12 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ ${#scenarios[@]} -eq 0 ]]; then
-  scenarios=(scenarios/*.json scenarios/admission/*.json scenarios/study/*.json
+  scenarios=(scenarios/*.json scenarios/admission/*.json
              tests/replay/replay-small.json tests/replay/replay-faults.json)
   for i in "${!scenarios[@]}"; do
     case "${scenarios[$i]}" in
       */cold-start-warmup.json) scenarios[$i]+="@4" ;;
+      */eviction-recreate.json) scenarios[$i]+="@2" ;;
       */hot-key-fanout.json) scenarios[$i]+="@8" ;;
     esac
   done
