@@ -236,9 +236,9 @@ absl::StatusOr<GetReplicaListResponse> HeatsinkClient::Lookup(absl::string_view 
   return listed.Wait();
 }
 
-absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
-                                                  const GetReplicaListResponse& list,
-                                                  ReadTarget into) {
+absl::StatusOr<GetResult> HeatsinkClient::ReadOne(
+    const ObjectName& name, const GetReplicaListResponse& list,
+    absl::FunctionRef<absl::Span<uint8_t>(uint64_t)> buffer_for) {
   if (list.size_bytes > options_.object_bytes_max) {
     return absl::ResourceExhaustedError(
         absl::StrCat("object of ", list.size_bytes,
@@ -256,28 +256,14 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
                            readable, options_.replica_selection_seed);
   if (!pick.has_value()) return absl::NotFoundError("object has no readable replica");
   const ReplicaDescriptor& chosen = list.replicas[*pick];
+  const absl::Span<uint8_t> out = buffer_for(chosen.size_bytes);
+  if (out.size() < chosen.size_bytes) {
+    return absl::OutOfRangeError(absl::StrCat("object of ", chosen.size_bytes,
+                                              " bytes does not fit a buffer of ", out.size()));
+  }
+  HS_RETURN_IF_ERROR(data_path_->ReadInto(*chosen.location, chosen.segment_id, chosen.offset,
+                                          out.subspan(0, chosen.size_bytes)));
   GetResult result;
-  if (into.vector != nullptr && into.vector->size() < chosen.size_bytes) {
-    into.vector->resize(chosen.size_bytes);
-  }
-  const absl::Span<uint8_t> out = into.vector != nullptr ? absl::MakeSpan(*into.vector)
-                                  : into.span != nullptr ? *into.span
-                                                         : absl::Span<uint8_t>();
-  if (into.vector != nullptr || into.span != nullptr) {
-    if (out.size() < chosen.size_bytes) {
-      return absl::OutOfRangeError(absl::StrCat("object of ", chosen.size_bytes,
-                                                " bytes does not fit a buffer of ", out.size()));
-    }
-    HS_RETURN_IF_ERROR(data_path_->ReadInto(*chosen.location, chosen.segment_id, chosen.offset,
-                                            out.subspan(0, chosen.size_bytes)));
-  } else {
-    HS_ASSIGN_OR_RETURN(result.bytes, data_path_->Read(*chosen.location, chosen.segment_id,
-                                                       chosen.offset, chosen.size_bytes));
-    if (result.bytes.size() != chosen.size_bytes) {
-      return absl::DataLossError(absl::StrCat("store returned ", result.bytes.size(), " of ",
-                                              chosen.size_bytes, " bytes"));
-    }
-  }
   result.size_bytes = chosen.size_bytes;
   result.version = list.version;
   result.segment = chosen.segment_id;
@@ -285,21 +271,36 @@ absl::StatusOr<GetResult> HeatsinkClient::ReadOne(const ObjectName& name,
   return result;
 }
 
+absl::StatusOr<GetResult> HeatsinkClient::ReadOneToString(const ObjectName& name,
+                                                          const GetReplicaListResponse& list) {
+  std::string bytes;
+  HS_ASSIGN_OR_RETURN(GetResult result, ReadOne(name, list, [&bytes](uint64_t size) {
+                        bytes.resize(size);
+                        return absl::MakeSpan(reinterpret_cast<uint8_t*>(bytes.data()),
+                                              bytes.size());
+                      }));
+  result.bytes = std::move(bytes);
+  return result;
+}
+
 absl::StatusOr<GetResult> HeatsinkClient::Get(absl::string_view key) {
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
-  return ReadOne(Name(key), list, ReadTarget());
+  return ReadOneToString(Name(key), list);
 }
 
 absl::StatusOr<GetResult> HeatsinkClient::GetInto(absl::string_view key, absl::Span<uint8_t> out) {
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
-  return ReadOne(Name(key), list, ReadTarget{.span = &out});
+  return ReadOne(Name(key), list, [out](uint64_t) { return out; });
 }
 
 absl::StatusOr<GetResult> HeatsinkClient::GetInto(absl::string_view key,
                                                   std::vector<uint8_t>* buffer) {
   HS_CHECK(buffer != nullptr);
   HS_ASSIGN_OR_RETURN(GetReplicaListResponse list, Lookup(key));
-  return ReadOne(Name(key), list, ReadTarget{.vector = buffer});
+  return ReadOne(Name(key), list, [buffer](uint64_t size) {
+    if (buffer->size() < size) buffer->resize(size);
+    return absl::MakeSpan(*buffer);
+  });
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(
@@ -321,7 +322,7 @@ absl::StatusOr<std::vector<absl::StatusOr<GetResult>>> HeatsinkClient::BatchGet(
     if (!lists.results[i].ok()) {
       out.push_back(lists.results[i].status());
     } else {
-      out.push_back(ReadOne(req.names[i], *lists.results[i], ReadTarget()));
+      out.push_back(ReadOneToString(req.names[i], *lists.results[i]));
     }
   }
   return out;

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -134,15 +135,14 @@ class HeatsinkClient {
   ObjectName Name(absl::string_view key) const;
   // Writes `bytes` to every replica of a started put.
   absl::Status WriteReplicas(const PutStartResponse& put, absl::string_view bytes);
-  // Where a read lands: a new string, the caller's span, or the caller's
-  // vector (grown to the object's size).
-  struct ReadTarget {
-    const absl::Span<uint8_t>* span = nullptr;
-    std::vector<uint8_t>* vector = nullptr;
-  };
-  // Reads the replica the selection policy picks from `list` into `into`.
+  // Reads the replica the selection policy picks from `list` into the
+  // memory `buffer_for(size)` gives for the object's size: OUT_OF_RANGE when
+  // it gives less than that, the bytes in its first `size` bytes otherwise.
   absl::StatusOr<GetResult> ReadOne(const ObjectName& name, const GetReplicaListResponse& list,
-                                    ReadTarget into);
+                                    absl::FunctionRef<absl::Span<uint8_t>(uint64_t)> buffer_for);
+  // ReadOne into GetResult::bytes.
+  absl::StatusOr<GetResult> ReadOneToString(const ObjectName& name,
+                                            const GetReplicaListResponse& list);
 
   MasterClient* const master_;
   const HeatsinkClientOptions options_;

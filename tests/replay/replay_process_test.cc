@@ -21,6 +21,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -176,6 +178,31 @@ class ReplayProcessTest : public ::testing::Test {
     return p.ok() ? *std::move(p) : nullptr;
   }
 
+  // `heatsink-sim validate SCENARIO` against the replay's outputs (DIR/out):
+  // its JSON, or nothing when it does not run, fails or writes no JSON (the
+  // failure reported).
+  std::optional<nlohmann::json> Validate(const std::string& scenario) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> validate =
+        ChildProcess::Start({Tool("heatsink-sim"), "validate", scenario, "--runtime",
+                             (dir_ / "out").string(), "--out", (dir_ / "validate.json").string()},
+                            (dir_ / "validate.log").string());
+    if (!validate.ok()) {
+      ADD_FAILURE() << validate.status();
+      return std::nullopt;
+    }
+    if ((*validate)->Wait(120'000) != 0) {
+      ADD_FAILURE() << "heatsink-sim validate failed:\n" << Log("validate.log");
+      return std::nullopt;
+    }
+    std::ifstream in(dir_ / "validate.json");
+    nlohmann::json v = nlohmann::json::parse(in, nullptr, false);
+    if (v.is_discarded()) {
+      ADD_FAILURE() << "validate.json does not parse";
+      return std::nullopt;
+    }
+    return v;
+  }
+
   std::string Log(const std::string& name) {
     std::string out;
     for (const std::string& line : ReadLines(dir_ / name)) absl::StrAppend(&out, line, "\n");
@@ -264,17 +291,10 @@ TEST_F(ReplayProcessTest, ReplaysASmallScenarioAndItsAdmissionsMatchTheSimulatio
       sim::ReadDecisionLogFile((out / "decisions.jsonl").string());
   ASSERT_TRUE(decisions.ok()) << decisions.status();
 
-  absl::StatusOr<std::unique_ptr<ChildProcess>> validate = ChildProcess::Start(
-      {Tool("heatsink-sim"), "validate", Scenario(), "--runtime", out.string(), "--out",
-       (dir_ / "validate.json").string()},
-      (dir_ / "validate.log").string());
-  ASSERT_TRUE(validate.ok()) << validate.status();
-  ASSERT_EQ((*validate)->Wait(120'000), 0) << Log("validate.log");
-  std::ifstream validate_file(dir_ / "validate.json");
-  const nlohmann::json v = nlohmann::json::parse(validate_file, nullptr, false);
-  ASSERT_FALSE(v.is_discarded());
-  EXPECT_GE(v["admissions"]["jaccard"].get<double>(), kJaccardMin) << Log("validate.log");
-  EXPECT_GT(v["admission_lag_ns"]["matched"].get<int64_t>(), 0);
+  const std::optional<nlohmann::json> v = Validate(Scenario());
+  ASSERT_TRUE(v.has_value());
+  EXPECT_GE((*v)["admissions"]["jaccard"].get<double>(), kJaccardMin) << Log("validate.log");
+  EXPECT_GT((*v)["admission_lag_ns"]["matched"].get<int64_t>(), 0);
 }
 
 // replay-faults.json: observe until set_knob switches to enforce at 1.5 s;
@@ -399,16 +419,9 @@ TEST_F(ReplayProcessTest, KillsAndRestartsAStoreAndSwitchesTheModeMidRun) {
   // that crosses its hit count within a few reads of a window's edge (hot-5
   // at 3.09 s, or a key just below it) can fall either way: one such key
   // each way gives 4/6.
-  absl::StatusOr<std::unique_ptr<ChildProcess>> validate =
-      ChildProcess::Start({Tool("heatsink-sim"), "validate", FaultsScenario(), "--runtime",
-                           out.string(), "--out", (dir_ / "validate.json").string()},
-                          (dir_ / "validate.log").string());
-  ASSERT_TRUE(validate.ok()) << validate.status();
-  ASSERT_EQ((*validate)->Wait(120'000), 0) << Log("validate.log");
-  std::ifstream validate_file(dir_ / "validate.json");
-  const nlohmann::json v = nlohmann::json::parse(validate_file, nullptr, false);
-  ASSERT_FALSE(v.is_discarded());
-  EXPECT_GE(v["admissions"]["jaccard"].get<double>(), 0.6) << Log("validate.log");
+  const std::optional<nlohmann::json> v = Validate(FaultsScenario());
+  ASSERT_TRUE(v.has_value());
+  EXPECT_GE((*v)["admissions"]["jaccard"].get<double>(), 0.6) << Log("validate.log");
 }
 
 // The machine's available memory is read with every sample: below the floor

@@ -113,6 +113,17 @@ class OpQueue {
   bool closed_ = false;
 };
 
+// The buffer the reads of this operation thread land in (GetInto), grown to
+// the largest object the thread has read and sized to the scenario's largest
+// before time 0: a read then pays no allocation and no page fault, as a
+// serving engine reading into its own registered memory (and as `heatsink-
+// replay calibrate` reads). One lookup per read, so the heat the master
+// counts is the scenario's.
+std::vector<uint8_t>& ThreadReadBuffer() {
+  thread_local std::vector<uint8_t> buffer;
+  return buffer;
+}
+
 class Executor {
  public:
   Executor(const ReplayPlan& plan, Clients* clients, ReplayRecorder* recorder, int64_t t0_ns,
@@ -176,34 +187,10 @@ class Executor {
     }
   }
 
-  // Reads `key` into this thread's buffer, grown to the largest object the
-  // thread has read: a read then pays no allocation and no page fault, as a
-  // serving engine reading into its own registered memory (and as
-  // `heatsink-replay calibrate` reads). One lookup per read, so the heat the
-  // master counts is the scenario's.
-  static absl::StatusOr<runtime::GetResult> GetIntoThreadBuffer(runtime::HeatsinkClient& client,
-                                                                const std::string& key) {
-    return client.GetInto(key, &ThreadBuffer());
-  }
-
- public:
-  // Sizes this thread's read buffer to `bytes` and touches its pages, so
-  // not even a thread's first read pays for fresh memory.
-  static void WarmThreadBuffer(int64_t bytes) {
-    std::vector<uint8_t>& buffer = ThreadBuffer();
-    if (static_cast<int64_t>(buffer.size()) < bytes) buffer.assign(static_cast<size_t>(bytes), 0);
-  }
-
- private:
-  static std::vector<uint8_t>& ThreadBuffer() {
-    thread_local std::vector<uint8_t> buffer;
-    return buffer;
-  }
-
   void Read(runtime::HeatsinkClient& client, const sim::SimOp& op, int64_t start) {
     std::vector<absl::StatusOr<runtime::GetResult>> results;
     if (op.keys.size() == 1) {
-      results.push_back(GetIntoThreadBuffer(client, op.keys.front()));
+      results.push_back(client.GetInto(op.keys.front(), &ThreadReadBuffer()));
     } else {
       absl::StatusOr<std::vector<absl::StatusOr<runtime::GetResult>>> batch =
           client.BatchGet(op.keys);
@@ -224,7 +211,7 @@ class Executor {
               static_cast<double>(plan_.read_retry_ms) * 1e6 * time_scale_)));
         }
         again = true;
-        results[i] = GetIntoThreadBuffer(client, op.keys[i]);
+        results[i] = client.GetInto(op.keys[i], &ThreadReadBuffer());
       }
       if (!again) break;
     }
@@ -365,7 +352,8 @@ absl::Status Drive(const sim::Scenario& scenario, const ReplayPlan& plan,
   std::vector<std::thread> pool;
   for (int i = 0; i < options.threads; ++i) {
     pool.emplace_back([&] {
-      Executor::WarmThreadBuffer(plan.object_bytes_max);
+      // Sized and its pages touched, so not even a first read meets fresh memory.
+      ThreadReadBuffer().assign(static_cast<size_t>(plan.object_bytes_max), 0);
       ready.count_down();
       DueOp due;
       while (queue.Pop(&due)) {

@@ -166,6 +166,24 @@ class StoreWorkerTest : public ::testing::Test {
     return std::make_unique<StoreWorker>(env_.env(), &counting_, mover, o);
   }
 
+  // Workers of clients 1 and 2 (one 1000-byte segment each, ids 1 and 2),
+  // running, and key "k" (100 bytes) put on segment 1: where every copy
+  // test starts.
+  struct TwoWorkers {
+    FakeDataMover mover1, mover2;  // outlive the workers
+    std::unique_ptr<StoreWorker> w1, w2;
+  };
+  std::unique_ptr<TwoWorkers> StartTwoWorkersWithKey() {
+    auto two = std::make_unique<TwoWorkers>();
+    two->w1 = MakeWorker(1, 1000, &two->mover1);
+    two->w2 = MakeWorker(2, 1000, &two->mover2);
+    two->w1->Start();
+    two->w2->Start();
+    env_.RunUntilIdle();
+    Put("k", 100, 1);
+    return two;
+  }
+
   // Puts `key` on segment `segment` directly through the master.
   void Put(const std::string& key, uint64_t size, uint64_t segment) {
     PutStartRequest req{Name(key), size, 1, {SegmentId(segment)}};
@@ -196,13 +214,8 @@ TEST_F(StoreWorkerTest, RegistersAndMounts) {
 }
 
 TEST_F(StoreWorkerTest, CopiesAReplicaEndToEnd) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   absl::StatusOr<CopyTaskResponse> t =
       master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}});
   ASSERT_TRUE(t.ok()) << t.status();
@@ -233,13 +246,8 @@ TEST_F(StoreWorkerTest, CopiesAReplicaEndToEnd) {
 }
 
 TEST_F(StoreWorkerTest, FailedTransferRevokes) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
   env_.AdvanceBy(MsToNs(150));
   mover1.CompleteOne(absl::UnavailableError("link down"));
@@ -256,13 +264,8 @@ TEST_F(StoreWorkerTest, FailedTransferRevokes) {
 }
 
 TEST_F(StoreWorkerTest, FailedCopyStartReportsWithoutRevoke) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
   // The target fills up (with a leased object, so eviction cannot help).
   Put("fill", 950, 2);
@@ -346,13 +349,8 @@ TEST_F(StoreWorkerTest, StoppedWorkerIsReapedByTheMaster) {
 }
 
 TEST_F(StoreWorkerTest, LeasedTasksTakeTheDynamicCalls) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   absl::StatusOr<ObjectView> view = master_.GetObjectView(Name("k"));
   ASSERT_TRUE(view.ok());
   // Reads that cross the admission threshold: dynamic replication grants a
@@ -383,13 +381,8 @@ TEST_F(StoreWorkerTest, LeasedTasksTakeTheDynamicCalls) {
 // The Dynamic* calls always check the lease: a task that carries a lease id
 // the master's dynamic replication never granted cannot start a copy.
 TEST_F(StoreWorkerTest, ALeasedTaskWithoutItsLeaseIsRefused) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   absl::StatusOr<ObjectView> view = master_.GetObjectView(Name("k"));
   ASSERT_TRUE(view.ok());
   ASSERT_TRUE(
@@ -409,13 +402,8 @@ TEST_F(StoreWorkerTest, ALeasedTaskWithoutItsLeaseIsRefused) {
 }
 
 TEST_F(StoreWorkerTest, LateCallbacksAfterDestructionDoNothing) {
-  FakeDataMover mover1, mover2;
-  auto w1 = MakeWorker(1, 1000, &mover1);
-  auto w2 = MakeWorker(2, 1000, &mover2);
-  w1->Start();
-  w2->Start();
-  env_.RunUntilIdle();
-  Put("k", 100, 1);
+  std::unique_ptr<TwoWorkers> two = StartTwoWorkersWithKey();
+  auto& [mover1, mover2, w1, w2] = *two;
   ASSERT_TRUE(master_.CreateCopyTask(CopyTaskRequest{Name("k"), SegmentId(2), {}}).ok());
   env_.AdvanceBy(MsToNs(150));
   ASSERT_EQ(mover1.pending.size(), 1u);

@@ -1,7 +1,8 @@
-// Covers the gRPC control plane end to end on loopback, in one process: a
-// ReplicatedMaster served by MasterServer on an ephemeral port, two store
-// nodes (domains "a" and "b") that register, mount and run REPLICA_COPY tasks
-// through GrpcMasterClient, and HeatsinkClient writers and readers.
+// Covers the gRPC control plane end to end on loopback, in one process (the
+// fixture of control_plane_fixture.h): a ReplicatedMaster served by
+// MasterServer on an ephemeral port, two store nodes (domains "a" and "b")
+// that register, mount and run REPLICA_COPY tasks through GrpcMasterClient,
+// and HeatsinkClient writers and readers. Batch puts: batch_put_test.cc.
 //   - put, get and batch get return the written bytes (checksums);
 //   - hammering reads from domain "b" in enforce mode makes the master admit
 //     the key and the source store copy it over the TCP data mover: a dynamic
@@ -21,7 +22,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/env/rng.h"
 #include "core/replication/replicated_master.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
@@ -31,126 +31,22 @@
 #include "runtime/client/heatsink_client.h"
 #include "runtime/env/notification.h"
 #include "runtime/env/runtime_env.h"
-#include "runtime/numa/mempolicy.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "runtime/rpc/master_server.h"
 #include "runtime/rpc/status.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
+#include "tests/runtime/rpc/control_plane_fixture.h"
 #include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
 
-constexpr uint64_t kSegmentBytes = 8 << 20;
-
-std::string Pattern(uint64_t seed, size_t size) {
-  Rng rng(seed);
-  std::string out(size, '\0');
-  for (char& c : out) c = static_cast<char>(rng.Next64());
-  return out;
-}
-
-// Polls `condition` every 10 ms for up to `timeout`.
-template <typename Fn>
-bool WaitFor(Fn condition, absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
-}
-
+using test::ControlPlaneTest;
+using test::kSegmentBytes;
+using test::Pattern;
 using test::Wait;
-
-struct Store {
-  std::unique_ptr<GrpcMasterClient> rpc;
-  std::unique_ptr<SegmentDirectoryResolver> resolver;
-  std::unique_ptr<StoreNode> node;
-};
-
-class ControlPlaneTest : public ::testing::Test {
- protected:
-  void StartCluster(DynamicReplicationMode mode, StoreDataMover mover = StoreDataMover::kTcp) {
-    data_mover_ = mover;
-    MasterKnobs master_knobs;
-    master_knobs.sweep_interval_ms = 100;
-    ReplicationKnobs replication;
-    replication.dynamic_replication_mode = mode;
-    replication.dynamic_replication_heat_window_seconds = 1;
-    replication.dynamic_replication_admission_qps_threshold = 4.0;  // 4 reads in 1 s
-    replication.dynamic_replication_domain_aware = true;
-    replication.dynamic_replication_lease_ttl_ms = 10'000;
-    absl::StatusOr<std::unique_ptr<ReplicatedMaster>> master =
-        ReplicatedMaster::Create(env_.env(), master_knobs, replication, nullptr);
-    ASSERT_TRUE(master.ok()) << master.status();
-    master_ = *std::move(master);
-    absl::StatusOr<std::unique_ptr<MasterServer>> server =
-        MasterServer::Start(master_.get(), "127.0.0.1:0", rpc_options_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    AddStore(ClientId(1), "host-a", "a");
-    AddStore(ClientId(2), "host-b", "b");
-    ASSERT_TRUE(WaitFor([&] { return master_->master().ListSegments().size() == 2; }));
-  }
-
-  void AddStore(ClientId id, const std::string& host, const std::string& domain) {
-    Store store;
-    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc_options_);
-    ASSERT_TRUE(rpc.ok()) << rpc.status();
-    store.rpc = *std::move(rpc);
-    GrpcMasterClient* raw = store.rpc.get();
-    store.resolver = std::make_unique<SegmentDirectoryResolver>(
-        env_.env()->clock, [raw] { return raw->ListSegments(); });
-    StoreNodeOptions options;
-    options.client_id = id;
-    options.host = host;
-    options.domain = domain;
-    options.segment_bytes = kSegmentBytes;
-    options.data_mover = data_mover_;
-    options.ucx_put_chunk_bytes = uint64_t{1} << 20;
-    options.worker.heartbeat_interval_ms = 200;
-    options.worker.fetch_interval_ms = 20;
-    absl::StatusOr<std::unique_ptr<StoreNode>> node =
-        StoreNode::Start(env_.env(), store.rpc.get(), store.resolver.get(), options);
-    ASSERT_TRUE(node.ok()) << node.status();
-    store.node = *std::move(node);
-    stores_.push_back(std::move(store));
-  }
-
-  std::unique_ptr<HeatsinkClient> MakeClient(ClientId id, const std::string& host,
-                                             const std::string& domain) {
-    absl::StatusOr<std::unique_ptr<GrpcMasterClient>> rpc =
-        GrpcMasterClient::Connect(env_.env()->clock, server_->address(), rpc_options_);
-    EXPECT_TRUE(rpc.ok()) << rpc.status();
-    client_rpcs_.push_back(*std::move(rpc));
-    HeatsinkClientOptions options;
-    options.client_id = id;
-    options.host = host;
-    options.domain = domain;
-    options.tenant = "t1";
-    options.preferred_segments = {stores_[0].node->segment_ids()[0]};
-    return std::make_unique<HeatsinkClient>(client_rpcs_.back().get(), options);
-  }
-
-  void TearDown() override {
-    for (Store& store : stores_) store.node->Stop();
-    if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
-    env_.Shutdown();
-    stores_.clear();
-    client_rpcs_.clear();
-  }
-
-  RuntimeEnv env_{RuntimeEnvOptions{.executor = {.threads = 4}, .seed = 7}};
-  StoreDataMover data_mover_ = StoreDataMover::kTcp;
-  RpcOptions rpc_options_;
-  std::unique_ptr<ReplicatedMaster> master_;
-  std::unique_ptr<MasterServer> server_;
-  std::vector<Store> stores_;
-  std::vector<std::unique_ptr<GrpcMasterClient>> client_rpcs_;
-};
+using test::WaitFor;
 
 TEST_F(ControlPlaneTest, PutGetAndBatchGetOverTheWire) {
   StartCluster(DynamicReplicationMode::kOff);
@@ -242,153 +138,6 @@ TEST_F(ControlPlaneTest, ThreadsSharingOneClientGetTheirOwnKeysThroughCoalescedL
   EXPECT_EQ(stats.lookups, 320u);
   // Every lookup went out alone or in a batch.
   EXPECT_EQ(stats.single_calls + stats.batched_lookups, 320u);
-}
-
-TEST_F(ControlPlaneTest, BatchPutsGiveAResultPerKeyOverTheWire) {
-  StartCluster(DynamicReplicationMode::kOff);
-  std::unique_ptr<HeatsinkClient> writer = MakeClient(ClientId(100), "host-a", "a");
-  ASSERT_TRUE(writer->Put("exists", Pattern(2, 1000)).ok());
-  GrpcMasterClient* rpc = client_rpcs_.back().get();
-  const ClientId me(100);
-  const auto name = [](const std::string& key) { return ObjectName{"t1", key}; };
-
-  // Per key, in order: a fit, a key that exists, one too large for any
-  // segment, another fit.
-  BatchPutStartRequest start;
-  start.names = {name("b1"), name("exists"), name("huge"), name("b2")};
-  start.sizes_bytes = {1000, 1000, 2 * kSegmentBytes, 3000};
-  const auto started = Wait<absl::StatusOr<BatchPutStartResponse>>(
-      [&](auto done) { rpc->BatchPutStart(me, start, std::move(done)); });
-  ASSERT_TRUE(started.ok()) << started.status();
-  ASSERT_EQ(started->results.size(), 4u);
-  ASSERT_TRUE(started->results[0].ok()) << started->results[0].status();
-  EXPECT_EQ(started->results[1].status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_FALSE(started->results[2].ok());
-  ASSERT_TRUE(started->results[3].ok()) << started->results[3].status();
-  EXPECT_EQ(started->results[3]->replicas.size(), 1u);
-
-  // End b1, revoke b2; a stale version is refused for its key alone.
-  BatchPutEndRequest end;
-  end.puts = {{name("b1"), started->results[0]->version},
-              {name("b2"), started->results[3]->version + 1}};
-  const auto ended = Wait<absl::StatusOr<BatchPutResponse>>(
-      [&](auto done) { rpc->BatchPutEnd(me, end, std::move(done)); });
-  ASSERT_TRUE(ended.ok()) << ended.status();
-  ASSERT_EQ(ended->results.size(), 2u);
-  EXPECT_TRUE(ended->results[0].ok()) << ended->results[0];
-  EXPECT_FALSE(ended->results[1].ok());
-  BatchPutRevokeRequest revoke;
-  revoke.puts = {{name("b2"), started->results[3]->version}};
-  const auto revoked = Wait<absl::StatusOr<BatchPutResponse>>(
-      [&](auto done) { rpc->BatchPutRevoke(me, revoke, std::move(done)); });
-  ASSERT_TRUE(revoked.ok()) << revoked.status();
-  ASSERT_EQ(revoked->results.size(), 1u);
-  EXPECT_TRUE(revoked->results[0].ok()) << revoked->results[0];
-
-  const auto b1 = Wait<absl::StatusOr<GetReplicaListResponse>>([&](auto done) {
-    rpc->GetReplicaList(GetReplicaListRequest{name("b1"), me, "a"}, std::move(done));
-  });
-  ASSERT_TRUE(b1.ok()) << b1.status();
-  EXPECT_EQ(b1->size_bytes, 1000u);
-  const auto b2 = Wait<absl::StatusOr<GetReplicaListResponse>>([&](auto done) {
-    rpc->GetReplicaList(GetReplicaListRequest{name("b2"), me, "a"}, std::move(done));
-  });
-  EXPECT_EQ(b2.status().code(), absl::StatusCode::kNotFound);
-
-  // A batch whose names and sizes differ in count is refused whole.
-  BatchPutStartRequest bad;
-  bad.names = {name("c1"), name("c2")};
-  bad.sizes_bytes = {1000};
-  const auto refused = Wait<absl::StatusOr<BatchPutStartResponse>>(
-      [&](auto done) { rpc->BatchPutStart(me, bad, std::move(done)); });
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(master_->CheckInvariants().ok());
-}
-
-// Moves bytes over TCP, but refuses writes of `failing_bytes` bytes (a store
-// that breaks in the middle of one key of a batch).
-class WriteFailingDataPath final : public ObjectDataPath {
- public:
-  explicit WriteFailingDataPath(uint64_t failing_bytes) : failing_bytes_(failing_bytes) {}
-  absl::Status Write(const SegmentLocation& location, SegmentId segment, uint64_t offset,
-                     absl::string_view bytes) override {
-    if (bytes.size() == failing_bytes_) return absl::UnavailableError("the store went away");
-    return tcp_.Write(location, segment, offset, bytes);
-  }
-  absl::Status ReadInto(const SegmentLocation& location, SegmentId segment, uint64_t offset,
-                        absl::Span<uint8_t> out) override {
-    return tcp_.ReadInto(location, segment, offset, out);
-  }
-  absl::string_view name() const override { return "tcp"; }
-
- private:
-  const uint64_t failing_bytes_;
-  TcpObjectDataPath tcp_{TcpTransportKnobs{}};
-};
-
-// HeatsinkClient::BatchPut: a status per key, whatever happened to the
-// others; keys whose bytes all landed are readable, a key whose write failed
-// is revoked and never readable.
-TEST_F(ControlPlaneTest, ClientBatchPutEndsTheKeysThatLandedAndRevokesTheRest) {
-  StartCluster(DynamicReplicationMode::kOff);
-  std::unique_ptr<HeatsinkClient> plain = MakeClient(ClientId(100), "host-a", "a");
-  ASSERT_TRUE(plain->Put("exists", Pattern(2, 1000)).ok());
-  HeatsinkClientOptions options = plain->options();
-  options.object_bytes_max = 4 * kSegmentBytes;
-  WriteFailingDataPath path(/*failing_bytes=*/777);
-  HeatsinkClient writer(client_rpcs_.back().get(), &path, options);
-
-  const std::vector<std::string> keys = {"b1", "exists", "too-big", "broken", "b2", "no-room"};
-  const std::string b1 = Pattern(11, (2 << 20) + 17);  // three TCP chunks
-  const std::string b2 = Pattern(12, 3000);
-  const std::string exists = Pattern(13, 1000);
-  const std::string too_big = Pattern(14, 4 * kSegmentBytes + 1);
-  const std::string broken = Pattern(15, 777);
-  const std::string no_room = Pattern(16, 2 * kSegmentBytes);  // larger than any segment
-  const std::vector<absl::string_view> values = {b1, exists, too_big, broken, b2, no_room};
-  absl::StatusOr<std::vector<absl::Status>> put = writer.BatchPut(keys, values);
-  ASSERT_TRUE(put.ok()) << put.status();
-  ASSERT_EQ(put->size(), keys.size());
-  EXPECT_TRUE((*put)[0].ok()) << (*put)[0];
-  EXPECT_EQ((*put)[1].code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ((*put)[2].code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string((*put)[2].message()), ::testing::HasSubstr("object_bytes_max"));
-  EXPECT_EQ((*put)[3].code(), absl::StatusCode::kUnavailable);
-  EXPECT_TRUE((*put)[4].ok()) << (*put)[4];
-  EXPECT_FALSE((*put)[5].ok());
-
-  std::unique_ptr<HeatsinkClient> reader = MakeClient(ClientId(200), "host-b", "b");
-  const auto bytes_of = [&](const std::string& key) -> std::string {
-    absl::StatusOr<GetResult> got = reader->Get(key);
-    return got.ok() ? got->bytes : std::string(got.status().ToString());
-  };
-  EXPECT_EQ(StableHash(bytes_of("b1")), StableHash(b1));
-  EXPECT_EQ(bytes_of("b2"), b2);
-  EXPECT_EQ(bytes_of("exists"), Pattern(2, 1000));  // the first put's bytes
-  EXPECT_EQ(reader->Get("broken").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(reader->Get("too-big").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(reader->Get("no-room").status().code(), absl::StatusCode::kNotFound);
-  // The revoked key can be put again.
-  const std::vector<std::string> again = {"broken"};
-  const std::string fixed = Pattern(17, 778);
-  const std::vector<absl::string_view> fixed_values = {fixed};
-  absl::StatusOr<std::vector<absl::Status>> retried = writer.BatchPut(again, fixed_values);
-  ASSERT_TRUE(retried.ok()) << retried.status();
-  EXPECT_TRUE((*retried)[0].ok()) << (*retried)[0];
-  EXPECT_EQ(bytes_of("broken"), fixed);
-
-  // Refused whole: keys and values that differ in number, and a batch above
-  // the master's batch_keys_max (1024).
-  const std::vector<absl::string_view> one = {b2};
-  EXPECT_EQ(writer.BatchPut(keys, one).status().code(), absl::StatusCode::kInvalidArgument);
-  std::vector<std::string> many;
-  for (int i = 0; i < 1025; ++i) many.push_back(absl::StrCat("m", i));
-  const std::vector<absl::string_view> many_values(many.size(), absl::string_view(b2));
-  const absl::StatusOr<std::vector<absl::Status>> too_many = writer.BatchPut(many, many_values);
-  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(too_many.status().message()), ::testing::HasSubstr("batch_keys_max"));
-  EXPECT_EQ(reader->Get("m0").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(master_->CheckInvariants().ok());
 }
 
 TEST_F(ControlPlaneTest, HotReadsFromAnotherDomainCreateADynamicReplicaThere) {
@@ -492,75 +241,6 @@ TEST_F(ControlPlaneTest, DynamicCopyBetweenStoresOverUcx) {
   EXPECT_EQ(stores_[1].node->data_server().writes_completed(), 0u);
   EXPECT_GE(stores_[0].node->worker().stats().dynamic_tasks, 1);
   EXPECT_TRUE(master_->CheckInvariants().ok());
-}
-
-TEST(StoreNodeOptionsTest, UcxOptionsAreValidated) {
-  StoreNodeOptions options;
-  options.client_id = ClientId(1);
-  options.data_mover = StoreDataMover::kUcx;
-  options.ucx_put_chunk_bytes = 0;
-  const absl::Status st = options.Validate();
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_EQ(StoreDataMoverName(StoreDataMover::kUcx), "ucx");
-  EXPECT_EQ(StoreDataMoverName(StoreDataMover::kTcp), "tcp");
-}
-
-TEST(StoreNodeOptionsTest, SegmentNodeOptionsAreValidated) {
-  StoreNodeOptions options;
-  options.client_id = ClientId(1);
-  EXPECT_TRUE(options.Validate().ok());
-  options.segment_node = -2;
-  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
-  options.segment_node = MaxPossibleNode() + 1;
-  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
-  options.segment_node = -1;
-  options.segment_memory.mlock = true;
-  const absl::Status st = options.Validate();
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  options.segment_node = 0;
-  EXPECT_TRUE(options.Validate().ok());
-}
-
-TEST(StoreNodeOptionsTest, SegmentIdsComeFromTheClientIdOrTheFirstIdGiven) {
-  StoreNodeOptions options;
-  options.client_id = ClientId(3);
-  options.segments = 2;
-  EXPECT_EQ(options.SegmentIdAt(0), SegmentId(3 * 256 + 1));
-  EXPECT_EQ(options.SegmentIdAt(1), StoreSegmentId(ClientId(3), 1));
-  options.first_segment_id = 40;
-  EXPECT_TRUE(options.Validate().ok());
-  EXPECT_EQ(options.SegmentIdAt(0), SegmentId(40));
-  EXPECT_EQ(options.SegmentIdAt(1), SegmentId(41));
-  options.first_segment_id = (uint64_t{1} << 62) + 1;
-  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(StoreNodeOptionsTest, HeadPoolOptionsAreValidated) {
-  StoreNodeOptions options;
-  options.client_id = ClientId(1);
-  options.segments = 2;
-  options.segment_bytes = 4 << 20;
-  SegmentHeadPoolOptions pool;
-  pool.knobs.memory_bytes = 8 << 20;
-  RegionPlacement region;
-  region.bytes = 8 << 20;
-  region.preferred = true;
-  pool.placement.regions = {region};
-  options.head_pool = pool;
-  EXPECT_TRUE(options.Validate().ok()) << options.Validate();
-  // The pool places the segments; a segment node beside it is refused.
-  options.segment_node = 0;
-  EXPECT_NE(options.Validate().message().find("give one"), absl::string_view::npos);
-  options.segment_node = -1;
-  // Two segments of 4 MiB are the 8 MiB pool; 3 MiB segments are not.
-  options.segment_bytes = 3 << 20;
-  EXPECT_NE(options.Validate().message().find("not 3145728"), absl::string_view::npos)
-      << options.Validate();
-  options.segment_bytes = 4 << 20;
-  options.segments = 3;
-  EXPECT_NE(options.Validate().message().find("do not split into 3 segments"),
-            absl::string_view::npos)
-      << options.Validate();
 }
 
 TEST_F(ControlPlaneTest, ObserveModeCountsWouldProposeAndCopiesNothing) {
