@@ -22,6 +22,9 @@ constexpr int64_t kCompactStaleMin = 1024;
 constexpr size_t kShrinkSlotsMin = 16384;
 constexpr size_t kShrinkInUseDivisor = 8;
 constexpr size_t kShrinkSlotsFloor = 2048;
+// The queue of events due now keeps at most this many entries of capacity
+// once it has run empty.
+constexpr size_t kDueNowKeepMax = 16384;
 
 }  // namespace
 
@@ -168,7 +171,7 @@ void Engine::HeapSiftDown(size_t i) {
 
 bool Engine::Cancel(EventId id) {
   const uint64_t slot = id & kSlotMask;
-  if (id == kNoTimer || slot >= slot_count_) return false;
+  if (id == kNoTimer || slot >= slots_.size()) return false;
   Slot& s = SlotAt(slot);
   if (s.key != id) return false;
   s.fn = nullptr;
@@ -198,10 +201,9 @@ void Engine::DropStaleEntries() {
 uint32_t Engine::TakeSlot() {
   if (free_slots_.empty() && shrink_to_ != kNoShrink) AbandonShrink();
   if (free_slots_.empty()) {
-    if (slot_count_ == slot_chunks_.size() * kSlotChunk) {
-      slot_chunks_.push_back(std::make_unique<Slot[]>(kSlotChunk));
-    }
-    return static_cast<uint32_t>(slot_count_++);
+    const auto slot = static_cast<uint32_t>(slots_.size());
+    slots_.Grow();
+    return slot;
   }
   const uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
@@ -222,19 +224,19 @@ void Engine::MaybeShrink() {
     if (live_above_shrink_ == 0) CutSlab();
     return;
   }
-  const size_t in_use = slot_count_ - free_slots_.size();
-  if (slot_count_ < kShrinkSlotsMin || in_use * kShrinkInUseDivisor > slot_count_) return;
+  const size_t in_use = slots_.size() - free_slots_.size();
+  if (slots_.size() < kShrinkSlotsMin || in_use * kShrinkInUseDivisor > slots_.size()) return;
   shrink_to_ = std::max(in_use * 2, kShrinkSlotsFloor);
   const size_t free_before = free_slots_.size();
   free_slots_.erase(std::remove_if(free_slots_.begin(), free_slots_.end(),
                                    [this](uint32_t slot) { return slot >= shrink_to_; }),
                     free_slots_.end());
-  live_above_shrink_ = (slot_count_ - shrink_to_) - (free_before - free_slots_.size());
+  live_above_shrink_ = (slots_.size() - shrink_to_) - (free_before - free_slots_.size());
   if (live_above_shrink_ == 0) CutSlab();
 }
 
 void Engine::AbandonShrink() {
-  for (size_t i = shrink_to_; i < slot_count_; ++i) {
+  for (size_t i = shrink_to_; i < slots_.size(); ++i) {
     if (SlotAt(i).key == 0) free_slots_.push_back(static_cast<uint32_t>(i));
   }
   shrink_to_ = kNoShrink;
@@ -246,9 +248,7 @@ void Engine::CutSlab() {
   DropStaleEntries();
   // Every slot above the cut is free (empty callback, key 0), so the chunks
   // wholly above it go and the slots of the last one stay as they are.
-  slot_count_ = shrink_to_;
-  slot_chunks_.resize((slot_count_ + kSlotChunk - 1) / kSlotChunk);
-  slot_chunks_.shrink_to_fit();
+  slots_.CutTo(shrink_to_);
   free_slots_.shrink_to_fit();
   heap_.shrink_to_fit();
   shrink_to_ = kNoShrink;
@@ -285,7 +285,13 @@ const Engine::HeapEntry* Engine::PeekLiveDue() {
     ++due_now_head_;
     --stale_;
   }
-  due_now_.clear();
+  if (due_now_.capacity() > kDueNowKeepMax) {
+    // A burst's queue (a bulk put posts an event per object) is given back
+    // once it has run, not kept for the rest of the run.
+    std::vector<HeapEntry>().swap(due_now_);
+  } else {
+    due_now_.clear();
+  }
   due_now_head_ = 0;
   return nullptr;
 }

@@ -60,6 +60,7 @@
 #include "core/env/clock.h"
 #include "core/env/executor.h"
 #include "core/env/time.h"
+#include "sim/chunked_slab.h"
 #include "sim/inline_function.h"
 
 namespace heatsink::sim {
@@ -194,7 +195,10 @@ class Engine {
   int64_t pending() const { return pending_; }
   // Slots the event slab holds, in use or free: its memory is this many
   // times a slot's size (it shrinks after a burst, see the top).
-  size_t slab_slots() const { return slot_count_; }
+  size_t slab_slots() const { return slots_.size(); }
+  // Entries the queue of events due now holds room for: a burst's room is
+  // given back once the queue has run empty (at most 16,384 are kept).
+  size_t due_now_capacity() const { return due_now_.capacity(); }
   // Time of the earliest pending event, if any.
   std::optional<TimeNs> NextEventTimeNs();
 
@@ -239,18 +243,10 @@ class Engine {
     EventFn fn;
     uint64_t key = 0;  // 0: free
   };
-  // The slab is kept in chunks of kSlotChunk slots that never move: a burst
-  // that grows it to a million slots touches each chunk's memory once,
-  // instead of copying the whole slab to a buffer twice its size at every
-  // doubling.
-  static constexpr int kSlotChunkBits = 12;
-  static constexpr size_t kSlotChunk = size_t{1} << kSlotChunkBits;
-  Slot& SlotAt(uint64_t slot) {
-    return slot_chunks_[slot >> kSlotChunkBits][slot & (kSlotChunk - 1)];
-  }
-  const Slot& SlotAt(uint64_t slot) const {
-    return slot_chunks_[slot >> kSlotChunkBits][slot & (kSlotChunk - 1)];
-  }
+  // The slab is kept in chunks of 4,096 slots that never move
+  // (sim/chunked_slab.h).
+  Slot& SlotAt(uint64_t slot) { return slots_[slot]; }
+  const Slot& SlotAt(uint64_t slot) const { return slots_[slot]; }
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 
   struct LaneEntry {
@@ -331,8 +327,7 @@ class Engine {
   // top and the lanes' tops by (time, sequence) like any other source.
   std::vector<HeapEntry> due_now_;
   size_t due_now_head_ = 0;
-  std::vector<std::unique_ptr<Slot[]>> slot_chunks_;
-  size_t slot_count_ = 0;             // slots in use or free; the chunks hold at least these
+  ChunkedSlab<Slot, 12> slots_;       // slots in use or free
   std::vector<uint32_t> free_slots_;  // below shrink_to_ while a shrink is under way
   // While the slab shrinks: slots at or above shrink_to_ are not handed out
   // again, and live_above_shrink_ of them are still in use.

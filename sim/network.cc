@@ -19,7 +19,7 @@ constexpr TimeNs kFarFutureNs = int64_t{1} << 62;
 // scheduling one never allocates.
 constexpr int kFlowSlotBits = 24;
 constexpr uint64_t kFlowSlotMask = (uint64_t{1} << kFlowSlotBits) - 1;
-constexpr FlowId kFlowIdMax = (FlowId{1} << (64 - kFlowSlotBits)) - 1;
+constexpr uint64_t kFlowIdMax = (uint64_t{1} << (64 - kFlowSlotBits)) - 1;
 // Flow slots (and a class heap's entries) kept once nothing uses them.
 constexpr size_t kFlowSlotsKeepMax = size_t{1} << 14;
 
@@ -92,8 +92,8 @@ Network::Network(Engine* engine, Rng* rng, NetworkTopology topology, const Netwo
 
 Network::~Network() {
   // Pending activation/completion/re-solve events point at this network.
-  for (Flow& flow : flows_) {
-    if (flow.id != 0) engine_->Cancel(flow.event);
+  for (size_t slot = 0; slot < flows_.size(); ++slot) {
+    if (flows_[slot].id != 0) engine_->Cancel(flows_[slot].event);
   }
   if (reshare_event_ != kNoTimer) engine_->Cancel(reshare_event_);
   engine_->RemoveLane(completion_lane_);
@@ -208,11 +208,10 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
                                                "' crosses a partitioned trunk"));
   }
   if (flows_alive_ == 0 && flows_.size() > kFlowSlotsKeepMax) {
-    // Nothing is alive: a burst's slots (and their lookup table) are given
+    // Nothing is alive: a burst's slots are given
     // back instead of being kept for the rest of the run.
-    std::vector<Flow>().swap(flows_);
+    flows_.CutTo(0);
     std::vector<uint32_t>().swap(free_flow_slots_);
-    flow_slot_ = {};
   }
   uint32_t slot;
   if (!free_flow_slots_.empty()) {
@@ -220,9 +219,9 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
     free_flow_slots_.pop_back();
   } else {
     slot = static_cast<uint32_t>(flows_.size());
-    flows_.emplace_back();
+    flows_.Grow();
   }
-  const FlowId id = next_flow_id_++;
+  const uint64_t id = next_flow_id_++;
   Flow& flow = flows_[slot];
   flow.id = id;
   flow.src_host = spec.src_host;
@@ -242,10 +241,9 @@ absl::StatusOr<FlowId> Network::StartFlow(const FlowSpec& spec, FlowDone done) {
   const uint64_t token = FlowToken(slot, id);
   flow.event = engine_->ScheduleAfter(
       setup_ns, [this, token] { Activate(TokenSlot(token), TokenId(token)); });
-  flow_slot_.emplace(id, slot);
   flows_alive_ += spec.count;
   counters_.flows_started += static_cast<uint64_t>(spec.count);
-  return id;
+  return token;
 }
 
 void Network::Activate(uint32_t slot, FlowId id) {
@@ -507,7 +505,6 @@ void Network::Complete(uint32_t slot) {
 
 void Network::FreeSlot(uint32_t slot) {
   Flow& flow = flows_[slot];
-  flow_slot_.erase(flow.id);
   flow.id = 0;
   flow.moving = false;
   flow.target_work = 0;
@@ -542,11 +539,19 @@ void Network::Fail(uint32_t slot, absl::Status status, std::vector<uint32_t>& to
   });
 }
 
+std::optional<uint32_t> Network::LiveSlot(FlowId id) const {
+  const uint32_t slot = TokenSlot(id);
+  if (slot >= flows_.size() || flows_[slot].id == 0 || flows_[slot].id != TokenId(id)) {
+    return std::nullopt;
+  }
+  return slot;
+}
+
 bool Network::FailFlow(FlowId id, absl::Status status) {
-  auto it = flow_slot_.find(id);
-  if (it == flow_slot_.end()) return false;
+  const std::optional<uint32_t> slot = LiveSlot(id);
+  if (!slot.has_value()) return false;
   std::vector<uint32_t> touched;
-  Fail(it->second, std::move(status), touched);
+  Fail(*slot, std::move(status), touched);
   if (!touched.empty()) Reshare(touched);
   return true;
 }
@@ -568,9 +573,9 @@ int Network::FailFlowsOfHost(int host, absl::Status status) {
 }
 
 std::optional<FlowInfo> Network::GetFlow(FlowId id) const {
-  auto it = flow_slot_.find(id);
-  if (it == flow_slot_.end()) return std::nullopt;
-  const Flow& flow = flows_[it->second];
+  const std::optional<uint32_t> slot = LiveSlot(id);
+  if (!slot.has_value()) return std::nullopt;
+  const Flow& flow = flows_[*slot];
   FlowInfo info;
   info.id = id;
   info.moving = flow.moving;
@@ -684,7 +689,8 @@ absl::Status Network::SendControl(int src_host, int dst_host, EventFn deliver) {
 
 NetworkCounters Network::Counters() const {
   NetworkCounters out = counters_;
-  for (const Flow& flow : flows_) {
+  for (size_t slot = 0; slot < flows_.size(); ++slot) {
+    const Flow& flow = flows_[slot];
     if (flow.id == 0 || !flow.moving) continue;
     AddBytes(flow, BytesDone(flow, RemainingWorkNow(flow)) - flow.bytes_counted, out);
   }

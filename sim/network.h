@@ -108,13 +108,17 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/env/rng.h"
+#include "sim/chunked_slab.h"
 #include "sim/engine.h"
 #include "sim/inline_function.h"
 #include "sim/network_topology.h"
 
 namespace heatsink::sim {
 
-using FlowId = uint64_t;  // 0 is never issued
+// A live flow's handle: its sequence number (from 1, in start order) and its
+// slot, in one word, so a lookup needs no table. Handles of a network sort
+// in start order; 0 is never issued.
+using FlowId = uint64_t;
 // A flow's completion callback; up to 64 bytes of closure live inline in the
 // flow's slot (sim/inline_function.h).
 using FlowDone = InlineFunction<void(absl::Status), 64>;
@@ -278,7 +282,7 @@ class Network {
     uint32_t fixed_epoch = 0;
   };
   struct Flow {
-    FlowId id = 0;  // 0: free slot
+    uint64_t id = 0;  // the flow's sequence number; 0: free slot
     int src_host = 0;
     int dst_host = 0;
     int src_nic = -1;
@@ -322,6 +326,8 @@ class Network {
   bool RouteCrosses(int src_domain, int dst_domain, int trunk) const;
 
   void Activate(uint32_t slot, FlowId id);
+  // The slot of the live flow a FlowId names (its token), if any.
+  std::optional<uint32_t> LiveSlot(FlowId id) const;
   // The class timer fired: completes the class's first flow.
   void CompleteFirst(uint32_t route_class);
   // Ends a flow whose last byte landed (or that had none): `done` runs inline.
@@ -378,10 +384,9 @@ class Network {
   std::vector<Resource> resources_;
   absl::flat_hash_map<std::string, int> host_index_;  // lookup only
 
-  std::vector<Flow> flows_;  // slab
+  ChunkedSlab<Flow, 12> flows_;  // slots in use or free
   std::vector<uint32_t> free_flow_slots_;
-  absl::flat_hash_map<FlowId, uint32_t> flow_slot_;  // lookup only
-  FlowId next_flow_id_ = 1;
+  uint64_t next_flow_id_ = 1;  // the next flow's sequence number
   int64_t flows_alive_ = 0;
   uint64_t next_join_order_ = 0;
 

@@ -129,7 +129,7 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
   uint32_t put = 0;
   if (free_puts_.empty()) {
     put = static_cast<uint32_t>(puts_.size());
-    puts_.emplace_back();
+    puts_.Grow();
   } else {
     put = free_puts_.back();
     free_puts_.pop_back();
@@ -142,7 +142,7 @@ void Simulation::IssuePut(const SimOp& op, std::optional<size_t> request_row) {
   p.size = req.size_bytes;
   p.version = 0;
   p.request_row = request_row;
-  puts_in_flight_.try_emplace(p.name);
+  puts_in_flight_.insert(&p.name);
   host.master_client->PutStart(p.writer, req,
                                [this, put](absl::StatusOr<PutStartResponse> started) {
                                  PutStarted(put, std::move(started));
@@ -211,8 +211,10 @@ void Simulation::FinishPut(uint32_t put) {
   measurements_.FinishRequest(puts_[put].request_row, env_.NowNs());
   free_puts_.push_back(put);
   if (free_puts_.size() == puts_.size() && puts_.size() > kPutPoolKeepMax) {
-    // Not `= {}`: assigning an empty list keeps a vector's capacity.
-    puts_ = std::vector<PutRt>();
+    // No name in puts_in_flight_ points into the records: each went when
+    // its put ended. (Not `= {}`: assigning an empty list keeps a vector's
+    // capacity.)
+    puts_.CutTo(0);
     free_puts_ = std::vector<uint32_t>();
   }
 }
@@ -232,7 +234,7 @@ void Simulation::IssueBatchPut(const SimOp& op, std::optional<size_t> request_ro
     batch->names.reserve(last - first);
     for (size_t k = first; k < last; ++k) {
       batch->names.push_back(ObjectName{op.tenant, op.keys[k]});
-      puts_in_flight_.try_emplace(batch->names.back());
+      puts_in_flight_.insert(&batch->names.back());
     }
     StartBatchPut(host, std::move(batch));
   }

@@ -38,8 +38,7 @@ void Simulation::IssueRead(const SimOp& op, std::optional<size_t> request_row) {
   auto wait =
       std::make_shared<ReadWaitRt>(ReadWaitRt{std::move(read), in_flight, std::move(names)});
   for (const ObjectName& name : wait->names) {
-    const auto it = puts_in_flight_.find(name);
-    if (it != puts_in_flight_.end()) it->second.push_back(wait);
+    if (puts_in_flight_.contains(name)) reads_waiting_for_put_[name].push_back(wait);
   }
 }
 
@@ -50,13 +49,16 @@ constexpr size_t kPutsInFlightKeepMax = size_t{1} << 14;
 void Simulation::EndPut(const ObjectName& name) {
   const auto it = puts_in_flight_.find(name);
   if (it == puts_in_flight_.end()) return;
-  const absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1> waiters = std::move(it->second);
   puts_in_flight_.erase(it);
   // A bulk put leaves a table sized for all its keys: give it back once the
   // last put of a large burst ended.
   if (puts_in_flight_.empty() && puts_in_flight_.capacity() > kPutsInFlightKeepMax) {
     puts_in_flight_ = {};
   }
+  const auto waiting = reads_waiting_for_put_.find(name);
+  if (waiting == reads_waiting_for_put_.end()) return;
+  const absl::InlinedVector<std::shared_ptr<ReadWaitRt>, 1> waiters = std::move(waiting->second);
+  reads_waiting_for_put_.erase(waiting);
   for (const std::shared_ptr<ReadWaitRt>& wait : waiters) {
     if (--wait->waiting == 0) ReadKeys(wait->read, std::move(wait->names), 0);
   }

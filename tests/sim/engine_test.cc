@@ -420,6 +420,29 @@ TEST(Engine, CancelledEventsDueNowAreCompactedAway) {
   EXPECT_EQ(engine.pending(), 0);
 }
 
+TEST(Engine, ABurstOfEventsDueNowRunsInOrderAndGivesItsQueueBack) {
+  // A bulk put posts an event per object at one instant: the queue grows to
+  // hold them all, runs them in order, and keeps no more than 16,384
+  // entries of room once empty; a second burst grows it again.
+  Engine engine;
+  std::vector<int> ran;
+  for (int burst = 0; burst < 2; ++burst) {
+    engine.ScheduleAt(5 + burst, [&engine, &ran, burst] {
+      for (int i = 0; i < 40'000; ++i)
+        engine.Post([&ran, burst, i] { ran.push_back(burst * 40'000 + i); });
+    });
+  }
+  size_t capacity_in_burst = 0;
+  engine.ScheduleAt(5,
+                    [&] { engine.Post([&] { capacity_in_burst = engine.due_now_capacity(); }); });
+  ASSERT_TRUE(engine.Run().ok());
+  ASSERT_EQ(ran.size(), 80'000u);
+  for (size_t i = 0; i < ran.size(); ++i) ASSERT_EQ(ran[i], static_cast<int>(i));
+  EXPECT_GE(capacity_in_burst, 40'000u);
+  EXPECT_LE(engine.due_now_capacity(), 16'384u);
+  EXPECT_EQ(engine.pending(), 0);
+}
+
 TEST(Engine, LaneTimersCountTowardsThePendingLimit) {
   EngineKnobs knobs;
   knobs.events_pending_max = 3;

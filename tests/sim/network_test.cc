@@ -155,6 +155,25 @@ TEST(FailFlows, ByIdAndByHost) {
   EXPECT_EQ(h.outcome("f3").t_ns, 1'000'000'050);
 }
 
+TEST(FailFlows, AHandleNamesOneFlowEvenAfterItsSlotIsReused) {
+  NetworkHarness h(TwoDomains(kGBps, kGBps));
+  const FlowId first = h.Start("first", "a1", "a2", 1'000);
+  h.Run();
+  ASSERT_EQ(h.outcome("first").code, absl::StatusCode::kOk);
+  // The ended flow's slot is the only free one: the next flow takes it.
+  const FlowId second = h.Start("second", "a1", "a2", kGBps);
+  EXPECT_NE(second, first);
+  EXPECT_GT(second, first);  // handles sort in start order
+  EXPECT_FALSE(h.net().GetFlow(first).has_value());
+  EXPECT_FALSE(h.net().FailFlow(first, absl::AbortedError("stale handle")));
+  ASSERT_TRUE(h.net().GetFlow(second).has_value());
+  EXPECT_EQ(h.net().GetFlow(second)->id, second);
+  EXPECT_FALSE(h.net().FailFlow(0, absl::AbortedError("never issued")));
+  EXPECT_FALSE(h.net().FailFlow(second + 1, absl::AbortedError("never issued")));
+  h.Run();
+  EXPECT_EQ(h.outcome("second").code, absl::StatusCode::kOk);
+}
+
 TEST(StartFlow, RejectsBadArgumentsAndLimitsWithoutCallingDone) {
   NetworkKnobs knobs = ExactKnobs();
   knobs.flows_max = 2;
