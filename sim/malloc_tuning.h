@@ -2,13 +2,16 @@
 //
 // The simulator's allocator settings. A simulation allocates and frees
 // millions of small records (events, puts, flows, object metadata) over a
-// heap of hundreds of MB; with glibc's defaults its heap is made of 4 KiB
-// pages that are given back to the kernel and faulted in again. With
-// transparent huge pages for the heap (glibc.malloc.hugetlb=1) and a heap
-// that keeps its top (trim threshold 1 GiB, top pad 64 MiB, mmap threshold
-// 32 MiB) the same runs take 0.60-0.80x the time, for about 5% more resident
-// memory (docs/performance.md). Outputs do not change: no decision or output
-// depends on where a record lives.
+// heap of hundreds of MB; with glibc's defaults a heap that shrinks after a
+// burst gives its pages back to the kernel and faults them in again at the
+// next. The heap here keeps its top (trim threshold 1 GiB, top pad 64 MiB,
+// mmap threshold 32 MiB). Transparent huge pages for the heap
+// (glibc.malloc.hugetlb=1), part of this set until 2026-12-08, are left
+// out: on the 2-core VMs the project is measured on, faulting in a 2 MiB
+// page cost up to 30% of a run's time in the kernel's page clearing, and
+// the same runs took 0.70-0.80x the time without it (docs/performance.md).
+// Outputs do not change: no decision or output depends on where a record
+// lives.
 //
 // glibc reads its tunables once, when a process starts, so the only way for a
 // program to choose them is to start again: ReexecWithMallocTunables sets
@@ -29,8 +32,8 @@
 namespace heatsink::sim {
 
 inline constexpr char kSimMallocTunables[] =
-    "glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=1073741824:"
-    "glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=33554432";
+    "glibc.malloc.trim_threshold=1073741824:glibc.malloc.top_pad=67108864:"
+    "glibc.malloc.mmap_threshold=33554432";
 
 // The GLIBC_TUNABLES value to start again with, given the environment's
 // GLIBC_TUNABLES, HEATSINK_SIM_MALLOC_TUNING and LD_PRELOAD (nullptr when

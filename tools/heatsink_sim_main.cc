@@ -668,7 +668,7 @@ int RunSwarmCommand(const SwarmArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  heatsink::sim::ReexecWithMallocTunables(argv);  // huge pages (sim/malloc_tuning.h)
+  heatsink::sim::ReexecWithMallocTunables(argv);  // heap settings (sim/malloc_tuning.h)
   // Single-threaded: Abseil's lock-order checks (on in Debian's build) only cost time.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
