@@ -121,7 +121,7 @@ HeatReadBuffer::AppendResult HeatReadBuffer::Append(TimeNs t_ns, const HeatKeyVi
   // Before the claim: once the tail moves, the drain reads the ring.
   Unit* const ring = RingOf(s);
   const uint64_t capacity = static_cast<uint64_t>(units_);
-  const uint64_t high_water = capacity / 2;
+  const uint64_t high_water = static_cast<uint64_t>(high_water_units());
   uint64_t t = s.tail.load(std::memory_order_relaxed);
   uint64_t h = 0;
   uint64_t padding = 0;

@@ -20,8 +20,8 @@
 // more of shorter ones, fewer of longer ones (kKeyBytesMax = 240 bytes
 // together, 256 bytes a record). A record never wraps: one that does not
 // fit before the ring's end is preceded by a padding record up to it.
-// Memory: records_per_stripe x 64 bytes per stripe in use (256 KiB with the
-// default 4096 records per stripe; at most kStripes of them, 4 MiB). A
+// Memory: records_per_stripe x 64 bytes per stripe in use (1 MiB with the
+// default 16,384 records per stripe; at most kStripes of them, 16 MiB). A
 // stripe's ring is allocated, zeroed, by the first append to it: the one
 // allocation of the read path, once per stripe for the buffer's lifetime. A
 // single-threaded driver (the simulator) therefore holds one ring.
@@ -46,6 +46,7 @@
 #ifndef HEATSINK_CORE_REPLICATION_HEAT_READ_BUFFER_H_
 #define HEATSINK_CORE_REPLICATION_HEAT_READ_BUFFER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -77,6 +78,7 @@ class HeatReadBuffer {
   static constexpr size_t kKeyBytesMax = 240;
   static constexpr int64_t kRecordsPerStripeMin = 16;
   static constexpr int64_t kRecordsPerStripeMax = 65'536;
+  static constexpr int64_t kHighWaterUnitsMax = 8'192;
 
   enum class AppendResult : uint8_t {
     kAppended,
@@ -125,9 +127,12 @@ class HeatReadBuffer {
   }
   // A stripe's size in units.
   int64_t stripe_units() const { return units_; }
-  // Half a stripe, in units: an append that leaves at least this many units
-  // undrained reports kAppendedHighWater.
-  int64_t high_water_units() const { return units_ / 2; }
+  // Half a stripe or kHighWaterUnitsMax units (128 KiB of reads), whichever
+  // is less: an append that leaves at least this many units undrained
+  // reports kAppendedHighWater. The drain is asked for at the same point
+  // with any stripe of 4,096 records or more; a larger stripe only adds room
+  // before reads are dropped.
+  int64_t high_water_units() const { return std::min(units_ / 2, kHighWaterUnitsMax); }
   // Bytes of the stripes' rings allocated so far (one ring per stripe that
   // was appended to).
   int64_t MemoryBytes() const;

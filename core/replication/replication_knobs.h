@@ -87,11 +87,17 @@ struct ReplicationKnobs {
   // Read-buffer stripe size, in reads of keys up to 48 bytes (64 bytes
   // each; a read takes 16 bytes plus its tenant, key and domain bytes, so
   // shorter keys fit more): a power of two. One stripe per reading thread
-  // (at most 16), allocated by its first read: 256 KiB each with the
+  // (at most 16), allocated by its first read: 1 MiB each with the
   // default. A read that finds its stripe full is dropped and counted
-  // (dynamic_replication_heat_reads_dropped_total), never waited for. At 2 million reads per second
-  // on one thread, 4096 records are 2 ms of reads; the drain is asked for at half of that.
-  int64_t dynamic_replication_heat_read_buffer_records = 4'096;
+  // (dynamic_replication_heat_reads_dropped_total), never waited for. At
+  // 3 million reads per second on one thread, 16,384 records are about 7 ms
+  // of reads; the drain is asked for once a stripe holds 2,048 of them (128
+  // KiB: HeatReadBuffer::high_water_units), as it was with the smaller
+  // stripe, so the larger stripe changes no admission. (4,096, the default
+  // until 2026-12-08, dropped thousands of reads a run in the read-path
+  // bench's 2-thread cells, where the drain shares two cores with both
+  // readers: docs/performance.md.)
+  int64_t dynamic_replication_heat_read_buffer_records = 16'384;
 
   // --- Cooldowns (DESIGN 3) -----------------------------------------------
   // From an accepted admission, per key (per key and requester domain when

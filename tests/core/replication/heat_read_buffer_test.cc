@@ -77,6 +77,29 @@ TEST(HeatReadBuffer, ARecordTakesItsHeaderAndKeyBytesInWholeUnits) {
   EXPECT_EQ(b.high_water_units(), 32);
 }
 
+TEST(HeatReadBuffer, TheDrainIsAskedForAt128KiBWhateverTheStripeSize) {
+  // Half a stripe up to 4,096 records; 8,192 units (2,048 records of 64
+  // bytes) above, so a larger stripe only adds room before drops.
+  EXPECT_EQ(HeatReadBuffer(4'096).high_water_units(), 8'192);
+  EXPECT_EQ(HeatReadBuffer(16'384).high_water_units(), 8'192);
+  EXPECT_EQ(HeatReadBuffer(HeatReadBuffer::kRecordsPerStripeMax).high_water_units(), 8'192);
+  EXPECT_EQ(HeatReadBuffer(1'024).high_water_units(), 2'048);
+  // 16,384 records: 65,536 units. Reads of "d"/"k" take 2 units; the one
+  // that leaves 8,192 undrained reports the mark, and the stripe goes on
+  // taking reads until it is full.
+  HeatReadBuffer b(16'384);
+  for (int i = 0; i < 4'095; ++i) {
+    ASSERT_EQ(b.Append(i, HeatKeyView{"d", "k", ""}), Result::kAppended) << i;
+  }
+  EXPECT_EQ(b.Append(4'095, HeatKeyView{"d", "k", ""}), Result::kAppendedHighWater);
+  for (int i = 4'096; i < 32'768; ++i) {
+    ASSERT_EQ(b.Append(i, HeatKeyView{"d", "k", ""}), Result::kAppendedHighWater) << i;
+  }
+  EXPECT_EQ(b.Append(32'768, HeatKeyView{"d", "k", ""}), Result::kFull);
+  EXPECT_EQ(b.dropped(), 1);
+  EXPECT_EQ(b.Drain([](TimeNs, HeatKeyView, HeatReadKind) {}), 32'768);
+}
+
 TEST(HeatReadBuffer, AFullStripeDropsAndCountsAndTheHighWaterMarkIsReported) {
   // 64 units; each read of "d"/"k" takes 2.
   HeatReadBuffer b(16);
