@@ -1,6 +1,7 @@
 #include "sim/decision_log.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -8,8 +9,11 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/base/check.h"
 #include "nlohmann/json.hpp"
 
 namespace heatsink::sim {
@@ -110,11 +114,25 @@ absl::StatusOr<DecisionRecord> ParseRecord(const json& j) {
   return r;
 }
 
-using Identity = std::tuple<int64_t, int, std::string, std::string, std::string, std::string>;
+// What pairs two records up, apart from their times: kind, tenant, key,
+// requester domain, target domain.
+using Identity = std::tuple<int, std::string, std::string, std::string, std::string>;
 
 Identity IdentityOf(const DecisionRecord& r) {
-  return {r.t_ns, static_cast<int>(r.kind), r.tenant, r.key,
-          r.requester_domain.value_or("\x01null"), r.target_domain.value_or("\x01null")};
+  return {static_cast<int>(r.kind), r.tenant, r.key, r.requester_domain.value_or("\x01null"),
+          r.target_domain.value_or("\x01null")};
+}
+
+// The record as compared once matched: no time, no ignored field.
+std::string ComparedJson(DecisionRecord r, const DecisionDiffOptions& options) {
+  r.t_ns = 0;
+  for (const std::string& field : options.ignored_fields) {
+    if (field == "version") r.version.reset();
+    if (field == "lease_id") r.lease_id.reset();
+    if (field == "source_segment") r.source_segment.reset();
+    if (field == "target_segment") r.target_segment.reset();
+  }
+  return FormatDecisionJson(r);
 }
 
 std::string Describe(const DecisionRecord& r) {
@@ -164,30 +182,76 @@ absl::StatusOr<std::vector<LoggedDecision>> ReadDecisionLogFile(const std::strin
   return ParseDecisionLog(ss.str(), path, limits);
 }
 
+absl::StatusOr<std::vector<std::string>> ParseIgnoredDecisionFields(absl::string_view list) {
+  std::vector<std::string> fields;
+  for (absl::string_view field : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    field = absl::StripAsciiWhitespace(field);
+    if (field != "version" && field != "lease_id" && field != "source_segment" &&
+        field != "target_segment") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot ignore field '", field,
+                       "': only version, lease_id, source_segment and target_segment can be "
+                       "left out (times have --time-tolerance-ms)"));
+    }
+    fields.emplace_back(field);
+  }
+  return fields;
+}
+
+void PlaceOnScenarioTime(std::vector<LoggedDecision>* log, int64_t t0_steady_ns,
+                         double time_scale) {
+  HS_CHECK(time_scale > 0);
+  for (LoggedDecision& d : *log) {
+    d.record.t_ns = static_cast<TimeNs>(
+        std::llround(static_cast<double>(d.record.t_ns - t0_steady_ns) / time_scale));
+  }
+}
+
 DecisionDiff DiffDecisionLogs(const std::vector<LoggedDecision>& a,
-                              const std::vector<LoggedDecision>& b) {
-  // Queue B's records per identity in file order, then walk A in file order.
-  std::map<Identity, std::vector<const LoggedDecision*>> by_identity;
-  for (const LoggedDecision& d : b) by_identity[IdentityOf(d.record)].push_back(&d);
-  std::map<Identity, size_t> taken;
+                              const std::vector<LoggedDecision>& b,
+                              const DecisionDiffOptions& options) {
+  HS_CHECK(options.time_tolerance_ns >= 0);
+  // Each identity's records from both logs, in time order (file order among
+  // equal times), paired up front to front: a record more than the
+  // tolerance before the other side's next one has no partner.
+  std::map<Identity,
+           std::pair<std::vector<const LoggedDecision*>, std::vector<const LoggedDecision*>>>
+      groups;
+  for (const LoggedDecision& d : a) groups[IdentityOf(d.record)].first.push_back(&d);
+  for (const LoggedDecision& d : b) groups[IdentityOf(d.record)].second.push_back(&d);
+  const auto by_time = [](const LoggedDecision* x, const LoggedDecision* y) {
+    return x->record.t_ns < y->record.t_ns;
+  };
   DecisionDiff diff;
-  for (const LoggedDecision& d : a) {
-    const Identity id = IdentityOf(d.record);
-    auto it = by_identity.find(id);
-    size_t& next = taken[id];
-    if (it == by_identity.end() || next >= it->second.size()) {
-      diff.removed.push_back({&d, nullptr});
-      continue;
+  for (auto& [id, sides] : groups) {
+    auto& [in_a, in_b] = sides;
+    std::stable_sort(in_a.begin(), in_a.end(), by_time);
+    std::stable_sort(in_b.begin(), in_b.end(), by_time);
+    size_t i = 0;
+    size_t j = 0;
+    while (i < in_a.size() && j < in_b.size()) {
+      const TimeNs ta = in_a[i]->record.t_ns;
+      const TimeNs tb = in_b[j]->record.t_ns;
+      if (tb < ta - options.time_tolerance_ns) {
+        diff.added.push_back({nullptr, in_b[j++]});
+      } else if (tb > ta + options.time_tolerance_ns) {
+        diff.removed.push_back({in_a[i++], nullptr});
+      } else {
+        if (ComparedJson(in_a[i]->record, options) != ComparedJson(in_b[j]->record, options)) {
+          diff.changed.push_back({in_a[i], in_b[j]});
+        }
+        ++i;
+        ++j;
+      }
     }
-    const LoggedDecision* other = it->second[next++];
-    if (FormatDecisionJson(d.record) != FormatDecisionJson(other->record)) {
-      diff.changed.push_back({&d, other});
-    }
+    for (; i < in_a.size(); ++i) diff.removed.push_back({in_a[i], nullptr});
+    for (; j < in_b.size(); ++j) diff.added.push_back({nullptr, in_b[j]});
   }
-  for (const auto& [id, list] : by_identity) {
-    const size_t used = taken.count(id) ? taken[id] : 0;
-    for (size_t i = used; i < list.size(); ++i) diff.added.push_back({nullptr, list[i]});
-  }
+  const auto by_a_line = [](const DecisionChange& x, const DecisionChange& y) {
+    return x.a->line < y.a->line;
+  };
+  std::sort(diff.removed.begin(), diff.removed.end(), by_a_line);
+  std::sort(diff.changed.begin(), diff.changed.end(), by_a_line);
   std::sort(diff.added.begin(), diff.added.end(),
             [](const DecisionChange& x, const DecisionChange& y) { return x.b->line < y.b->line; });
   return diff;

@@ -342,14 +342,18 @@ std::string ValidationJson(const ValidationReport& r) {
   return j.dump(2) + "\n";
 }
 
+absl::StatusOr<RuntimeSummary> ReadRuntimeSummaryFile(const std::string& path) {
+  HS_ASSIGN_OR_RETURN(const std::string text, ReadWhole(path));
+  return ParseRuntimeSummary(text, path);
+}
+
 absl::StatusOr<ValidationReport> ValidateAgainstRuntime(const Scenario& scenario,
                                                         const std::string& runtime_dir,
                                                         const Calibration* calibration) {
   const std::string summary_path = (std::filesystem::path(runtime_dir) / "summary.json").string();
   const std::string decisions_path =
       (std::filesystem::path(runtime_dir) / "decisions.jsonl").string();
-  HS_ASSIGN_OR_RETURN(const std::string text, ReadWhole(summary_path));
-  HS_ASSIGN_OR_RETURN(const RuntimeSummary runtime, ParseRuntimeSummary(text, summary_path));
+  HS_ASSIGN_OR_RETURN(const RuntimeSummary runtime, ReadRuntimeSummaryFile(summary_path));
   if (runtime.scenario_name != scenario.name) {
     return absl::InvalidArgumentError(absl::StrCat(
         summary_path, ": $.scenario.name: the replay ran \"", runtime.scenario_name,

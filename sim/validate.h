@@ -65,6 +65,8 @@ struct RuntimeSummary {
 // syntax error, or the JSON path of a missing or mistyped field).
 [[nodiscard]] absl::StatusOr<RuntimeSummary> ParseRuntimeSummary(const std::string& text,
                                                                  const std::string& source);
+// Reads and parses a summary.json file (NOT_FOUND when it cannot be read).
+[[nodiscard]] absl::StatusOr<RuntimeSummary> ReadRuntimeSummaryFile(const std::string& path);
 
 // An accepted decision on the scenario's time line.
 struct AcceptedDecision {

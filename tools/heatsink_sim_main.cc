@@ -46,6 +46,7 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/swarm.h"
+#include "sim/validate.h"
 #include "tools/sim_gen_trace_command.h"
 #include "tools/sim_validate_command.h"
 
@@ -65,20 +66,73 @@ constexpr char kExitCodesHelp[] =
     "Exit codes: 0 success (diff: logs equal), 1 a scenario check failed (diff: logs differ), "
     "2 an error (bad arguments, unreadable or malformed input, a run that could not complete).";
 
-int RunDiff(const std::string& path_a, const std::string& path_b, int keys_max) {
-  auto a = heatsink::sim::ReadDecisionLogFile(path_a);
-  if (!a.ok()) {
-    std::cerr << "heatsink-sim diff: " << a.status().message() << "\n";
+struct DiffArgs {
+  std::string a;
+  std::string b;
+  int keys_max = 20;
+  int64_t time_tolerance_ms = 0;
+  std::string ignore;
+  std::string b_replay_summary;
+};
+
+int RunDiff(const DiffArgs& args) {
+  const auto fail = [](const absl::Status& st) {
+    std::cerr << "heatsink-sim diff: " << st.message() << "\n";
     return kExitError;
+  };
+  auto a = heatsink::sim::ReadDecisionLogFile(args.a);
+  if (!a.ok()) return fail(a.status());
+  auto b = heatsink::sim::ReadDecisionLogFile(args.b);
+  if (!b.ok()) return fail(b.status());
+  heatsink::sim::DecisionDiffOptions options;
+  options.time_tolerance_ns = args.time_tolerance_ms * 1'000'000;
+  auto ignored = heatsink::sim::ParseIgnoredDecisionFields(args.ignore);
+  if (!ignored.ok()) return fail(ignored.status());
+  options.ignored_fields = *std::move(ignored);
+  if (!args.b_replay_summary.empty()) {
+    auto summary = heatsink::sim::ReadRuntimeSummaryFile(args.b_replay_summary);
+    if (!summary.ok()) return fail(summary.status());
+    heatsink::sim::PlaceOnScenarioTime(&*b, summary->t0_steady_ns, summary->time_scale);
   }
-  auto b = heatsink::sim::ReadDecisionLogFile(path_b);
-  if (!b.ok()) {
-    std::cerr << "heatsink-sim diff: " << b.status().message() << "\n";
-    return kExitError;
-  }
-  const heatsink::sim::DecisionDiff diff = heatsink::sim::DiffDecisionLogs(*a, *b);
-  std::cout << heatsink::sim::FormatDecisionDiff(diff, *a, *b, path_a, path_b, keys_max);
+  const heatsink::sim::DecisionDiff diff = heatsink::sim::DiffDecisionLogs(*a, *b, options);
+  std::cout << heatsink::sim::FormatDecisionDiff(diff, *a, *b, args.a, args.b, args.keys_max);
   return diff.equal() ? kExitOk : kExitDifferent;
+}
+
+constexpr char kDiffExample[] =
+    "Simulation against real processes: heatsink-sim diff SIM/decisions.jsonl "
+    "REPLAY/decisions.jsonl --b-replay-summary REPLAY/summary.json --time-tolerance-ms 500 "
+    "--ignore version,lease_id";
+
+// `heatsink-sim diff`: its flags into *args.
+CLI::App* AddDiffCommand(CLI::App& app, DiffArgs* args) {
+  CLI::App* diff = app.add_subcommand(
+      "diff",
+      "Compare two decision logs (decisions.jsonl): added, removed and changed admission "
+      "decisions, grouped by reason and by key, with the first divergence in context.");
+  diff->add_option("A", args->a, "Reference decision log (for example the golden file)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  diff->add_option("B", args->b, "Decision log to compare against A")
+      ->required()
+      ->check(CLI::ExistingFile);
+  diff->add_option("--keys", args->keys_max, "How many keys to list in the by-key table")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  diff->add_option("--time-tolerance-ms", args->time_tolerance_ms,
+                   "Match records of the same kind, key and domains whose times differ by at "
+                   "most this much (0: equal times, the regression setting)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}))
+      ->capture_default_str();
+  diff->add_option("--ignore", args->ignore,
+                   "Comma-separated fields a matched pair may differ in: version, lease_id, "
+                   "source_segment, target_segment");
+  diff->add_option("--b-replay-summary", args->b_replay_summary,
+                   "B was written by heatsink-replay: read t0_steady_ns and time_scale from this "
+                   "summary.json and place B's times on the scenario's time line first")
+      ->check(CLI::ExistingFile);
+
+  return diff;
 }
 
 // Shell-quotes a word when it needs it.
@@ -707,21 +761,8 @@ int main(int argc, char** argv) {
                    "the outputs do not depend on it, the memory does (one run's worth per job)")
       ->check(CLI::NonNegativeNumber);
 
-  CLI::App* diff = app.add_subcommand(
-      "diff",
-      "Compare two decision logs (decisions.jsonl): added, removed and changed admission "
-      "decisions, grouped by reason and by key, with the first divergence in context.");
-  std::string diff_a, diff_b;
-  int keys_max = 20;
-  diff->add_option("A", diff_a, "Reference decision log (for example the golden file)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  diff->add_option("B", diff_b, "Decision log to compare against A")
-      ->required()
-      ->check(CLI::ExistingFile);
-  diff->add_option("--keys", keys_max, "How many keys to list in the by-key table")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  DiffArgs diff_args;
+  CLI::App* diff = AddDiffCommand(app, &diff_args);
 
   CLI::App* estimate = app.add_subcommand(
       "estimate",
@@ -764,7 +805,8 @@ int main(int argc, char** argv) {
   ValidateArgs validate_args;
   CLI::App* validate = AddValidateCommand(&app, &validate_args);
 
-  for (CLI::App* sub : {run, compare, diff, estimate}) sub->footer(kExitCodesHelp);
+  for (CLI::App* sub : {run, compare, estimate}) sub->footer(kExitCodesHelp);
+  diff->footer(absl::StrCat(kExitCodesHelp, "\n\n", kDiffExample));
 
   try {
     app.parse(argc, argv);
@@ -775,7 +817,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return RunOne(run_args);
     if (*compare) return RunCompare(compare_args, modes, compare_jobs);
-    if (*diff) return RunDiff(diff_a, diff_b, keys_max);
+    if (*diff) return RunDiff(diff_args);
     if (*estimate) return RunEstimate(estimate_args, argv[0]);
     if (*swarm) return RunSwarmCommand(swarm_args);
     if (*gen_trace) return RunGenTrace(gen_trace_args);

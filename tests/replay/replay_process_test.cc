@@ -178,6 +178,60 @@ class ReplayProcessTest : public ::testing::Test {
     return p.ok() ? *std::move(p) : nullptr;
   }
 
+  // `heatsink-sim diff` of the simulation's decision log against the
+  // replay's: with raw steady-clock times no record matches; placed on the
+  // scenario's time line (--b-replay-summary) with a tolerance and the ids the
+  // runtime numbers its own way ignored, most accepted admissions match.
+  void ExpectDiffMatchesOnTheScenarioTimeLine(std::vector<sim::LoggedDecision> replay_log) {
+    const fs::path& dir = dir_;
+    const fs::path sim_out = dir / "sim-run";
+    absl::StatusOr<std::unique_ptr<ChildProcess>> run =
+        ChildProcess::Start({Tool("heatsink-sim"), "run", Scenario(), "--out", sim_out.string()},
+                            (dir / "sim-run.log").string());
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ((*run)->Wait(120'000), 0);
+    absl::StatusOr<std::vector<sim::LoggedDecision>> sim_log =
+        sim::ReadDecisionLogFile((sim_out / "decisions.jsonl").string());
+    ASSERT_TRUE(sim_log.ok()) << sim_log.status();
+    int64_t sim_accepted = 0;
+    for (const sim::LoggedDecision& d : *sim_log) {
+      sim_accepted += d.record.outcome == DecisionOutcome::kAccepted ? 1 : 0;
+    }
+    ASSERT_GT(sim_accepted, 0);
+    const auto matched_accepted = [&](const sim::DecisionDiff& diff) {
+      int64_t unmatched = 0;
+      for (const sim::DecisionChange& c : diff.removed) {
+        unmatched += c.a->record.outcome == DecisionOutcome::kAccepted ? 1 : 0;
+      }
+      return sim_accepted - unmatched;
+    };
+    EXPECT_EQ(matched_accepted(sim::DiffDecisionLogs(*sim_log, replay_log)), 0);
+    std::ifstream summary_file(dir / "out" / "summary.json");
+    const nlohmann::json summary = nlohmann::json::parse(summary_file, nullptr, false);
+    ASSERT_FALSE(summary.is_discarded());
+    sim::PlaceOnScenarioTime(&replay_log, summary["t0_steady_ns"].get<int64_t>(),
+                             summary["time_scale"].get<double>());
+    sim::DecisionDiffOptions options;
+    options.time_tolerance_ns = 500'000'000;
+    options.ignored_fields = {"version", "lease_id"};
+    const int64_t matched = matched_accepted(sim::DiffDecisionLogs(*sim_log, replay_log, options));
+    EXPECT_GE(static_cast<double>(matched), kJaccardMin * static_cast<double>(sim_accepted))
+        << matched << " of " << sim_accepted;
+    // The command line does the same and says how the logs compare.
+    absl::StatusOr<std::unique_ptr<ChildProcess>> diff =
+        ChildProcess::Start({Tool("heatsink-sim"), "diff", (sim_out / "decisions.jsonl").string(),
+                             (dir / "out" / "decisions.jsonl").string(), "--b-replay-summary",
+                             (dir / "out" / "summary.json").string(), "--time-tolerance-ms", "500",
+                             "--ignore", "version,lease_id"},
+                            (dir / "diff.log").string());
+    ASSERT_TRUE(diff.ok()) << diff.status();
+    const int rc = (*diff)->Wait(60'000);
+    EXPECT_TRUE(rc == 0 || rc == 1) << rc;
+    std::ifstream diff_log(dir / "diff.log");
+    const std::string text((std::istreambuf_iterator<char>(diff_log)), {});
+    EXPECT_TRUE(absl::StrContains(text, "decision logs")) << text;
+  }
+
   // `heatsink-sim validate SCENARIO` against the replay's outputs (DIR/out):
   // its JSON, or nothing when it does not run, fails or writes no JSON (the
   // failure reported).
@@ -295,6 +349,8 @@ TEST_F(ReplayProcessTest, ReplaysASmallScenarioAndItsAdmissionsMatchTheSimulatio
   ASSERT_TRUE(v.has_value());
   EXPECT_GE((*v)["admissions"]["jaccard"].get<double>(), kJaccardMin) << Log("validate.log");
   EXPECT_GT((*v)["admission_lag_ns"]["matched"].get<int64_t>(), 0);
+
+  ExpectDiffMatchesOnTheScenarioTimeLine(*decisions);
 }
 
 // replay-faults.json: observe until set_knob switches to enforce at 1.5 s;

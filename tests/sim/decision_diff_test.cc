@@ -70,6 +70,86 @@ TEST(DecisionDiff, MissingRecordIsRemovedAndExtraIsAdded) {
   EXPECT_NE(report.find("first divergence (removed) at t_ns=2"), std::string::npos) << report;
 }
 
+// A record with its lease and version set, as a real master writes them.
+std::string Leased(int64_t t, const std::string& key, int64_t lease, int64_t version) {
+  return absl::StrCat("{\"t_ns\":", t, ",\"kind\":\"heat\",\"tenant\":\"default\",\"key\":\"", key,
+                      "\",\"requester_domain\":null,\"target_domain\":\"b\",\"outcome\":"
+                      "\"accepted\",\"reason\":null,\"source_segment\":1,\"target_segment\":2,"
+                      "\"lease_id\":",
+                      lease, ",\"version\":", version, "}\n");
+}
+
+TEST(DecisionDiff, ATimeToleranceMatchesRecordsThatCloseAndNoCloser) {
+  const auto a = Parse(Rec(1'000, "k", "accepted") + Rec(5'000, "k", "accepted") +
+                       Rec(9'000, "x", "accepted"));
+  const auto b = Parse(Rec(1'400, "k", "accepted") + Rec(5'600, "k", "accepted") +
+                       Rec(8'500, "x", "accepted"));
+  EXPECT_EQ(DiffDecisionLogs(a, b).removed.size(), 3u);  // equal times only
+  DecisionDiffOptions options;
+  options.time_tolerance_ns = 500;
+  const DecisionDiff d = DiffDecisionLogs(a, b, options);
+  // k at 1,000 and 1,400 match, x at 9,000 and 8,500 match (at the
+  // tolerance); k at 5,000 and 5,600 are 600 apart.
+  ASSERT_EQ(d.removed.size(), 1u);
+  ASSERT_EQ(d.added.size(), 1u);
+  EXPECT_TRUE(d.changed.empty());
+  EXPECT_EQ(d.removed[0].a->record.t_ns, 5'000);
+  EXPECT_EQ(d.added[0].b->record.t_ns, 5'600);
+  options.time_tolerance_ns = 600;
+  EXPECT_TRUE(DiffDecisionLogs(a, b, options).equal());
+}
+
+TEST(DecisionDiff, RecordsPairUpInTimeOrderWhateverTheFileOrder) {
+  // A real master's workers may write two decisions out of time order.
+  const auto a = Parse(Rec(100, "k", "accepted") + Rec(300, "k", "rejected", "\"cooldown\""));
+  const auto b = Parse(Rec(320, "k", "rejected", "\"cooldown\"") + Rec(90, "k", "accepted"));
+  DecisionDiffOptions options;
+  options.time_tolerance_ns = 50;
+  EXPECT_TRUE(DiffDecisionLogs(a, b, options).equal());
+  // Matched by time, a different outcome is a change, not a removal.
+  const auto c = Parse(Rec(95, "k", "accepted") + Rec(310, "k", "rejected", "\"pending\""));
+  const DecisionDiff d = DiffDecisionLogs(a, c, options);
+  ASSERT_EQ(d.changed.size(), 1u);
+  EXPECT_EQ(d.changed[0].a->record.t_ns, 300);
+  EXPECT_EQ(d.changed[0].b->record.t_ns, 310);
+}
+
+TEST(DecisionDiff, IgnoredFieldsDoNotMakeAPairChanged) {
+  const auto a = Parse(Leased(10, "k", 1, 7));
+  const auto b = Parse(Leased(10, "k", 4'242, 3));
+  EXPECT_EQ(DiffDecisionLogs(a, b).changed.size(), 1u);
+  DecisionDiffOptions options;
+  absl::StatusOr<std::vector<std::string>> fields = ParseIgnoredDecisionFields("lease_id");
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  options.ignored_fields = *fields;
+  EXPECT_EQ(DiffDecisionLogs(a, b, options).changed.size(), 1u);  // the versions differ
+  fields = ParseIgnoredDecisionFields(" lease_id, version ");
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  options.ignored_fields = *fields;
+  EXPECT_TRUE(DiffDecisionLogs(a, b, options).equal());
+  // The decision itself is never ignored, nor are times.
+  for (const char* bad : {"outcome", "reason", "t_ns", "key", "lease"}) {
+    const absl::StatusOr<std::vector<std::string>> r = ParseIgnoredDecisionFields(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(absl::StrCat("'", bad, "'")), std::string::npos)
+        << r.status();
+  }
+  ASSERT_TRUE(ParseIgnoredDecisionFields("").ok());
+  EXPECT_TRUE(ParseIgnoredDecisionFields("")->empty());
+}
+
+TEST(DecisionDiff, AReplayLogIsPlacedOnTheScenarioTimeLine) {
+  // Steady-clock times from a run started at t0 = 5e12 at time scale 4.
+  auto log = Parse(Rec(5'000'000'000'000 + 4'000, "k", "accepted") +
+                   Rec(5'000'000'000'000 + 10, "j", "accepted"));
+  PlaceOnScenarioTime(&log, 5'000'000'000'000, 4.0);
+  EXPECT_EQ(log[0].record.t_ns, 1'000);
+  EXPECT_EQ(log[1].record.t_ns, 3);  // 2.5 rounded away from zero
+  EXPECT_TRUE(
+      DiffDecisionLogs(Parse(Rec(1'000, "k", "accepted") + Rec(3, "j", "accepted")), log).equal());
+}
+
 TEST(DecisionLog, MalformedLineNamesItsLine) {
   const std::string text = Rec(1, "a", "accepted") + "{not json\n";
   const auto r = ParseDecisionLog(text, "bad.jsonl");
