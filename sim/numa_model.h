@@ -22,10 +22,14 @@
 // served from the segment's backing memory at no extra modelled cost and are
 // not head reads.
 //
-// The model remembers which chunks of each object the index holds (a store
-// that the pool refused leaves its chunk unindexed), so a read skips those
-// chunks without asking the tiering core -- the same result as an OpenRead
-// that finds nothing, without building its NOT_FOUND status.
+// Which chunks of an object are indexed is the tiering core's index alone (a
+// store that the pool refused leaves its chunk unindexed): a read asks it for
+// every chunk (TierManager::OpenReadIfIndexed, which builds no status for a
+// chunk it does not hold). Where the pool is full most asks find nothing
+// (1,329,544 of 1,576,800 on pd-conversation-replay, 2026-12-08). A record
+// of the refused chunks was tried: it saved those asks but cost as much in
+// the stores, which must then ask whether a refused chunk was indexed
+// before (docs/performance.md).
 //
 // Modelled tiering costs (TieringCostModel): a scan costs
 // scan_ns_per_head per head of the scanned region, an exchange moves both
