@@ -93,6 +93,8 @@ int RunDiff(const DiffArgs& args) {
     auto summary = heatsink::sim::ReadRuntimeSummaryFile(args.b_replay_summary);
     if (!summary.ok()) return fail(summary.status());
     heatsink::sim::PlaceOnScenarioTime(&*b, summary->t0_steady_ns, summary->time_scale);
+    std::cout << "B's times placed on the scenario's time line: (t - " << summary->t0_steady_ns
+              << ") / " << summary->time_scale << "; records are shown as written\n";
   }
   const heatsink::sim::DecisionDiff diff = heatsink::sim::DiffDecisionLogs(*a, *b, options);
   std::cout << heatsink::sim::FormatDecisionDiff(diff, *a, *b, args.a, args.b, args.keys_max);
