@@ -123,15 +123,26 @@ Identity IdentityOf(const DecisionRecord& r) {
           r.target_domain.value_or("\x01null")};
 }
 
+// Clears `field` of `r`; false when it is not a field that can be ignored.
+bool ClearIgnorableField(absl::string_view field, DecisionRecord* r) {
+  if (field == "version") {
+    r->version.reset();
+  } else if (field == "lease_id") {
+    r->lease_id.reset();
+  } else if (field == "source_segment") {
+    r->source_segment.reset();
+  } else if (field == "target_segment") {
+    r->target_segment.reset();
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // The record as compared once matched: no time, no ignored field.
 std::string ComparedJson(DecisionRecord r, const DecisionDiffOptions& options) {
   r.t_ns = 0;
-  for (const std::string& field : options.ignored_fields) {
-    if (field == "version") r.version.reset();
-    if (field == "lease_id") r.lease_id.reset();
-    if (field == "source_segment") r.source_segment.reset();
-    if (field == "target_segment") r.target_segment.reset();
-  }
+  for (const std::string& field : options.ignored_fields) ClearIgnorableField(field, &r);
   return FormatDecisionJson(r);
 }
 
@@ -186,8 +197,8 @@ absl::StatusOr<std::vector<std::string>> ParseIgnoredDecisionFields(absl::string
   std::vector<std::string> fields;
   for (absl::string_view field : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
     field = absl::StripAsciiWhitespace(field);
-    if (field != "version" && field != "lease_id" && field != "source_segment" &&
-        field != "target_segment") {
+    DecisionRecord scratch;
+    if (!ClearIgnorableField(field, &scratch)) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot ignore field '", field,
                        "': only version, lease_id, source_segment and target_segment can be "

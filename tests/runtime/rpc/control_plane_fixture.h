@@ -23,17 +23,11 @@
 #include "runtime/rpc/master_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime::test {
 
 inline constexpr uint64_t kSegmentBytes = 8 << 20;
-
-inline std::string Pattern(uint64_t seed, size_t size) {
-  Rng rng(seed);
-  std::string out(size, '\0');
-  for (char& c : out) c = static_cast<char>(rng.Next64());
-  return out;
-}
 
 // Polls `condition` every 10 ms for up to `timeout`.
 template <typename Fn>

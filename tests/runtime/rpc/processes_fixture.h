@@ -24,6 +24,7 @@
 #include "runtime/client/heatsink_client.h"
 #include "runtime/env/steady_clock.h"
 #include "tests/runtime/rpc/process_test_util.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 
 namespace heatsink::runtime::test {
 
@@ -43,13 +44,6 @@ inline int FreePort() {
   }
   ::close(fd);
   return port;
-}
-
-inline std::string Pattern(uint64_t seed, size_t size) {
-  Rng rng(seed);
-  std::string out(size, '\0');
-  for (char& c : out) c = static_cast<char>(rng.Next64());
-  return out;
 }
 
 class ProcessesTest : public ::testing::Test {

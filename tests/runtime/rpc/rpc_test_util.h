@@ -1,4 +1,5 @@
-// Helpers shared by the gRPC tests: waiting for one asynchronous client call,
+// Helpers shared by the gRPC tests: seeded test bytes, waiting for one
+// asynchronous client call,
 // a master client presenting a test certificate, and (cert_test_util.h)
 // making those certificates.
 #ifndef HEATSINK_TESTS_RUNTIME_RPC_RPC_TEST_UTIL_H_
@@ -13,12 +14,22 @@
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
+#include "core/env/rng.h"
 #include "gtest/gtest.h"
 #include "runtime/env/notification.h"
 #include "runtime/rpc/grpc_master_client.h"
 #include "tests/runtime/cert_test_util.h"
 
 namespace heatsink::runtime::test {
+
+// `size` bytes drawn from a PRNG seeded with `seed`: the same bytes for
+// the same seed, so a read can be checked against them.
+inline std::string Pattern(uint64_t seed, size_t size) {
+  Rng rng(seed);
+  std::string out(size, '\0');
+  for (char& c : out) c = static_cast<char>(rng.Next64());
+  return out;
+}
 
 // Issues one asynchronous call through `issue` (which passes the callback
 // on) and blocks until the callback delivers its value.

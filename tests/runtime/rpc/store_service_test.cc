@@ -42,17 +42,13 @@
 #include "runtime/rpc/store_server.h"
 #include "runtime/store/segment_directory_resolver.h"
 #include "runtime/store/store_node.h"
+#include "tests/runtime/rpc/rpc_test_util.h"
 #include "tests/runtime/transport_test_util.h"
 
 namespace heatsink::runtime {
 namespace {
 
-std::string Pattern(uint64_t seed, size_t size) {
-  Rng rng(seed);
-  std::string out(size, '\0');
-  for (char& c : out) c = static_cast<char>(rng.Next64());
-  return out;
-}
+using test::Pattern;
 
 template <typename Fn>
 bool WaitFor(Fn condition, absl::Duration timeout = absl::Seconds(20)) {
